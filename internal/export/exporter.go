@@ -1,0 +1,56 @@
+// Package export delivers OTLP profiles requests: over gRPC, over HTTP with
+// protobuf bodies, or into files.
+package export
+
+import (
+	"time"
+
+	"context"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+)
+
+// Exporter sends one request per collection window. Export must honour ctx's
+// deadline and must not retain req after it returns. Implementations are safe
+// for use by one goroutine at a time; the profiler serialises calls.
+type Exporter interface {
+	Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error
+	// Shutdown releases connections and files. Export must not be called after.
+	Shutdown(ctx context.Context) error
+}
+
+// Protocol values, as spelled by OTEL_EXPORTER_OTLP_PROTOCOL.
+const (
+	ProtocolGRPC         = "grpc"
+	ProtocolHTTPProtobuf = "http/protobuf"
+	ProtocolHTTPJSON     = "http/json"
+)
+
+// OTLPConfig is the fully resolved configuration of an OTLP exporter. The
+// root package turns options and environment variables into this; exporters
+// never read the environment themselves.
+type OTLPConfig struct {
+	// Protocol is one of ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON.
+	Protocol string
+	// Endpoint is "host:port" for gRPC and the full URL (scheme, host, port
+	// and path, e.g. "http://localhost:4318/v1development/profiles") for HTTP.
+	Endpoint string
+	// Insecure selects plaintext. For HTTP it must agree with the URL scheme.
+	Insecure bool
+	// Headers are sent with every request (gRPC metadata or HTTP headers).
+	Headers map[string]string
+	// Timeout bounds one export attempt.
+	Timeout time.Duration
+	// Compression is "gzip" or "none".
+	Compression string
+	// UserAgent is sent as the User-Agent of HTTP requests and gRPC calls.
+	UserAgent string
+}
+
+// FileConfig configures the file exporter.
+type FileConfig struct {
+	// Dir receives one file per window; it is created if missing.
+	Dir string
+	// JSON writes OTLP/JSON (protojson) instead of binary protobuf.
+	JSON bool
+}

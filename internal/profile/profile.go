@@ -1,0 +1,85 @@
+// Package profile holds a decoded runtime/pprof profile as plain data.
+//
+// It is the in-memory form that the collector computes deltas on and that the
+// OTLP builder turns into a request. Strings are resolved (no string table)
+// and cross references are slice indices, so the types can be built by hand
+// in tests.
+package profile
+
+// ValueType names the type and unit of a sample value, e.g. "alloc_space",
+// "bytes".
+type ValueType struct {
+	Type string
+	Unit string
+}
+
+// Profile is one decoded pprof profile.
+type Profile struct {
+	SampleTypes       []ValueType
+	DefaultSampleType string // "" when the source did not set one
+	PeriodType        ValueType
+	Period            int64
+	TimeNanos         int64
+	DurationNanos     int64
+	Comments          []string
+
+	Samples   []Sample
+	Locations []Location
+	Functions []Function
+	Mappings  []Mapping
+}
+
+// Sample is one stack with its values. Locations holds indices into
+// Profile.Locations, leaf first, as in pprof.
+type Sample struct {
+	Locations []int32
+	Values    []int64
+	Labels    []Label
+}
+
+// Label is a pprof label: either a string label (Str set) or a numeric label
+// (Num, with an optional NumUnit).
+type Label struct {
+	Key     string
+	Str     string
+	Num     int64
+	NumUnit string
+	IsNum   bool
+}
+
+// Location is a program counter with its symbolized lines. Mapping is an
+// index into Profile.Mappings, or -1 when the location has no mapping. Lines
+// lists inlined frames innermost first; the last entry is the physical caller.
+type Location struct {
+	Mapping  int32
+	Address  uint64
+	Lines    []Line
+	IsFolded bool
+}
+
+// Line is one frame of a Location. Function is an index into
+// Profile.Functions, or -1 when unknown.
+type Line struct {
+	Function int32
+	Line     int64
+	Column   int64
+}
+
+// Function is a symbolized function.
+type Function struct {
+	Name       string
+	SystemName string
+	Filename   string
+	StartLine  int64
+}
+
+// Mapping is a mapped binary image.
+type Mapping struct {
+	Start, Limit, Offset uint64
+	File                 string
+	BuildID              string
+	HasFunctions         bool
+	HasFilenames         bool
+	HasLineNumbers       bool
+	HasInlineFrames      bool
+}
