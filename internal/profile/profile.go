@@ -1,9 +1,3 @@
-// Package profile holds a decoded runtime/pprof profile as plain data.
-//
-// It is the in-memory form that the collector computes deltas on and that the
-// OTLP builder turns into a request. Strings are resolved (no string table)
-// and cross references are slice indices, so the types can be built by hand
-// in tests.
 package profile
 
 // ValueType names the type and unit of a sample value, e.g. "alloc_space",

@@ -1,0 +1,868 @@
+package profile
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// DefaultMaxDecompressedSize is the limit, in bytes, on the decompressed size
+// of a gzip-compressed profile when Decoder.MaxDecompressedSize is zero.
+// Runtime profiles are orders of magnitude smaller; the limit only bounds
+// what a corrupt input can make the decoder allocate.
+const DefaultMaxDecompressedSize = 256 << 20
+
+// Parse decodes a profile in the pprof protobuf format, as written by
+// runtime/pprof, either gzip-compressed or not. The returned Profile owns
+// its memory. Code that decodes repeatedly should keep a Decoder instead.
+func Parse(data []byte) (*Profile, error) {
+	var d Decoder
+	return d.Decode(data)
+}
+
+// A Decoder decodes pprof protobuf profiles and keeps its gzip reader and
+// scratch buffers from one call to the next, so that decoding the same kinds
+// of profile again and again allocates little beyond the result.
+//
+// The zero value is ready to use. A Decoder is not safe for concurrent use.
+// It retains buffers as large as the largest profile it has decoded.
+type Decoder struct {
+	// MaxDecompressedSize limits, in bytes, how large a gzip-compressed
+	// input may grow when decompressed. Zero or less means
+	// DefaultMaxDecompressedSize.
+	MaxDecompressedSize int
+
+	src bytes.Reader
+	gz  *gzip.Reader
+	raw []byte // decompressed protobuf, reused
+
+	// Spans of top-level fields, collected in a first pass because the
+	// string table and the id-bearing messages may come in any order.
+	strSpans        []span
+	sampleTypeSpans []span
+	periodTypeSpans []span
+	sampleSpans     []span
+	mappingSpans    []span
+	locationSpans   []span
+	functionSpans   []span
+	comments        []uint64
+
+	strs []string // string table; substrings of one allocation per profile
+	ids  []uint64
+
+	mappingIDs  idIndex
+	functionIDs idIndex
+	locationIDs idIndex
+
+	// Per-profile contents gathered before being copied into exactly sized
+	// slices that the returned Profile owns.
+	lines      []Line
+	lineEnds   []int
+	locs       []int32
+	vals       []int64
+	labels     []Label
+	sampleEnds []sampleEnd
+}
+
+type sampleEnd struct {
+	locs, vals, labels int
+}
+
+// Decode decodes one profile like Parse, reusing the Decoder's buffers.
+//
+// The returned Profile does not alias data or the Decoder's buffers: it
+// stays valid after later calls. All of its strings share one allocation
+// per profile, so retaining any one of them keeps the profile's whole string
+// table alive; clone strings that outlive the profile by a long time.
+func (d *Decoder) Decode(data []byte) (*Profile, error) {
+	b := data
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		var err error
+		if b, err = d.gunzip(data); err != nil {
+			return nil, err
+		}
+	}
+	if len(b) == 0 {
+		return nil, errors.New("profile: empty input")
+	}
+	p, err := d.decode(b)
+	d.release()
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (d *Decoder) gunzip(data []byte) ([]byte, error) {
+	limit := d.MaxDecompressedSize
+	if limit <= 0 {
+		limit = DefaultMaxDecompressedSize
+	}
+	limit = min(limit, math.MaxInt/4) // keep the growth arithmetic below from overflowing
+
+	d.src.Reset(data)
+	defer d.src.Reset(nil) // do not pin the caller's input
+	if d.gz == nil {
+		gz, err := gzip.NewReader(&d.src)
+		if err != nil {
+			return nil, fmt.Errorf("profile: reading gzip header: %w", err)
+		}
+		d.gz = gz
+	} else if err := d.gz.Reset(&d.src); err != nil {
+		return nil, fmt.Errorf("profile: reading gzip header: %w", err)
+	}
+
+	buf := d.raw[:0]
+	for {
+		if len(buf) == cap(buf) {
+			// Grow geometrically from a guess based on the usual pprof
+			// compression ratio, but never past one byte over the limit,
+			// which is enough to tell that the limit was exceeded.
+			want := min(max(2*cap(buf), 4*len(data), 64<<10), limit+1)
+			buf = slices.Grow(buf, want-len(buf))
+		}
+		n, err := d.gz.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			d.raw = buf[:0]
+			return nil, fmt.Errorf("profile: decompressed size exceeds the limit of %d bytes (Decoder.MaxDecompressedSize)", limit)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			d.raw = buf[:0]
+			return nil, fmt.Errorf("profile: decompressing: %w", err)
+		}
+	}
+	d.raw = buf[:0]
+	return buf, nil
+}
+
+// release drops scratch references into the last profile's strings so the
+// Decoder does not keep an old profile alive between calls.
+func (d *Decoder) release() {
+	clear(d.strs[:cap(d.strs)])
+	clear(d.labels[:cap(d.labels)])
+}
+
+func (d *Decoder) resetScratch() {
+	d.strSpans = d.strSpans[:0]
+	d.sampleTypeSpans = d.sampleTypeSpans[:0]
+	d.periodTypeSpans = d.periodTypeSpans[:0]
+	d.sampleSpans = d.sampleSpans[:0]
+	d.mappingSpans = d.mappingSpans[:0]
+	d.locationSpans = d.locationSpans[:0]
+	d.functionSpans = d.functionSpans[:0]
+	d.comments = d.comments[:0]
+	d.strs = d.strs[:0]
+	d.lines = d.lines[:0]
+	d.lineEnds = d.lineEnds[:0]
+	d.locs = d.locs[:0]
+	d.vals = d.vals[:0]
+	d.labels = d.labels[:0]
+	d.sampleEnds = d.sampleEnds[:0]
+}
+
+// Profile field numbers from profile.proto.
+const (
+	fieldSampleType        = 1
+	fieldSample            = 2
+	fieldMapping           = 3
+	fieldLocation          = 4
+	fieldFunction          = 5
+	fieldStringTable       = 6
+	fieldDropFrames        = 7
+	fieldKeepFrames        = 8
+	fieldTimeNanos         = 9
+	fieldDurationNanos     = 10
+	fieldPeriodType        = 11
+	fieldPeriod            = 12
+	fieldComment           = 13
+	fieldDefaultSampleType = 14
+	fieldDocURL            = 15
+)
+
+func (d *Decoder) decode(b []byte) (*Profile, error) {
+	d.resetScratch()
+	p := new(Profile)
+
+	// String indices of Profile fields this package has no place for are
+	// still checked, so that a profile is accepted only if it is coherent.
+	var dropFrames, keepFrames, docURL, defaultSampleType uint64
+
+	r := reader{b: b, end: len(b)}
+	for r.more() {
+		field, wire, err := r.key()
+		if err != nil {
+			return nil, err
+		}
+		var s span
+		switch field {
+		case fieldSampleType:
+			if s, err = r.messageField(wire, "Profile.sample_type"); err == nil {
+				d.sampleTypeSpans = append(d.sampleTypeSpans, s)
+			}
+		case fieldSample:
+			if s, err = r.messageField(wire, "Profile.sample"); err == nil {
+				d.sampleSpans = append(d.sampleSpans, s)
+			}
+		case fieldMapping:
+			if s, err = r.messageField(wire, "Profile.mapping"); err == nil {
+				d.mappingSpans = append(d.mappingSpans, s)
+			}
+		case fieldLocation:
+			if s, err = r.messageField(wire, "Profile.location"); err == nil {
+				d.locationSpans = append(d.locationSpans, s)
+			}
+		case fieldFunction:
+			if s, err = r.messageField(wire, "Profile.function"); err == nil {
+				d.functionSpans = append(d.functionSpans, s)
+			}
+		case fieldStringTable:
+			if s, err = r.messageField(wire, "Profile.string_table"); err == nil {
+				d.strSpans = append(d.strSpans, s)
+			}
+		case fieldPeriodType:
+			if s, err = r.messageField(wire, "Profile.period_type"); err == nil {
+				d.periodTypeSpans = append(d.periodTypeSpans, s)
+			}
+		case fieldDropFrames:
+			dropFrames, err = r.uvarintField(wire, "Profile.drop_frames")
+		case fieldKeepFrames:
+			keepFrames, err = r.uvarintField(wire, "Profile.keep_frames")
+		case fieldTimeNanos:
+			var v uint64
+			v, err = r.uvarintField(wire, "Profile.time_nanos")
+			p.TimeNanos = int64(v)
+		case fieldDurationNanos:
+			var v uint64
+			v, err = r.uvarintField(wire, "Profile.duration_nanos")
+			p.DurationNanos = int64(v)
+		case fieldPeriod:
+			var v uint64
+			v, err = r.uvarintField(wire, "Profile.period")
+			p.Period = int64(v)
+		case fieldComment:
+			err = d.readComments(&r, wire)
+		case fieldDefaultSampleType:
+			defaultSampleType, err = r.uvarintField(wire, "Profile.default_sample_type")
+		case fieldDocURL:
+			docURL, err = r.uvarintField(wire, "Profile.doc_url")
+		default:
+			err = r.skip(wire)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// Indices are int32; only an input of several GiB could exceed that.
+	if len(d.locationSpans) > math.MaxInt32 || len(d.functionSpans) > math.MaxInt32 || len(d.mappingSpans) > math.MaxInt32 {
+		return nil, errors.New("profile: too many locations, functions or mappings")
+	}
+
+	if err := d.buildStrings(b); err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		name string
+		idx  uint64
+	}{
+		{"drop_frames", dropFrames},
+		{"keep_frames", keepFrames},
+		{"doc_url", docURL},
+	} {
+		if _, ok := d.str(x.idx); !ok {
+			return nil, d.badString("Profile."+x.name, x.idx)
+		}
+	}
+	var ok bool
+	if p.DefaultSampleType, ok = d.str(defaultSampleType); !ok {
+		return nil, d.badString("Profile.default_sample_type", defaultSampleType)
+	}
+	if len(d.comments) > 0 {
+		p.Comments = make([]string, len(d.comments))
+		for i, x := range d.comments {
+			if p.Comments[i], ok = d.str(x); !ok {
+				return nil, d.badString(fmt.Sprintf("Profile.comment[%d]", i), x)
+			}
+		}
+	}
+	for _, s := range d.periodTypeSpans {
+		if err := d.decodeValueType(b, s, &p.PeriodType, "Profile.period_type"); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.sampleTypeSpans) > 0 {
+		p.SampleTypes = make([]ValueType, len(d.sampleTypeSpans))
+		for i, s := range d.sampleTypeSpans {
+			if err := d.decodeValueType(b, s, &p.SampleTypes[i], "Profile.sample_type"); err != nil {
+				return nil, err
+			}
+		}
+	}
+
+	if err := d.decodeMappings(b, p); err != nil {
+		return nil, err
+	}
+	if err := d.decodeFunctions(b, p); err != nil {
+		return nil, err
+	}
+	if err := d.decodeLocations(b, p); err != nil {
+		return nil, err
+	}
+	if err := d.decodeSamples(b, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (d *Decoder) readComments(r *reader, wire int) error {
+	switch wire {
+	case wireVarint:
+		v, err := r.varint()
+		if err != nil {
+			return err
+		}
+		d.comments = append(d.comments, v)
+	case wireBytes:
+		s, err := r.bytesField()
+		if err != nil {
+			return err
+		}
+		for pr := newReader(r.b, s); pr.more(); {
+			v, err := pr.varint()
+			if err != nil {
+				return err
+			}
+			d.comments = append(d.comments, v)
+		}
+	default:
+		return r.wireTypeError("Profile.comment", wire, wireVarint)
+	}
+	return nil
+}
+
+// buildStrings copies the whole string table into a single string and
+// slices the entries out of it: one allocation however many entries.
+func (d *Decoder) buildStrings(b []byte) error {
+	total := 0
+	for _, s := range d.strSpans {
+		total += s.end - s.start
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	for _, s := range d.strSpans {
+		sb.Write(b[s.start:s.end])
+	}
+	all := sb.String()
+	d.strs = slices.Grow(d.strs[:0], len(d.strSpans)+1)
+	off := 0
+	for _, s := range d.strSpans {
+		n := s.end - s.start
+		d.strs = append(d.strs, all[off:off+n])
+		off += n
+	}
+	if len(d.strs) == 0 {
+		// A profile with no strings at all still has the implicit "" that
+		// every unset string index refers to.
+		d.strs = append(d.strs, "")
+	}
+	if d.strs[0] != "" {
+		return fmt.Errorf("profile: string table entry 0 is %q, want the empty string", d.strs[0])
+	}
+	return nil
+}
+
+// str resolves a string table index. The index is taken as unsigned so a
+// negative int64 index is simply out of range.
+func (d *Decoder) str(x uint64) (string, bool) {
+	if x < uint64(len(d.strs)) {
+		return d.strs[x], true
+	}
+	return "", false
+}
+
+func (d *Decoder) badString(what string, x uint64) error {
+	return fmt.Errorf("profile: %s: string index %d out of range (string table has %d entries)", what, int64(x), len(d.strs))
+}
+
+func (d *Decoder) decodeValueType(b []byte, s span, vt *ValueType, what string) error {
+	var typ, unit uint64
+	var haveType, haveUnit bool
+	for r := newReader(b, s); r.more(); {
+		field, wire, err := r.key()
+		if err != nil {
+			return err
+		}
+		switch field {
+		case 1:
+			typ, err = r.uvarintField(wire, "ValueType.type")
+			haveType = true
+		case 2:
+			unit, err = r.uvarintField(wire, "ValueType.unit")
+			haveUnit = true
+		default:
+			err = r.skip(wire)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Only fields present in this occurrence are set, which gives the
+	// protobuf merge semantics for a repeated non-repeated message.
+	var ok bool
+	if haveType {
+		if vt.Type, ok = d.str(typ); !ok {
+			return d.badString(what+".type", typ)
+		}
+	}
+	if haveUnit {
+		if vt.Unit, ok = d.str(unit); !ok {
+			return d.badString(what+".unit", unit)
+		}
+	}
+	return nil
+}
+
+func (d *Decoder) decodeMappings(b []byte, p *Profile) error {
+	if len(d.mappingSpans) == 0 {
+		return d.mappingIDs.build(nil, "mapping")
+	}
+	p.Mappings = make([]Mapping, len(d.mappingSpans))
+	d.ids = d.ids[:0]
+	for i, s := range d.mappingSpans {
+		m := &p.Mappings[i]
+		var id, file, buildID uint64
+		for r := newReader(b, s); r.more(); {
+			field, wire, err := r.key()
+			if err != nil {
+				return err
+			}
+			var v uint64
+			switch field {
+			case 1:
+				id, err = r.uvarintField(wire, "Mapping.id")
+			case 2:
+				m.Start, err = r.uvarintField(wire, "Mapping.memory_start")
+			case 3:
+				m.Limit, err = r.uvarintField(wire, "Mapping.memory_limit")
+			case 4:
+				m.Offset, err = r.uvarintField(wire, "Mapping.file_offset")
+			case 5:
+				file, err = r.uvarintField(wire, "Mapping.filename")
+			case 6:
+				buildID, err = r.uvarintField(wire, "Mapping.build_id")
+			case 7:
+				v, err = r.uvarintField(wire, "Mapping.has_functions")
+				m.HasFunctions = v != 0
+			case 8:
+				v, err = r.uvarintField(wire, "Mapping.has_filenames")
+				m.HasFilenames = v != 0
+			case 9:
+				v, err = r.uvarintField(wire, "Mapping.has_line_numbers")
+				m.HasLineNumbers = v != 0
+			case 10:
+				v, err = r.uvarintField(wire, "Mapping.has_inline_frames")
+				m.HasInlineFrames = v != 0
+			default:
+				err = r.skip(wire)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var ok bool
+		if m.File, ok = d.str(file); !ok {
+			return d.badString(fmt.Sprintf("mapping %d filename", id), file)
+		}
+		if m.BuildID, ok = d.str(buildID); !ok {
+			return d.badString(fmt.Sprintf("mapping %d build_id", id), buildID)
+		}
+		d.ids = append(d.ids, id)
+	}
+	return d.mappingIDs.build(d.ids, "mapping")
+}
+
+func (d *Decoder) decodeFunctions(b []byte, p *Profile) error {
+	if len(d.functionSpans) == 0 {
+		return d.functionIDs.build(nil, "function")
+	}
+	p.Functions = make([]Function, len(d.functionSpans))
+	d.ids = d.ids[:0]
+	for i, s := range d.functionSpans {
+		f := &p.Functions[i]
+		var id, name, systemName, file uint64
+		for r := newReader(b, s); r.more(); {
+			field, wire, err := r.key()
+			if err != nil {
+				return err
+			}
+			switch field {
+			case 1:
+				id, err = r.uvarintField(wire, "Function.id")
+			case 2:
+				name, err = r.uvarintField(wire, "Function.name")
+			case 3:
+				systemName, err = r.uvarintField(wire, "Function.system_name")
+			case 4:
+				file, err = r.uvarintField(wire, "Function.filename")
+			case 5:
+				var v uint64
+				v, err = r.uvarintField(wire, "Function.start_line")
+				f.StartLine = int64(v)
+			default:
+				err = r.skip(wire)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var ok bool
+		if f.Name, ok = d.str(name); !ok {
+			return d.badString(fmt.Sprintf("function %d name", id), name)
+		}
+		if f.SystemName, ok = d.str(systemName); !ok {
+			return d.badString(fmt.Sprintf("function %d system_name", id), systemName)
+		}
+		if f.Filename, ok = d.str(file); !ok {
+			return d.badString(fmt.Sprintf("function %d filename", id), file)
+		}
+		d.ids = append(d.ids, id)
+	}
+	return d.functionIDs.build(d.ids, "function")
+}
+
+func (d *Decoder) decodeLocations(b []byte, p *Profile) error {
+	if len(d.locationSpans) == 0 {
+		return d.locationIDs.build(nil, "location")
+	}
+	p.Locations = make([]Location, len(d.locationSpans))
+	d.ids = d.ids[:0]
+	for i, s := range d.locationSpans {
+		loc := &p.Locations[i]
+		var id, mappingID, badFunction uint64
+		for r := newReader(b, s); r.more(); {
+			field, wire, err := r.key()
+			if err != nil {
+				return err
+			}
+			switch field {
+			case 1:
+				id, err = r.uvarintField(wire, "Location.id")
+			case 2:
+				mappingID, err = r.uvarintField(wire, "Location.mapping_id")
+			case 3:
+				loc.Address, err = r.uvarintField(wire, "Location.address")
+			case 4:
+				var ls span
+				if ls, err = r.messageField(wire, "Location.line"); err == nil {
+					var fid uint64
+					if fid, err = d.decodeLine(b, ls); fid != 0 && badFunction == 0 {
+						badFunction = fid
+					}
+				}
+			case 5:
+				var v uint64
+				v, err = r.uvarintField(wire, "Location.is_folded")
+				loc.IsFolded = v != 0
+			default:
+				err = r.skip(wire)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if badFunction != 0 {
+			return fmt.Errorf("profile: location %d references unknown function %d", id, badFunction)
+		}
+		loc.Mapping = -1
+		if mappingID != 0 {
+			mi, ok := d.mappingIDs.lookup(mappingID)
+			if !ok {
+				return fmt.Errorf("profile: location %d references unknown mapping %d", id, mappingID)
+			}
+			loc.Mapping = mi
+		}
+		d.lineEnds = append(d.lineEnds, len(d.lines))
+		d.ids = append(d.ids, id)
+	}
+	if err := d.locationIDs.build(d.ids, "location"); err != nil {
+		return err
+	}
+	lines := slices.Clone(d.lines)
+	start := 0
+	for i := range p.Locations {
+		end := d.lineEnds[i]
+		p.Locations[i].Lines = subslice(lines, start, end)
+		start = end
+	}
+	return nil
+}
+
+// decodeLine appends one Line to d.lines. An unknown function id is
+// returned rather than reported, because the location's own id, which the
+// error names, may come later in the message.
+func (d *Decoder) decodeLine(b []byte, s span) (unknownFunction uint64, err error) {
+	var fid uint64
+	var ln Line
+	for r := newReader(b, s); r.more(); {
+		field, wire, err := r.key()
+		if err != nil {
+			return 0, err
+		}
+		var v uint64
+		switch field {
+		case 1:
+			fid, err = r.uvarintField(wire, "Line.function_id")
+		case 2:
+			v, err = r.uvarintField(wire, "Line.line")
+			ln.Line = int64(v)
+		case 3:
+			v, err = r.uvarintField(wire, "Line.column")
+			ln.Column = int64(v)
+		default:
+			err = r.skip(wire)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	ln.Function = -1
+	if fid != 0 {
+		fi, ok := d.functionIDs.lookup(fid)
+		if !ok {
+			return fid, nil
+		}
+		ln.Function = fi
+	}
+	d.lines = append(d.lines, ln)
+	return 0, nil
+}
+
+// Label field numbers.
+const (
+	fieldLabelKey     = 1
+	fieldLabelStr     = 2
+	fieldLabelNum     = 3
+	fieldLabelNumUnit = 4
+)
+
+func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
+	if len(d.sampleSpans) == 0 {
+		return nil
+	}
+	p.Samples = make([]Sample, len(d.sampleSpans))
+	nTypes := len(p.SampleTypes)
+	for i, s := range d.sampleSpans {
+		valStart := len(d.vals)
+		for r := newReader(b, s); r.more(); {
+			field, wire, err := r.key()
+			if err != nil {
+				return err
+			}
+			switch field {
+			case 1: // location_id, packed or not
+				switch wire {
+				case wireBytes:
+					var ps span
+					if ps, err = r.bytesField(); err != nil {
+						return err
+					}
+					for pr := newReader(b, ps); pr.more(); {
+						id, err := pr.varint()
+						if err != nil {
+							return err
+						}
+						li, ok := d.locationIDs.lookup(id)
+						if !ok {
+							return fmt.Errorf("profile: sample %d references unknown location %d", i, id)
+						}
+						d.locs = append(d.locs, li)
+					}
+				case wireVarint:
+					id, err := r.varint()
+					if err != nil {
+						return err
+					}
+					li, ok := d.locationIDs.lookup(id)
+					if !ok {
+						return fmt.Errorf("profile: sample %d references unknown location %d", i, id)
+					}
+					d.locs = append(d.locs, li)
+				default:
+					return r.wireTypeError("Sample.location_id", wire, wireBytes)
+				}
+			case 2: // value, packed or not
+				switch wire {
+				case wireBytes:
+					var ps span
+					if ps, err = r.bytesField(); err != nil {
+						return err
+					}
+					for pr := newReader(b, ps); pr.more(); {
+						v, err := pr.varint()
+						if err != nil {
+							return err
+						}
+						d.vals = append(d.vals, int64(v))
+					}
+				case wireVarint:
+					v, err := r.varint()
+					if err != nil {
+						return err
+					}
+					d.vals = append(d.vals, int64(v))
+				default:
+					return r.wireTypeError("Sample.value", wire, wireBytes)
+				}
+				// Stop early on garbage rather than buffering it.
+				if n := len(d.vals) - valStart; n > nTypes {
+					return fmt.Errorf("profile: sample %d has more than %d values, want one per sample type", i, nTypes)
+				}
+			case 3:
+				var ls span
+				if ls, err = r.messageField(wire, "Sample.label"); err != nil {
+					return err
+				}
+				if err = d.decodeLabel(b, ls, i); err != nil {
+					return err
+				}
+			default:
+				if err = r.skip(wire); err != nil {
+					return err
+				}
+			}
+		}
+		if n := len(d.vals) - valStart; n != nTypes {
+			return fmt.Errorf("profile: sample %d has %d values, want %d (one per sample type)", i, n, nTypes)
+		}
+		d.sampleEnds = append(d.sampleEnds, sampleEnd{locs: len(d.locs), vals: len(d.vals), labels: len(d.labels)})
+	}
+
+	locs := slices.Clone(d.locs)
+	vals := slices.Clone(d.vals)
+	labels := slices.Clone(d.labels)
+	var prev sampleEnd
+	for i, end := range d.sampleEnds {
+		smp := &p.Samples[i]
+		smp.Locations = subslice(locs, prev.locs, end.locs)
+		smp.Values = subslice(vals, prev.vals, end.vals)
+		smp.Labels = subslice(labels, prev.labels, end.labels)
+		prev = end
+	}
+	return nil
+}
+
+// decodeLabel appends one Label to d.labels. A label is numeric unless it
+// has a string value; a label with neither a string, a number nor a unit is
+// kept as a string label with an empty value, which is what runtime/pprof
+// writes for pprof.Labels(key, "").
+func (d *Decoder) decodeLabel(b []byte, s span, sample int) error {
+	var key, str, unit, num uint64
+	for r := newReader(b, s); r.more(); {
+		field, wire, err := r.key()
+		if err != nil {
+			return err
+		}
+		switch field {
+		case fieldLabelKey:
+			key, err = r.uvarintField(wire, "Label.key")
+		case fieldLabelStr:
+			str, err = r.uvarintField(wire, "Label.str")
+		case fieldLabelNum:
+			num, err = r.uvarintField(wire, "Label.num")
+		case fieldLabelNumUnit:
+			unit, err = r.uvarintField(wire, "Label.num_unit")
+		default:
+			err = r.skip(wire)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var l Label
+	var ok bool
+	if l.Key, ok = d.str(key); !ok {
+		return d.badString(fmt.Sprintf("sample %d label key", sample), key)
+	}
+	if l.Str, ok = d.str(str); !ok {
+		return d.badString(fmt.Sprintf("sample %d label %q str", sample, l.Key), str)
+	}
+	if l.NumUnit, ok = d.str(unit); !ok {
+		return d.badString(fmt.Sprintf("sample %d label %q num_unit", sample, l.Key), unit)
+	}
+	if str == 0 && (num != 0 || unit != 0) {
+		l.IsNum = true
+		l.Num = int64(num)
+	} else {
+		l.NumUnit = ""
+	}
+	d.labels = append(d.labels, l)
+	return nil
+}
+
+// subslice returns s[from:to] with its capacity clipped, so that appending
+// to one sample's slice cannot overwrite the next sample's data. Empty
+// ranges are nil.
+func subslice[T any](s []T, from, to int) []T {
+	if from == to {
+		return nil
+	}
+	return s[from:to:to]
+}
+
+// idIndex maps pprof ids to slice indices. Runtime output numbers ids
+// 1..n in order, where the index is id-1 and no table is needed; any other
+// numbering falls back to a map.
+type idIndex struct {
+	dense bool
+	n     int
+	m     map[uint64]int32
+}
+
+func (x *idIndex) build(ids []uint64, kind string) error {
+	x.n = len(ids)
+	x.dense = true
+	for i, id := range ids {
+		if id != uint64(i)+1 {
+			x.dense = false
+			break
+		}
+	}
+	if x.dense {
+		return nil
+	}
+	if x.m == nil {
+		x.m = make(map[uint64]int32, len(ids))
+	} else {
+		clear(x.m)
+	}
+	for i, id := range ids {
+		if id == 0 {
+			return fmt.Errorf("profile: %s at index %d has id 0, which is reserved", kind, i)
+		}
+		if _, dup := x.m[id]; dup {
+			return fmt.Errorf("profile: duplicate %s id %d", kind, id)
+		}
+		x.m[id] = int32(i)
+	}
+	return nil
+}
+
+func (x *idIndex) lookup(id uint64) (int32, bool) {
+	if x.dense {
+		// id 0 wraps around and fails the range check.
+		if id-1 < uint64(x.n) {
+			return int32(id - 1), true
+		}
+		return -1, false
+	}
+	i, ok := x.m[id]
+	return i, ok
+}

@@ -1,0 +1,290 @@
+package profile
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	gpprof "github.com/google/pprof/profile"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var heapSink [][]byte
+
+//go:noinline
+func allocForHeapProfile() {
+	for i := 0; i < 256; i++ {
+		heapSink = append(heapSink, make([]byte, 64<<10))
+	}
+}
+
+//go:noinline
+func labeledWorker(started *sync.WaitGroup, release <-chan struct{}) {
+	started.Done()
+	<-release
+}
+
+//go:noinline
+func contend(mu *sync.Mutex, n int) {
+	for i := 0; i < n; i++ {
+		mu.Lock()
+		runtime.Gosched()
+		mu.Unlock()
+	}
+}
+
+// runtimeProfile returns what runtime/pprof writes for name, after running
+// code that puts something recognisable into that profile.
+func runtimeProfile(t *testing.T, name string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	switch name {
+	case "heap", "allocs":
+		allocForHeapProfile()
+		runtime.GC()
+		defer func() { heapSink = nil }()
+	case "goroutine":
+		release := make(chan struct{})
+		defer close(release)
+		var started sync.WaitGroup
+		for _, w := range []string{"w1", "w2", "w3"} {
+			started.Add(1)
+			labels := pprof.Labels("worker", w, "trace_id", "4bf92f3577b34da6a3ce929d0e0e4736")
+			go pprof.Do(context.Background(), labels, func(context.Context) {
+				labeledWorker(&started, release)
+			})
+		}
+		started.Wait()
+	case "mutex":
+		defer runtime.SetMutexProfileFraction(runtime.SetMutexProfileFraction(1))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Go(func() { contend(&mu, 200) })
+		}
+		wg.Wait()
+	case "block":
+		runtime.SetBlockProfileRate(1)
+		defer runtime.SetBlockProfileRate(0)
+		ch := make(chan int)
+		go func() {
+			runtime.Gosched()
+			ch <- 1
+		}()
+		<-ch
+	case "cpu":
+		if err := pprof.StartCPUProfile(&buf); err != nil {
+			t.Skipf("CPU profiling unavailable: %v", err)
+		}
+		x := 0
+		for i := 0; i < 50_000_000; i++ {
+			x += i % 7
+		}
+		pprof.StopCPUProfile()
+		if x < 0 {
+			t.Log(x)
+		}
+		return buf.Bytes()
+	}
+	if err := pprof.Lookup(name).WriteTo(&buf, 0); err != nil {
+		t.Fatalf("writing %s profile: %v", name, err)
+	}
+	return buf.Bytes()
+}
+
+func TestParseRuntimeProfiles(t *testing.T) {
+	var d Decoder // shared on purpose: every case also exercises reuse
+	tests := []struct {
+		name string
+		// mustHave, when set, is a function that some sample's stack
+		// must contain, proving the profile has real content.
+		mustHave  string
+		wantLabel string
+	}{
+		{name: "heap", mustHave: "allocForHeapProfile"},
+		{name: "allocs", mustHave: "allocForHeapProfile"},
+		{name: "goroutine", mustHave: "labeledWorker", wantLabel: `worker="w2"`},
+		{name: "mutex"},
+		{name: "block"},
+		{name: "threadcreate"},
+		{name: "cpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := runtimeProfile(t, tt.name)
+			want, err := gpprof.ParseData(data)
+			if err != nil {
+				t.Fatalf("google/pprof cannot parse runtime output: %v", err)
+			}
+			got, err := d.Decode(data)
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			comparePprof(t, got, want)
+
+			parsed, err := Parse(data)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if !reflect.DeepEqual(parsed, got) {
+				t.Errorf("Parse and a reused Decoder disagree")
+			}
+
+			if tt.mustHave != "" && !hasFunctionInStack(got, tt.mustHave) {
+				t.Errorf("no sample stack contains %s", tt.mustHave)
+			}
+			if tt.wantLabel != "" && !hasLabel(got, tt.wantLabel, "labeledWorker") {
+				t.Errorf("no sample with labeledWorker carries label %s", tt.wantLabel)
+			}
+		})
+	}
+}
+
+func hasFunctionInStack(p *Profile, suffix string) bool {
+	for _, s := range p.Samples {
+		for _, li := range s.Locations {
+			for _, ln := range p.Locations[li].Lines {
+				if ln.Function >= 0 && strings.HasSuffix(p.Functions[ln.Function].Name, suffix) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func hasLabel(p *Profile, label, function string) bool {
+	for _, s := range p.Samples {
+		one := &Profile{Samples: []Sample{s}, Locations: p.Locations, Functions: p.Functions}
+		if hasFunctionInStack(one, function) && slices.Contains(labelStrings(s.Labels), label) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestParseTestdata decodes the runtime profiles kept in testdata and
+// compares them with golden dumps and with google/pprof.
+func TestParseTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.pb.gz")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no testdata profiles: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Parse(data)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want, err := gpprof.ParseData(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			comparePprof(t, got, want)
+
+			golden := strings.TrimSuffix(file, ".pb.gz") + ".golden"
+			text := render(got)
+			if *update {
+				if err := os.WriteFile(golden, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wantText, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if text != string(wantText) {
+				t.Errorf("decoded %s differs from %s:\n%s", file, golden, text)
+			}
+		})
+	}
+}
+
+// TestParseSparseIDs renumbers the ids of a runtime profile so that they are
+// neither dense nor in order, which forces the map-based id lookup.
+func TestParseSparseIDs(t *testing.T) {
+	data, err := os.ReadFile("testdata/goroutine.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gp, err := gpprof.ParseData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range gp.Mapping {
+		m.ID = uint64(1000 + 7*(len(gp.Mapping)-i))
+	}
+	for i, f := range gp.Function {
+		f.ID = uint64(1<<40 + 3*(len(gp.Function)-i))
+	}
+	for i, l := range gp.Location {
+		l.ID = uint64(len(gp.Location) - i) // dense but reversed
+	}
+	var buf bytes.Buffer
+	if err := gp.WriteUncompressed(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want, err := gpprof.ParseData(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(buf.Bytes())
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	comparePprof(t, got, want)
+	if !hasLabel(got, `worker="w1"`, "main.main.func1") {
+		t.Errorf("labels lost after renumbering")
+	}
+}
+
+// TestDecoderResultOwnsMemory checks that a profile returned by Decode is
+// unaffected by later calls that reuse the Decoder's buffers.
+func TestDecoderResultOwnsMemory(t *testing.T) {
+	var d Decoder
+	first, err := os.ReadFile("testdata/heap.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Decode(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := render(p)
+	for _, f := range []string{"testdata/goroutine.pb.gz", "testdata/cpu.pb.gz"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Decode(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clear(first)
+	if after := render(p); after != before {
+		t.Errorf("profile changed after the Decoder was reused:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	// Appending to one sample's slices must not spill into the next sample.
+	if len(p.Samples) < 2 {
+		t.Fatal("heap testdata needs at least two samples")
+	}
+	next := slices.Clone(p.Samples[1].Values)
+	_ = append(p.Samples[0].Values, 1, 2, 3, 4, 5)
+	if !slices.Equal(p.Samples[1].Values, next) {
+		t.Errorf("append to sample 0 overwrote sample 1")
+	}
+}
