@@ -1,0 +1,93 @@
+// Package labels links profiling samples to OpenTelemetry spans.
+//
+// [WrapTracerProvider] wraps a [trace.TracerProvider]. While a sampled span
+// started through the wrapper is current on a goroutine, that goroutine
+// carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey], so CPU and
+// goroutine profile samples taken meanwhile name the span. The application
+// keeps using the OpenTelemetry API as before:
+//
+//	tp := sdktrace.NewTracerProvider(...)
+//	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
+//
+// The spans themselves are left alone: the wrapper adds no attribute, event
+// or link to them.
+//
+// # Starting a span
+//
+// When a span that is both recording and sampled is started, the tracer:
+//
+//   - builds a label set from the pprof labels carried by the context passed
+//     to Start (those added by [pprof.Do] or [pprof.WithLabels]) plus
+//     TraceIDKey and SpanIDKey, and RootSpanNameKey when [WithRootSpanName]
+//     is used. On a key clash the span's value wins.
+//   - remembers the label set the calling goroutine has at that moment and
+//     replaces it with the new one.
+//   - returns a context that carries the new label set and the span, so
+//     goroutines started with it and [pprof.Do] calls under it keep the
+//     span's labels.
+//
+// Only labels carried by the context are merged: runtime/pprof offers no way
+// to read a goroutine's labels, so labels installed with
+// [pprof.SetGoroutineLabels] from a context that is not the one passed to
+// Start (or a span started from [context.Background] inside [pprof.Do]) are
+// absent while the span is current. They come back when the span ends.
+//
+// Spans that are not sampled (for example with sdktrace.NeverSample, or whose
+// parent was not sampled), spans from tracers that do not record (such as
+// the noop tracer), and, with [WithLocalRootSpansOnly], spans that are not
+// local roots are returned exactly as the wrapped tracer returned them,
+// together with its context: no goroutine's labels are touched.
+//
+// # Ending a span
+//
+// The first call to End gives the goroutine back the label set it had when
+// the span was started, provided the goroutine calling End still carries the
+// label set the span installed. This makes nested spans, ended in order,
+// return to their parent's labels, and the outermost span to the
+// application's own.
+//
+// In every other case End leaves labels as they are:
+//
+//   - End called again does nothing more.
+//   - End called on a goroutine that carries other labels (typically a
+//     different goroutine from the one that started the span) changes
+//     nothing on either goroutine. The starting goroutine keeps the span's
+//     labels until they are next set by something else, for example
+//     [pprof.Do] returning; samples it produces until then name the ended
+//     span.
+//   - End called on a goroutine that was started while the span was current,
+//     and thus inherited its labels, gives that goroutine the labels the
+//     starting goroutine had before Start, as if it had been started outside
+//     the span. The starting goroutine is as in the previous case.
+//   - If the application replaced the labels while the span was current
+//     (pprof.SetGoroutineLabels without restoring them), its labels are kept.
+//
+// # Spans to label
+//
+// By default every sampled span is labelled, so samples point at the
+// innermost span. [WithLocalRootSpansOnly] labels only local root spans:
+// spans without a parent in this process (no parent, a remote parent, or a
+// new root). Their descendants in the process then run with the root's
+// labels, which is cheaper when spans are many and short.
+//
+// [WithRootSpanName] adds the local root span's name, as given to Start, as
+// the label RootSpanNameKey. It is off by default: span names can have a
+// high cardinality (a URL path with ids in it) or carry personal data, and
+// every distinct value becomes a distinct label in the profiles.
+//
+// # Wrapped spans
+//
+// Labelled spans are returned as a wrapper that forwards every method to the
+// span made by the wrapped tracer, except that TracerProvider returns the
+// wrapping provider, so spans started from it are labelled too. Code that
+// type-asserts spans from the context to a concrete SDK type (such as
+// sdktrace.ReadWriteSpan) does not see the SDK span through the wrapper.
+// Spans returned unchanged return the wrapped provider from TracerProvider.
+//
+// # Cost
+//
+// Reading and restoring a goroutine's label set uses the two runtime
+// functions behind [pprof.SetGoroutineLabels], reached with go:linkname; the
+// Go runtime keeps them for this use (go.dev/issue/67401). Ending a span
+// compares two pointers and does not parse any goroutine id or stack.
+package labels

@@ -1,0 +1,109 @@
+package labels
+
+import (
+	"context"
+	"encoding/hex"
+	"runtime/pprof"
+
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// WrapTracerProvider returns a TracerProvider whose tracers start spans with
+// tp and label the starting goroutine with the ids of the sampled ones, as
+// described in the package documentation. Every other call is passed to tp.
+//
+// A nil tp is taken as a provider that records nothing. Wrapping a provider
+// returned by WrapTracerProvider wraps its underlying provider with the new
+// options, so spans are not labelled twice.
+func WrapTracerProvider(tp trace.TracerProvider, opts ...Option) trace.TracerProvider {
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	if w, ok := tp.(*tracerProvider); ok {
+		tp = w.wrapped
+	}
+	return &tracerProvider{wrapped: tp, config: newConfig(opts)}
+}
+
+// tracerProvider is the TracerProvider returned by WrapTracerProvider.
+type tracerProvider struct {
+	embedded.TracerProvider
+
+	wrapped trace.TracerProvider
+	config  config
+}
+
+// Tracer returns a tracer that starts spans with the wrapped provider's
+// tracer of the same name and options.
+func (p *tracerProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return &tracer{wrapped: p.wrapped.Tracer(name, opts...), provider: p}
+}
+
+// tracer labels the goroutines running the spans it starts.
+type tracer struct {
+	embedded.Tracer
+
+	wrapped  trace.Tracer
+	provider *tracerProvider
+}
+
+// Start starts a span with the wrapped tracer and, if it is sampled and
+// recording, installs its labels on the calling goroutine and in the
+// returned context.
+func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parentCtx := ctx
+	if parent, ok := trace.SpanFromContext(ctx).(*labeledSpan); ok {
+		// Show the wrapped tracer its own span as the parent: the SDK keeps
+		// per-parent bookkeeping (child span counts) only for its own type.
+		ctx = trace.ContextWithSpan(ctx, parent.Span)
+	}
+	ctx, span := t.wrapped.Start(ctx, name, opts...)
+
+	sc := span.SpanContext()
+	if !sc.IsSampled() || !span.IsRecording() {
+		return ctx, span
+	}
+	cfg := t.provider.config
+	root := false
+	if cfg.localRootsOnly || cfg.rootSpanName {
+		root = isLocalRoot(parentCtx, sc)
+		if cfg.localRootsOnly && !root {
+			return ctx, span
+		}
+	}
+
+	// Both ids share one string; the label sets refer to it, not to the
+	// span, so label sets inherited by long-lived goroutines keep 48 bytes
+	// alive rather than the span and its attributes.
+	var buf [2*len(trace.TraceID{}) + 2*len(trace.SpanID{})]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	hex.Encode(buf[:2*len(tid)], tid[:])
+	hex.Encode(buf[2*len(tid):], sid[:])
+	ids := string(buf[:])
+	traceID, spanID := ids[:2*len(tid)], ids[2*len(tid):]
+
+	// Keys are passed in sorted order, which spares pprof.Labels a sort.
+	var set pprof.LabelSet
+	if root && cfg.rootSpanName {
+		set = pprof.Labels(RootSpanNameKey, name, SpanIDKey, spanID, TraceIDKey, traceID)
+	} else {
+		set = pprof.Labels(SpanIDKey, spanID, TraceIDKey, traceID)
+	}
+	ctx = pprof.WithLabels(ctx, set)
+
+	s := &labeledSpan{Span: span, provider: t.provider}
+	s.previous = goroutineLabelSet()
+	pprof.SetGoroutineLabels(ctx)
+	s.installed = goroutineLabelSet()
+	return trace.ContextWithSpan(ctx, s), s
+}
+
+// isLocalRoot reports whether the span with context sc, started from
+// parentCtx, has no parent span in this process: no parent at all, a remote
+// one, or a parent of another trace (the span was started as a new root).
+func isLocalRoot(parentCtx context.Context, sc trace.SpanContext) bool {
+	psc := trace.SpanContextFromContext(parentCtx)
+	return !psc.IsValid() || psc.IsRemote() || psc.TraceID() != sc.TraceID()
+}
