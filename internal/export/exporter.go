@@ -1,11 +1,8 @@
-// Package export delivers OTLP profiles requests: over gRPC, over HTTP with
-// protobuf bodies, or into files.
 package export
 
 import (
-	"time"
-
 	"context"
+	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 )
@@ -39,12 +36,18 @@ type OTLPConfig struct {
 	Insecure bool
 	// Headers are sent with every request (gRPC metadata or HTTP headers).
 	Headers map[string]string
-	// Timeout bounds one export attempt.
+	// Timeout bounds one export attempt. Zero leaves the bound to the
+	// context passed to Export; a negative value is rejected.
 	Timeout time.Duration
 	// Compression is "gzip" or "none".
 	Compression string
 	// UserAgent is sent as the User-Agent of HTTP requests and gRPC calls.
 	UserAgent string
+	// OnPartialSuccess, if set, is called synchronously by Export when the
+	// collector accepted the request but rejected some profiles or attached
+	// a warning. A partial success is not an error: the rejected profiles
+	// must not be sent again, so Export returns nil.
+	OnPartialSuccess func(rejected int64, message string)
 }
 
 // FileConfig configures the file exporter.

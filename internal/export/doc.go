@@ -1,0 +1,14 @@
+// Package export delivers OTLP profiles requests: over gRPC, over HTTP with
+// protobuf or JSON bodies, or into files.
+//
+// An Exporter makes exactly one attempt per Export call. When an attempt
+// fails the error is an *ExportError that keeps what the transport said (the
+// gRPC status with its details, or the HTTP status code and Retry-After
+// header), and Retryable classifies it by the rules of the OTLP
+// specification. Retrying and queueing belong to a decorator around an
+// Exporter, not to the transports.
+//
+// OTLP/JSON differs from the canonical protobuf JSON mapping: trace, span and
+// profile ids are hex strings instead of base64. The HTTP exporter, the file
+// exporter and ReadFile apply that rule.
+package export

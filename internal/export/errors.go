@@ -1,0 +1,184 @@
+package export
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ErrShutdown is returned by Export after Shutdown.
+var ErrShutdown = errors.New("export: exporter is shut down")
+
+// ExportError is a failed export attempt. It keeps what the transport
+// reported so that a retry policy can decide, through Retryable, whether and
+// when to send the same request again.
+type ExportError struct {
+	// Protocol is the protocol of the attempt, e.g. ProtocolGRPC.
+	Protocol string
+	// Status is the status of a failed gRPC call, details included. It is
+	// nil for HTTP.
+	Status *status.Status
+	// StatusCode is the HTTP status of the response, or 0 when no response
+	// arrived or the protocol is gRPC.
+	StatusCode int
+	// RetryAfter is the raw Retry-After header of the HTTP response.
+	RetryAfter string
+	// Message is the collector's explanation of an HTTP failure: the
+	// message of the google.rpc.Status body, or the start of a body in
+	// another format.
+	Message string
+	// Err is the underlying error: the gRPC status error, or the HTTP
+	// client's error when no response arrived. It is nil for an HTTP
+	// response with a failure status.
+	Err error
+
+	// ctxErr is the attempt context's error when it had expired, so that
+	// errors.Is(err, context.DeadlineExceeded) holds for both transports.
+	ctxErr error
+	// received is when the HTTP response arrived; an HTTP-date in
+	// Retry-After is relative to it.
+	received time.Time
+}
+
+// Error describes the failure with the protocol it happened on.
+func (e *ExportError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "otlp %s export: ", e.Protocol)
+	switch {
+	case e.Status != nil:
+		fmt.Fprintf(&b, "%s: %s", e.Status.Code(), e.Status.Message())
+	case e.StatusCode != 0:
+		fmt.Fprintf(&b, "HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+		if e.Message != "" {
+			fmt.Fprintf(&b, ": %s", e.Message)
+		}
+	case e.Err != nil:
+		b.WriteString(e.Err.Error())
+	default:
+		b.WriteString("failed")
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error and, when the attempt ran out of time
+// or was cancelled, the context's error.
+func (e *ExportError) Unwrap() []error {
+	var errs []error
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	if e.ctxErr != nil {
+		errs = append(errs, e.ctxErr)
+	}
+	return errs
+}
+
+// Retryable reports whether the same request may be sent again and how long
+// the collector asked to wait first (0 when it did not say). It follows the
+// OTLP specification:
+//
+//   - gRPC: CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE
+//     and DATA_LOSS are retryable; RESOURCE_EXHAUSTED only when the status
+//     carries a google.rpc.RetryInfo. A RetryInfo delay is honoured.
+//   - HTTP: 429, 502, 503 and 504 are retryable, after the Retry-After delay
+//     (seconds or an HTTP-date) if given. When no response arrived the
+//     attempt is retryable, unless the server's certificate was rejected.
+//
+// Everything else is permanent.
+func (e *ExportError) Retryable() (bool, time.Duration) {
+	switch {
+	case e.Status != nil:
+		return grpcRetryable(e.Status)
+	case e.StatusCode != 0:
+		received := e.received
+		if received.IsZero() {
+			received = time.Now()
+		}
+		return httpRetryable(e.StatusCode, e.RetryAfter, received)
+	case e.Err != nil:
+		return !isCertificateError(e.Err), 0
+	}
+	return false, 0
+}
+
+// Retryable classifies any error returned by an Exporter: an *ExportError
+// anywhere in err's chain decides as ExportError.Retryable does; any other
+// error (an invalid request, a shut-down exporter, a file system failure) is
+// permanent.
+func Retryable(err error) (bool, time.Duration) {
+	var ee *ExportError
+	if errors.As(err, &ee) {
+		return ee.Retryable()
+	}
+	return false, 0
+}
+
+func grpcRetryable(st *status.Status) (bool, time.Duration) {
+	delay, hasInfo := retryInfoDelay(st)
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Aborted,
+		codes.OutOfRange, codes.Unavailable, codes.DataLoss:
+		return true, delay
+	case codes.ResourceExhausted:
+		// Without RetryInfo the collector is out of a resource that
+		// waiting will not bring back (e.g. the message is too large).
+		return hasInfo, delay
+	}
+	return false, 0
+}
+
+// retryInfoDelay returns the delay of the first google.rpc.RetryInfo detail.
+func retryInfoDelay(st *status.Status) (time.Duration, bool) {
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return max(ri.GetRetryDelay().AsDuration(), 0), true
+		}
+	}
+	return 0, false
+}
+
+func httpRetryable(code int, retryAfter string, received time.Time) (bool, time.Duration) {
+	switch code {
+	case http.StatusTooManyRequests, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true, parseRetryAfter(retryAfter, received)
+	}
+	return false, 0
+}
+
+// parseRetryAfter reads a Retry-After value (RFC 9110, section 10.2.3):
+// either delay-seconds or an HTTP-date. Missing or malformed values yield 0,
+// leaving the wait to the retry policy's own backoff.
+func parseRetryAfter(v string, received time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(received), 0)
+	}
+	return 0
+}
+
+// isCertificateError reports a TLS peer that will not be trusted on a later
+// attempt either.
+func isCertificateError(err error) bool {
+	var verr *tls.CertificateVerificationError
+	var uerr x509.UnknownAuthorityError
+	var herr x509.HostnameError
+	var cerr x509.CertificateInvalidError
+	return errors.As(err, &verr) || errors.As(err, &uerr) ||
+		errors.As(err, &herr) || errors.As(err, &cerr)
+}

@@ -1,0 +1,128 @@
+package export
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// grpcExporter calls ProfilesService/Export over one client connection.
+type grpcExporter struct {
+	conn      *grpc.ClientConn
+	client    collectorpb.ProfilesServiceClient
+	headers   []string // metadata key/value pairs
+	callOpts  []grpc.CallOption
+	timeout   time.Duration
+	onPartial func(int64, string)
+	shutdown  atomic.Bool
+}
+
+// newGRPCExporter builds the exporter. tlsConfig is used unless
+// cfg.Insecure; tests pass one that trusts their server.
+func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, error) {
+	if err := checkGRPCEndpoint(cfg.Endpoint); err != nil {
+		return nil, err
+	}
+	headers, err := grpcMetadata(cfg.Headers)
+	if err != nil {
+		return nil, err
+	}
+	creds := credentials.NewTLS(tlsConfig)
+	if cfg.Insecure {
+		creds = insecure.NewCredentials()
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if cfg.UserAgent != "" {
+		opts = append(opts, grpc.WithUserAgent(cfg.UserAgent))
+	}
+	// NewClient does not connect; the first Export does, so building an
+	// exporter never blocks on or fails because of the network.
+	conn, err := grpc.NewClient(cfg.Endpoint, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("otlp endpoint %q: %w", cfg.Endpoint, err)
+	}
+	var callOpts []grpc.CallOption
+	if cfg.Compression == compressionGzip {
+		callOpts = append(callOpts, grpc.UseCompressor(gzip.Name))
+	}
+	return &grpcExporter{
+		conn:      conn,
+		client:    collectorpb.NewProfilesServiceClient(conn),
+		headers:   headers,
+		callOpts:  callOpts,
+		timeout:   cfg.Timeout,
+		onPartial: cfg.OnPartialSuccess,
+	}, nil
+}
+
+// grpcMetadata turns headers into metadata pairs, rejecting what gRPC would
+// refuse at call time: keys outside [0-9a-z-_.] once lower-cased, and
+// non-printable values on non-binary keys.
+func grpcMetadata(headers map[string]string) ([]string, error) {
+	pairs := make([]string, 0, 2*len(headers))
+	for _, k := range sortedKeys(headers) {
+		key := strings.ToLower(k)
+		for i := 0; i < len(key); i++ {
+			c := key[i]
+			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return nil, fmt.Errorf("otlp header %q: gRPC metadata keys allow only 0-9 a-z - _ .", k)
+			}
+		}
+		v := headers[k]
+		if !strings.HasSuffix(key, "-bin") {
+			for i := 0; i < len(v); i++ {
+				if v[i] < 0x20 || v[i] > 0x7e {
+					return nil, fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII", k)
+				}
+			}
+		}
+		pairs = append(pairs, key, v)
+	}
+	return pairs, nil
+}
+
+// Export makes one call. A failed call returns an *ExportError holding the
+// call's status.
+func (e *grpcExporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
+	if e.shutdown.Load() {
+		return ErrShutdown
+	}
+	if req == nil {
+		return errNilRequest
+	}
+	ctx, cancel := attemptContext(ctx, e.timeout)
+	defer cancel()
+	if len(e.headers) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, e.headers...)
+	}
+	resp, err := e.client.Export(ctx, req, e.callOpts...)
+	if err != nil {
+		// FromError gives UNKNOWN for an error that carries no status.
+		st, _ := status.FromError(err)
+		return &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctx.Err()}
+	}
+	reportPartialSuccess(e.onPartial, resp.GetPartialSuccess())
+	return nil
+}
+
+// Shutdown closes the connection. Calls in flight fail with CANCELLED.
+func (e *grpcExporter) Shutdown(ctx context.Context) error {
+	if e.shutdown.Swap(true) {
+		return nil
+	}
+	if err := e.conn.Close(); err != nil {
+		return fmt.Errorf("otlp grpc shutdown: %w", err)
+	}
+	return nil
+}

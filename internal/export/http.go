@@ -1,0 +1,267 @@
+package export
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	contentTypeProtobuf = "application/x-protobuf"
+	contentTypeJSON     = "application/json"
+
+	// maxResponseBody bounds what is read of a response. Collector
+	// responses are a few bytes; anything longer is not worth the memory.
+	maxResponseBody = 64 << 10
+	// maxErrorMessage bounds the text of a non-Status error body kept in
+	// ExportError.Message.
+	maxErrorMessage = 512
+)
+
+// httpExporter POSTs each request to one URL.
+type httpExporter struct {
+	client    *http.Client
+	transport *http.Transport
+	url       string
+	json      bool
+	gzip      bool
+	header    http.Header
+	timeout   time.Duration
+	onPartial func(int64, string)
+	shutdown  atomic.Bool
+}
+
+// newHTTPExporter builds the exporter. tlsConfig is used for https URLs;
+// tests pass one that trusts their server.
+func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, error) {
+	u, err := checkHTTPEndpoint(cfg.Endpoint, cfg.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	e := &httpExporter{
+		transport: newTransport(tlsConfig),
+		url:       u.String(),
+		json:      cfg.Protocol == ProtocolHTTPJSON,
+		gzip:      cfg.Compression == compressionGzip,
+		header:    make(http.Header),
+		timeout:   cfg.Timeout,
+		onPartial: cfg.OnPartialSuccess,
+	}
+	e.client = &http.Client{Transport: e.transport}
+	// User headers first: the protocol's own headers must win.
+	for _, k := range sortedKeys(cfg.Headers) {
+		e.header.Set(k, cfg.Headers[k])
+	}
+	if cfg.UserAgent != "" {
+		e.header.Set("User-Agent", cfg.UserAgent)
+	}
+	e.header.Set("Content-Type", contentTypeProtobuf)
+	if e.json {
+		e.header.Set("Content-Type", contentTypeJSON)
+	}
+	e.header.Del("Content-Encoding")
+	if e.gzip {
+		e.header.Set("Content-Encoding", "gzip")
+	}
+	return e, nil
+}
+
+// newTransport is http.DefaultTransport's configuration (proxy from the
+// environment, dial and handshake timeouts, HTTP/2) with a private
+// connection pool, so that Shutdown closes only this exporter's connections.
+func newTransport(tlsConfig *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   30 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		TLSClientConfig:       tlsConfig,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Export makes one POST. A failure status or a failed round trip returns an
+// *ExportError.
+func (e *httpExporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
+	if e.shutdown.Load() {
+		return ErrShutdown
+	}
+	if req == nil {
+		return errNilRequest
+	}
+	body, err := e.encode(req)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := attemptContext(ctx, e.timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("otlp endpoint %q: %w", e.url, err)
+	}
+	hreq.Header = e.header.Clone()
+	resp, err := e.client.Do(hreq)
+	if err != nil {
+		return &ExportError{Protocol: e.protocol(), Err: err, ctxErr: ctx.Err()}
+	}
+	received := time.Now()
+	// Reading to EOF before closing lets the connection be reused.
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
+		_ = resp.Body.Close()
+	}()
+	data, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// The collector has accepted the data, so a body that cannot be
+		// read or decoded must not turn into an error that would make a
+		// retry policy send it again.
+		if readErr == nil {
+			reportPartialSuccess(e.onPartial, e.decodeResponse(resp.Header.Get("Content-Type"), data).GetPartialSuccess())
+		}
+		return nil
+	}
+	return &ExportError{
+		Protocol:   e.protocol(),
+		StatusCode: resp.StatusCode,
+		RetryAfter: resp.Header.Get("Retry-After"),
+		Message:    errorMessage(resp.Header.Get("Content-Type"), data),
+		received:   received,
+	}
+}
+
+func (e *httpExporter) protocol() string {
+	if e.json {
+		return ProtocolHTTPJSON
+	}
+	return ProtocolHTTPProtobuf
+}
+
+// encode marshals req for the wire, compressed if asked.
+func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]byte, error) {
+	var body []byte
+	var err error
+	if e.json {
+		body, err = marshalJSON(req, false)
+	} else {
+		body, err = proto.Marshal(req)
+		if err != nil {
+			err = fmt.Errorf("otlp protobuf: %w", err)
+		}
+	}
+	if err != nil || !e.gzip {
+		return body, err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(body); err != nil {
+		return nil, fmt.Errorf("otlp gzip: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("otlp gzip: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeResponse decodes a success body in the format its Content-Type
+// names, or in the request's format when none is named. It returns nil for
+// an empty or undecodable body.
+func (e *httpExporter) decodeResponse(contentType string, data []byte) *collectorpb.ExportProfilesServiceResponse {
+	if len(data) == 0 {
+		return nil
+	}
+	resp := new(collectorpb.ExportProfilesServiceResponse)
+	var err error
+	switch mediaType(contentType, e.json) {
+	case contentTypeJSON:
+		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(data, resp)
+	case contentTypeProtobuf:
+		err = proto.Unmarshal(data, resp)
+	default:
+		return nil
+	}
+	if err != nil {
+		return nil
+	}
+	return resp
+}
+
+// errorMessage extracts the explanation from a failure body: OTLP/HTTP
+// servers send a google.rpc.Status; proxies in between often send text.
+func errorMessage(contentType string, data []byte) string {
+	if len(data) == 0 {
+		return ""
+	}
+	st := new(spb.Status)
+	mt := ""
+	if contentType != "" {
+		mt = mediaType(contentType, false)
+	}
+	switch mt {
+	case contentTypeProtobuf:
+		if proto.Unmarshal(data, st) == nil {
+			return st.GetMessage()
+		}
+	case contentTypeJSON:
+		if (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, st) == nil {
+			return st.GetMessage()
+		}
+	}
+	if !utf8.Valid(data) {
+		return ""
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > maxErrorMessage {
+		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "..."
+	}
+	return msg
+}
+
+// mediaType returns the media type of a Content-Type header, folding the
+// protobuf aliases into contentTypeProtobuf. An absent header means the
+// request's own format.
+func mediaType(contentType string, requestJSON bool) string {
+	if contentType == "" {
+		if requestJSON {
+			return contentTypeJSON
+		}
+		return contentTypeProtobuf
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	if mt == "application/protobuf" {
+		return contentTypeProtobuf
+	}
+	return mt
+}
+
+// Shutdown closes idle connections. A request in flight is not interrupted:
+// its context bounds it.
+func (e *httpExporter) Shutdown(ctx context.Context) error {
+	e.shutdown.Store(true)
+	e.transport.CloseIdleConnections()
+	return nil
+}

@@ -1,0 +1,144 @@
+package export
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"golang.org/x/net/http/httpguts"
+)
+
+// Compression values of OTLPConfig.Compression.
+const (
+	compressionGzip = "gzip"
+	compressionNone = "none"
+)
+
+var errNilRequest = errors.New("export: nil request")
+
+// NewOTLP returns an exporter that sends each request to an OTLP collector
+// with cfg.Protocol. It does not touch the network: a gRPC connection is
+// established on first use, HTTP connections per request. Every invalid
+// setting is reported with its name and value.
+func NewOTLP(cfg OTLPConfig) (Exporter, error) {
+	if err := checkCommon(cfg); err != nil {
+		return nil, err
+	}
+	// A private TLS configuration per exporter: the transports may keep
+	// state in it (session caches) and nobody else should.
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch cfg.Protocol {
+	case ProtocolGRPC:
+		return newGRPCExporter(cfg, tlsConfig)
+	case ProtocolHTTPProtobuf, ProtocolHTTPJSON:
+		return newHTTPExporter(cfg, tlsConfig)
+	}
+	return nil, fmt.Errorf("otlp protocol %q: want %q, %q or %q",
+		cfg.Protocol, ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON)
+}
+
+// checkCommon validates the settings that do not depend on the protocol.
+func checkCommon(cfg OTLPConfig) error {
+	switch cfg.Compression {
+	case "", compressionNone, compressionGzip:
+	default:
+		return fmt.Errorf("otlp compression %q: want %q or %q", cfg.Compression, compressionGzip, compressionNone)
+	}
+	if cfg.Timeout < 0 {
+		return fmt.Errorf("otlp timeout %v: must not be negative", cfg.Timeout)
+	}
+	for k, v := range cfg.Headers {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("otlp header %q: invalid name", k)
+		}
+		if !httpguts.ValidHeaderFieldValue(v) {
+			return fmt.Errorf("otlp header %q: invalid value %q", k, v)
+		}
+	}
+	if !httpguts.ValidHeaderFieldValue(cfg.UserAgent) {
+		return fmt.Errorf("otlp user agent %q: invalid header value", cfg.UserAgent)
+	}
+	return nil
+}
+
+// checkGRPCEndpoint accepts "host:port" with a numeric port.
+func checkGRPCEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return errors.New("otlp endpoint is empty: want host:port")
+	}
+	_, port, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return fmt.Errorf("otlp endpoint %q: want host:port: %w", endpoint, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return fmt.Errorf("otlp endpoint %q: port %q is not a number in 1-65535", endpoint, port)
+	}
+	return nil
+}
+
+// checkHTTPEndpoint accepts an absolute http or https URL whose scheme
+// agrees with insecure.
+func checkHTTPEndpoint(endpoint string, insecure bool) (*url.URL, error) {
+	if endpoint == "" {
+		return nil, errors.New("otlp endpoint is empty: want a URL such as http://localhost:4318/v1development/profiles")
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("otlp endpoint %q: %w", endpoint, err)
+	}
+	switch u.Scheme {
+	case "http":
+		if !insecure {
+			return nil, fmt.Errorf("otlp endpoint %q: scheme http is plaintext but insecure is false", endpoint)
+		}
+	case "https":
+		if insecure {
+			return nil, fmt.Errorf("otlp endpoint %q: scheme https uses TLS but insecure is true", endpoint)
+		}
+	default:
+		return nil, fmt.Errorf("otlp endpoint %q: scheme %q: want http or https", endpoint, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("otlp endpoint %q: no host", endpoint)
+	}
+	return u, nil
+}
+
+// attemptContext bounds one attempt by timeout, if set, within ctx.
+func attemptContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout > 0 {
+		return context.WithTimeout(ctx, timeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// reportPartialSuccess hands a partial success to fn. A response whose
+// partial_success is unset, or has no rejections and no message, is a full
+// success.
+func reportPartialSuccess(fn func(int64, string), ps *collectorpb.ExportProfilesPartialSuccess) {
+	if fn == nil || ps == nil {
+		return
+	}
+	if ps.GetRejectedProfiles() == 0 && ps.GetErrorMessage() == "" {
+		return
+	}
+	fn(ps.GetRejectedProfiles(), ps.GetErrorMessage())
+}
+
+// sortedKeys returns the header names in a stable order, so that requests
+// are identical from one export to the next.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
