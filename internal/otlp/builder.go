@@ -1,0 +1,578 @@
+package otlp
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/labels"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+)
+
+// Attribute keys written by the Builder.
+const (
+	// AttrDefaultSampleType is the scope attribute naming the pprof default
+	// sample type.
+	AttrDefaultSampleType = "pprof.scope.default_sample_type"
+	// AttrSampleTypeOrder is the scope attribute listing, for each Profile
+	// of the scope, the index of its sample type in the pprof profile.
+	AttrSampleTypeOrder = "pprof.scope.sample_type_order"
+	// AttrProfileName is the scope and Profile attribute holding the
+	// runtime profile name (Input.Name).
+	AttrProfileName = "pprofotel.profile.name"
+	// AttrLocationIsFolded marks a folded pprof location.
+	AttrLocationIsFolded = "pprof.location.is_folded"
+	// AttrBuildIDGNU is the mapping attribute holding the pprof build id.
+	AttrBuildIDGNU = "process.executable.build_id.gnu"
+	// AttrBuildIDGo is the mapping attribute holding the Go build id of the
+	// main executable.
+	AttrBuildIDGo = "process.executable.build_id.go"
+	// Mapping flags of pprof, set only when true.
+	AttrMappingHasFunctions    = "pprof.mapping.has_functions"
+	AttrMappingHasFilenames    = "pprof.mapping.has_filenames"
+	AttrMappingHasLineNumbers  = "pprof.mapping.has_line_numbers"
+	AttrMappingHasInlineFrames = "pprof.mapping.has_inline_frames"
+)
+
+// Input is one runtime profile of a collection window.
+type Input struct {
+	// Name is the runtime profile name: "cpu", "heap", "goroutine",
+	// "mutex" or "block".
+	Name string
+	// Profile is the decoded profile, with deltas already applied to
+	// cumulative sample types. A nil Profile yields an empty scope.
+	Profile *profile.Profile
+}
+
+// Option configures a Builder.
+type Option func(*Builder)
+
+// WithExecutable names the main executable and its Go build id (see
+// GoBuildID). The mapping whose file is path, or the first mapping when the
+// profile names no mapping files, gets the process.executable.build_id.go
+// attribute. An empty goBuildID adds no attribute.
+func WithExecutable(path, goBuildID string) Option {
+	return func(b *Builder) {
+		b.exePath = path
+		b.goBuildID = goBuildID
+	}
+}
+
+// WithProfileIDs replaces the random source of Profile.profile_id, so that
+// tests can produce reproducible requests. newID must not return all zeros.
+func WithProfileIDs(newID func() [16]byte) Option {
+	return func(b *Builder) {
+		if newID != nil {
+			b.newID = newID
+		}
+	}
+}
+
+// Builder converts the profiles of one window into one request. It keeps its
+// lookup tables between calls to Build to save allocations, so it is not safe
+// for concurrent use. The requests it returns share no memory with it.
+type Builder struct {
+	resource  *resourcepb.Resource
+	scope     *commonpb.InstrumentationScope
+	exePath   string
+	goBuildID string
+	newID     func() [16]byte
+
+	d dictionary
+	// Scratch state of the input being converted, indexed like the pprof
+	// profile. -1 means not resolved yet.
+	locIdx  []int32
+	funcIdx []int32
+	mapIdx  []int32
+	exeMap  int // pprof index of the main executable's mapping, or -1
+
+	ident    map[string]int32 // sample identity key -> first sample index
+	rep      []int32          // sample index -> index of its identity's first sample, -1 if not live
+	stackIdx []int32          // per representative sample
+	linkIdx  []int32
+	attrs    [][]int32
+	acc      []int64
+	keyBuf   []byte
+	labelOrd []int
+}
+
+// NewBuilder returns a Builder that reports res as the resource and scope
+// as the instrumentation scope of every request. Neither is modified.
+func NewBuilder(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, opts ...Option) *Builder {
+	b := &Builder{
+		resource: res,
+		scope:    scope,
+		newID:    randomID,
+		ident:    make(map[string]int32),
+	}
+	b.d.init()
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+func randomID() [16]byte {
+	var id [16]byte
+	for id == ([16]byte{}) {
+		rand.Read(id[:]) // never fails, see crypto/rand.Read
+	}
+	return id
+}
+
+// Build returns the request for the window [start, end) holding inputs in
+// order.
+func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.ExportProfilesServiceRequest {
+	b.d.reset()
+	rp := &profilespb.ResourceProfiles{
+		Resource:      b.resource,
+		ScopeProfiles: make([]*profilespb.ScopeProfiles, 0, len(inputs)),
+	}
+	win := window{time: uint64(start.UnixNano())}
+	if end.After(start) {
+		win.duration = uint64(end.Sub(start))
+	}
+	for _, in := range inputs {
+		rp.ScopeProfiles = append(rp.ScopeProfiles, b.scopeProfiles(in, win))
+	}
+	return &collectorpb.ExportProfilesServiceRequest{
+		ResourceProfiles: []*profilespb.ResourceProfiles{rp},
+		Dictionary:       b.d.finish(),
+	}
+}
+
+type window struct {
+	time, duration uint64
+}
+
+func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles {
+	p := in.Profile
+	if p == nil {
+		p = &profile.Profile{}
+	}
+	nTypes := len(p.SampleTypes)
+
+	defaultType := p.DefaultSampleType
+	if defaultType == "" && nTypes > 0 {
+		defaultType = p.SampleTypes[nTypes-1].Type
+	}
+	order := make([]*commonpb.AnyValue, nTypes)
+	for i := range order {
+		order[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(i)}}
+	}
+	sp := &profilespb.ScopeProfiles{
+		Scope:    b.scopeFor(in.Name, defaultType, order),
+		Profiles: make([]*profilespb.Profile, 0, nTypes),
+	}
+
+	b.prepare(p)
+	var nameAttr int32
+	if nTypes > 0 {
+		nameAttr = b.d.attribute(attrKey{key: b.d.str(AttrProfileName), kind: kindString, str: in.Name})
+	}
+	ids := make([]byte, 16*nTypes)
+	for t, st := range p.SampleTypes {
+		id := b.newID()
+		copy(ids[16*t:], id[:])
+		prof := &profilespb.Profile{
+			SampleType:       b.d.valueType(st),
+			TimeUnixNano:     win.time,
+			DurationNano:     win.duration,
+			PeriodType:       b.d.valueType(p.PeriodType),
+			Period:           p.Period,
+			ProfileId:        ids[16*t : 16*t+16 : 16*t+16],
+			AttributeIndices: []int32{nameAttr},
+		}
+		prof.Samples = b.samples(p, t)
+		sp.Profiles = append(sp.Profiles, prof)
+	}
+	return sp
+}
+
+// scopeFor copies the configured scope and appends the pprof attributes, so
+// that the caller's scope is never modified.
+func (b *Builder) scopeFor(name, defaultType string, order []*commonpb.AnyValue) *commonpb.InstrumentationScope {
+	s := &commonpb.InstrumentationScope{}
+	if b.scope != nil {
+		s.Name = b.scope.Name
+		s.Version = b.scope.Version
+		s.DroppedAttributesCount = b.scope.DroppedAttributesCount
+		s.Attributes = make([]*commonpb.KeyValue, 0, len(b.scope.Attributes)+3)
+		s.Attributes = append(s.Attributes, b.scope.Attributes...)
+	}
+	s.Attributes = append(s.Attributes,
+		&commonpb.KeyValue{Key: AttrDefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: defaultType}}},
+		&commonpb.KeyValue{Key: AttrSampleTypeOrder, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: order}}}},
+		&commonpb.KeyValue{Key: AttrProfileName, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}},
+	)
+	return s
+}
+
+// prepare resets the per-input scratch state and groups the live samples of
+// p (those with a non-zero value and a usable stack) by identity: samples
+// with the same locations and labels are merged into the first of them.
+func (b *Builder) prepare(p *profile.Profile) {
+	b.locIdx = fill(b.locIdx, len(p.Locations))
+	b.funcIdx = fill(b.funcIdx, len(p.Functions))
+	b.mapIdx = fill(b.mapIdx, len(p.Mappings))
+	n := len(p.Samples)
+	b.rep = fill(b.rep, n)
+	b.stackIdx = fill(b.stackIdx, n)
+	b.linkIdx = fill(b.linkIdx, n)
+	if cap(b.attrs) < n {
+		b.attrs = make([][]int32, n)
+	}
+	b.attrs = b.attrs[:n]
+	clear(b.attrs)
+	if cap(b.acc) < n {
+		b.acc = make([]int64, n)
+	}
+	b.acc = b.acc[:n]
+	clear(b.ident)
+
+	b.exeMap = -1
+	if b.goBuildID != "" && len(p.Mappings) > 0 {
+		anyFile := false
+		for i, m := range p.Mappings {
+			if m.File != "" {
+				anyFile = true
+				if b.exePath != "" && m.File == b.exePath {
+					b.exeMap = i
+					break
+				}
+			}
+		}
+		if !anyFile {
+			b.exeMap = 0
+		}
+	}
+
+	nTypes := len(p.SampleTypes)
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		if !live(s, nTypes) || !hasLocation(s, len(p.Locations)) {
+			continue
+		}
+		key := b.identityKey(s, len(p.Locations))
+		if r, ok := b.ident[string(key)]; ok {
+			b.rep[i] = r
+			continue
+		}
+		b.ident[string(key)] = int32(i)
+		b.rep[i] = int32(i)
+	}
+}
+
+func fill(s []int32, n int) []int32 {
+	if cap(s) < n {
+		s = make([]int32, n)
+	}
+	s = s[:n]
+	for i := range s {
+		s[i] = -1
+	}
+	return s
+}
+
+func live(s *profile.Sample, nTypes int) bool {
+	for t, v := range s.Values {
+		if t < nTypes && v != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func hasLocation(s *profile.Sample, nLocs int) bool {
+	for _, l := range s.Locations {
+		if l >= 0 && int(l) < nLocs {
+			return true
+		}
+	}
+	return false
+}
+
+// identityKey encodes the valid locations and the labels (in a canonical
+// order, as a sample's labels are a set) of s.
+func (b *Builder) identityKey(s *profile.Sample, nLocs int) []byte {
+	k := b.keyBuf[:0]
+	n := 0
+	for _, l := range s.Locations {
+		if l >= 0 && int(l) < nLocs {
+			n++
+		}
+	}
+	k = appendUvarint(k, uint64(n))
+	for _, l := range s.Locations {
+		if l >= 0 && int(l) < nLocs {
+			k = appendUvarint(k, uint64(l))
+		}
+	}
+	k = appendUvarint(k, uint64(len(s.Labels)))
+	ord := b.labelOrd[:0]
+	for i := range s.Labels {
+		ord = append(ord, i)
+	}
+	if len(ord) > 1 {
+		slices.SortFunc(ord, func(x, y int) int { return compareLabels(&s.Labels[x], &s.Labels[y]) })
+	}
+	for _, i := range ord {
+		l := &s.Labels[i]
+		k = appendString(k, l.Key)
+		if l.IsNum {
+			k = append(k, 1)
+			k = appendUvarint(k, uint64(l.Num))
+			k = appendString(k, l.NumUnit)
+		} else {
+			k = append(k, 0)
+			k = appendString(k, l.Str)
+		}
+	}
+	b.labelOrd = ord
+	b.keyBuf = k
+	return k
+}
+
+func compareLabels(x, y *profile.Label) int {
+	if c := strings.Compare(x.Key, y.Key); c != 0 {
+		return c
+	}
+	if x.IsNum != y.IsNum {
+		if x.IsNum {
+			return 1
+		}
+		return -1
+	}
+	if c := strings.Compare(x.Str, y.Str); c != 0 {
+		return c
+	}
+	if x.Num != y.Num {
+		if x.Num < y.Num {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(x.NumUnit, y.NumUnit)
+}
+
+// samples returns the Samples of sample type t of p.
+func (b *Builder) samples(p *profile.Profile, t int) []*profilespb.Sample {
+	acc := b.acc
+	clear(acc)
+	for i := range p.Samples {
+		if r := b.rep[i]; r >= 0 && t < len(p.Samples[i].Values) {
+			acc[r] += p.Samples[i].Values[t]
+		}
+	}
+	n := 0
+	for i, r := range b.rep {
+		if int(r) == i && acc[i] != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]*profilespb.Sample, n)
+	msgs := make([]profilespb.Sample, n)
+	values := make([]int64, n)
+	j := 0
+	for i, r := range b.rep {
+		if int(r) != i || acc[i] == 0 {
+			continue
+		}
+		if b.stackIdx[i] < 0 {
+			b.resolveSample(p, i)
+		}
+		values[j] = acc[i]
+		m := &msgs[j]
+		m.StackIndex = b.stackIdx[i]
+		m.AttributeIndices = b.attrs[i]
+		m.LinkIndex = b.linkIdx[i]
+		m.Values = values[j : j+1 : j+1]
+		out[j] = m
+		j++
+	}
+	return out
+}
+
+// resolveSample adds the stack, attributes and link of sample i to the
+// dictionary. It runs once per sample and input, as the result is the same
+// for every sample type.
+func (b *Builder) resolveSample(p *profile.Profile, i int) {
+	s := &p.Samples[i]
+	b.stackIdx[i] = b.stack(p, s)
+
+	var link int32
+	trace, span := -1, -1
+	for j := range s.Labels {
+		l := &s.Labels[j]
+		if l.IsNum {
+			continue
+		}
+		switch {
+		case l.Key == labels.TraceIDKey && trace < 0:
+			trace = j
+		case l.Key == labels.SpanIDKey && span < 0:
+			span = j
+		}
+	}
+	if trace >= 0 && span >= 0 {
+		var k linkKey
+		if decodeID(k[:16], s.Labels[trace].Str) && decodeID(k[16:], s.Labels[span].Str) &&
+			k != (linkKey{}) && !isZero(k[:16]) && !isZero(k[16:]) {
+			link = b.d.link(k)
+		}
+	}
+	b.linkIdx[i] = link
+
+	var attrs []int32
+	for j := range s.Labels {
+		l := &s.Labels[j]
+		if link != 0 && !l.IsNum && (l.Key == labels.TraceIDKey || l.Key == labels.SpanIDKey) {
+			continue
+		}
+		k := attrKey{key: b.d.str(l.Key)}
+		dup := false
+		for _, a := range attrs {
+			if b.d.attrKeys[a] == k.key {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		if l.IsNum {
+			k.kind = kindInt
+			k.num = l.Num
+			if l.NumUnit != "" {
+				k.unit = b.d.str(l.NumUnit)
+			}
+		} else {
+			k.kind = kindString
+			k.str = l.Str
+		}
+		if attrs == nil {
+			attrs = b.d.int32s(len(s.Labels))[:0]
+		}
+		attrs = append(attrs, b.d.attribute(k))
+	}
+	b.attrs[i] = attrs
+}
+
+// decodeID decodes lower-case hex text into dst, which it must fill exactly.
+func decodeID(dst []byte, text string) bool {
+	if len(text) != 2*len(dst) {
+		return false
+	}
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	_, err := hex.Decode(dst, []byte(text))
+	return err == nil
+}
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
+	locs := b.d.stackScratch[:0]
+	for _, l := range s.Locations {
+		if l < 0 || int(l) >= len(p.Locations) {
+			continue
+		}
+		idx := b.locIdx[l]
+		if idx < 0 {
+			idx = b.location(p, &p.Locations[l])
+			b.locIdx[l] = idx
+		}
+		locs = append(locs, idx)
+	}
+	b.d.stackScratch = locs
+	return b.d.stack(locs)
+}
+
+func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
+	var k locationKey
+	if l.Mapping >= 0 && int(l.Mapping) < len(p.Mappings) {
+		idx := b.mapIdx[l.Mapping]
+		if idx < 0 {
+			idx = b.mapping(&p.Mappings[l.Mapping], int(l.Mapping) == b.exeMap)
+			b.mapIdx[l.Mapping] = idx
+		}
+		k.mapping = idx
+	}
+	k.address = l.Address
+	if l.IsFolded {
+		k.folded = b.d.attribute(attrKey{key: b.d.str(AttrLocationIsFolded), kind: kindBool, num: 1})
+	}
+	lines := b.d.lineScratch[:0]
+	for _, ln := range l.Lines {
+		var fn int32
+		if ln.Function >= 0 && int(ln.Function) < len(p.Functions) {
+			fn = b.funcIdx[ln.Function]
+			if fn < 0 {
+				f := &p.Functions[ln.Function]
+				fn = b.d.function(functionKey{
+					name:      b.d.str(f.Name),
+					system:    b.d.str(f.SystemName),
+					filename:  b.d.str(f.Filename),
+					startLine: f.StartLine,
+				})
+				b.funcIdx[ln.Function] = fn
+			}
+		}
+		lines = append(lines, lineKey{function: fn, line: ln.Line, column: ln.Column})
+	}
+	b.d.lineScratch = lines
+	return b.d.location(k, lines)
+}
+
+func (b *Builder) mapping(m *profile.Mapping, exe bool) int32 {
+	k := mappingKey{
+		start:    m.Start,
+		limit:    m.Limit,
+		offset:   m.Offset,
+		filename: b.d.str(m.File),
+	}
+	add := func(a attrKey) {
+		k.attrs[k.nattrs] = b.d.attribute(a)
+		k.nattrs++
+	}
+	if m.BuildID != "" {
+		add(attrKey{key: b.d.str(AttrBuildIDGNU), kind: kindString, str: m.BuildID})
+	}
+	if exe {
+		add(attrKey{key: b.d.str(AttrBuildIDGo), kind: kindString, str: b.goBuildID})
+	}
+	for _, f := range [...]struct {
+		set bool
+		key string
+	}{
+		{m.HasFunctions, AttrMappingHasFunctions},
+		{m.HasFilenames, AttrMappingHasFilenames},
+		{m.HasLineNumbers, AttrMappingHasLineNumbers},
+		{m.HasInlineFrames, AttrMappingHasInlineFrames},
+	} {
+		if f.set {
+			add(attrKey{key: b.d.str(f.key), kind: kindBool, num: 1})
+		}
+	}
+	return b.d.mapping(k)
+}

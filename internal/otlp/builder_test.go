@@ -1,0 +1,465 @@
+package otlp_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/hex"
+		"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/profile"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var (
+	windowStart = time.Unix(1700000000, 0)
+	windowEnd   = windowStart.Add(10 * time.Second)
+)
+
+func testResource() *resourcepb.Resource {
+	return &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
+		{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "checkout"}}},
+	}}
+}
+
+func testScope() *commonpb.InstrumentationScope {
+	return &commonpb.InstrumentationScope{Name: "github.com/pprofotel/profiler", Version: "0.1.0"}
+}
+
+// sequentialIDs returns profile ids 1, 2, 3, ... in the last bytes.
+func sequentialIDs() func() [16]byte {
+	var n uint16
+	return func() [16]byte {
+		n++
+		var id [16]byte
+		id[14], id[15] = byte(n>>8), byte(n)
+		return id
+	}
+}
+
+func newTestBuilder() *otlp.Builder {
+	return otlp.NewBuilder(testResource(), testScope(),
+		otlp.WithExecutable(otlptest.FixtureExecutable, otlptest.FixtureGoBuildID),
+		otlp.WithProfileIDs(sequentialIDs()))
+}
+
+// view resolves a request's indices for assertions.
+type view struct {
+	t   *testing.T
+	req *collectorpb.ExportProfilesServiceRequest
+	d   *profilespb.ProfilesDictionary
+}
+
+func (v view) scope(name string) *profilespb.ScopeProfiles {
+	v.t.Helper()
+	for _, sp := range v.req.ResourceProfiles[0].ScopeProfiles {
+		for _, kv := range sp.Scope.Attributes {
+			if kv.Key == otlp.AttrProfileName && kv.Value.GetStringValue() == name {
+				return sp
+			}
+		}
+	}
+	v.t.Fatalf("no scope %q", name)
+	return nil
+}
+
+func (v view) profile(scope, sampleType string) *profilespb.Profile {
+	v.t.Helper()
+	for _, p := range v.scope(scope).Profiles {
+		if v.d.StringTable[p.SampleType.TypeStrindex] == sampleType {
+			return p
+		}
+	}
+	v.t.Fatalf("scope %q has no profile %q", scope, sampleType)
+	return nil
+}
+
+// frames returns the function names of a stack, leaf first, inlined
+// frames included.
+func (v view) frames(stack int32) []string {
+	var out []string
+	for _, l := range v.d.StackTable[stack].LocationIndices {
+		for _, ln := range v.d.LocationTable[l].Lines {
+			out = append(out, v.d.StringTable[v.d.FunctionTable[ln.FunctionIndex].NameStrindex])
+		}
+	}
+	return out
+}
+
+// attrs returns the attributes as "key=value" strings, with " unit" when set.
+func (v view) attrs(idxs []int32) []string {
+	var out []string
+	for _, i := range idxs {
+		a := v.d.AttributeTable[i]
+		s := v.d.StringTable[a.KeyStrindex] + "="
+		switch x := a.Value.Value.(type) {
+		case *commonpb.AnyValue_StringValue:
+			s += x.StringValue
+		case *commonpb.AnyValue_IntValue:
+			s += strconv.FormatInt(x.IntValue, 10)
+		case *commonpb.AnyValue_BoolValue:
+			if x.BoolValue {
+				s += "true"
+			} else {
+				s += "false"
+			}
+		}
+		if a.UnitStrindex != 0 {
+			s += " " + v.d.StringTable[a.UnitStrindex]
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// zeroed returns p with every sample value set to zero.
+func zeroed(p *profile.Profile) *profile.Profile {
+	for i := range p.Samples {
+		clear(p.Samples[i].Values)
+	}
+	return p
+}
+
+func TestBuildValid(t *testing.T) {
+	tests := []struct {
+		name     string
+		inputs   []otlp.Input
+		profiles int
+	}{
+		{"fixture", otlptest.FixtureInputs(), 10},
+		{"no inputs", nil, 0},
+		{"nil profile", []otlp.Input{{Name: "cpu"}}, 0},
+		{"only zero samples", []otlp.Input{{Name: "block", Profile: zeroed(otlptest.FixtureInputs()[3].Profile)}}, 2},
+		{"no locations", []otlp.Input{{Name: "cpu", Profile: &profile.Profile{
+			SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
+			Samples:     []profile.Sample{{Values: []int64{4}}, {Locations: []int32{3, -1}, Values: []int64{4}}},
+		}}}, 1},
+		{"out of range references", []otlp.Input{{Name: "cpu", Profile: &profile.Profile{
+			SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
+			Locations:   []profile.Location{{Mapping: 5, Address: 0x10, Lines: []profile.Line{{Function: 9, Line: 1}}}},
+			Samples:     []profile.Sample{{Locations: []int32{0, 7}, Values: []int64{4}}},
+		}}}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := newTestBuilder().Build(windowStart, windowEnd, tt.inputs)
+			if err := otlptest.Validate(req); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			n := 0
+			for _, sp := range req.ResourceProfiles[0].ScopeProfiles {
+				n += len(sp.Profiles)
+			}
+			if n != tt.profiles {
+				t.Errorf("got %d profiles, want %d", n, tt.profiles)
+			}
+			if got := len(req.ResourceProfiles[0].ScopeProfiles); got != len(tt.inputs) {
+				t.Errorf("got %d scopes, want %d", got, len(tt.inputs))
+			}
+		})
+	}
+}
+
+func TestBuildDictionary(t *testing.T) {
+	req := newTestBuilder().Build(windowStart, windowEnd, otlptest.FixtureInputs())
+	d := req.Dictionary
+	tests := []struct {
+		table string
+		got   int
+		want  int
+	}{
+		// "", 12 sample and period type names and units, 6 sample and
+		// profile attribute keys and units ("bytes" is already a unit),
+		// 11 function names and files, 1 mapping file, 6 mapping and
+		// location attribute keys.
+		{"string_table", len(d.StringTable), 37},
+		// zero + main.main, main.handle, main.alloc, runtime.mallocgc,
+		// strings.Repeat, sync.(*Mutex).Unlock; not main.unused.
+		{"function_table", len(d.FunctionTable), 7},
+		// zero + the executable; not the library only zero samples use.
+		{"mapping_table", len(d.MappingTable), 2},
+		{"location_table", len(d.LocationTable), 6},
+		// zero + mallocgc/alloc/handle/main, alloc/handle/main,
+		// handle/main, unlock/handle/main.
+		{"stack_table", len(d.StackTable), 5},
+		{"link_table", len(d.LinkTable), 2},
+		// zero + 4 profile names, bytes, http.route, worker, trace_id and
+		// span_id of the malformed pair, gnu and go build ids, 3 mapping
+		// flags, is_folded.
+		{"attribute_table", len(d.AttributeTable), 16},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s has %d entries, want %d", tt.table, tt.got, tt.want)
+		}
+	}
+
+	names := map[string]int{}
+	for _, f := range d.FunctionTable[1:] {
+		names[d.StringTable[f.NameStrindex]]++
+	}
+	for _, fn := range []string{"main.main", "main.handle", "main.alloc", "runtime.mallocgc", "strings.Repeat", "sync.(*Mutex).Unlock"} {
+		if names[fn] != 1 {
+			t.Errorf("function %s appears %d times, want once", fn, names[fn])
+		}
+	}
+	if names["main.unused"] != 0 {
+		t.Errorf("main.unused is only used by zero samples but is in the function table")
+	}
+
+	v := view{t: t, req: req, d: d}
+	m := d.MappingTable[1]
+	if got, want := d.StringTable[m.FilenameStrindex], otlptest.FixtureExecutable; got != want {
+		t.Errorf("mapping file = %q, want %q", got, want)
+	}
+	wantMapAttrs := []string{
+		otlp.AttrMappingHasFilenames + "=true", otlp.AttrMappingHasFunctions + "=true",
+		otlp.AttrMappingHasLineNumbers + "=true", otlp.AttrBuildIDGNU + "=c0ffee",
+		otlp.AttrBuildIDGo + "=" + otlptest.FixtureGoBuildID,
+	}
+	slices.Sort(wantMapAttrs)
+	if got := v.attrs(m.AttributeIndices); !slices.Equal(got, wantMapAttrs) {
+		t.Errorf("mapping attributes = %q, want %q", got, wantMapAttrs)
+	}
+	if m.MemoryStart != 0x400000 || m.MemoryLimit != 0x800000 {
+		t.Errorf("mapping range = [%#x,%#x), want [0x400000,0x800000)", m.MemoryStart, m.MemoryLimit)
+	}
+}
+
+func TestBuildSamples(t *testing.T) {
+	req := newTestBuilder().Build(windowStart, windowEnd, otlptest.FixtureInputs())
+	v := view{t: t, req: req, d: req.Dictionary}
+
+	type sample struct {
+		frames []string
+		attrs  []string
+		link   bool
+		value  int64
+	}
+	route := "http.route=/api"
+	worker := "worker=7 requests"
+	tests := []struct {
+		scope, sampleType string
+		want              []sample
+	}{
+		{"heap", "alloc_space", []sample{
+			{[]string{"runtime.mallocgc", "strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{"bytes=1024"}, false, 2048},
+		}},
+		{"heap", "inuse_objects", []sample{
+			{[]string{"runtime.mallocgc", "strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{"bytes=1024"}, false, 1},
+			{[]string{"strings.Repeat", "main.alloc", "main.handle", "main.main"}, nil, false, 3},
+		}},
+		{"cpu", "samples", []sample{
+			{[]string{"strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{route}, true, 3},
+			{[]string{"main.handle", "main.main"}, []string{worker}, true, 2},
+			{[]string{"main.handle", "main.main"}, []string{"span_id=00f067aa0ba902b7", "trace_id=XYZ"}, false, 2},
+		}},
+		{"cpu", "cpu", []sample{
+			{[]string{"strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{route}, true, 30000000},
+			{[]string{"main.handle", "main.main"}, []string{worker}, true, 10000005},
+		}},
+		{"mutex", "delay", []sample{
+			{[]string{"sync.(*Mutex).Unlock", "main.handle", "main.main"}, nil, false, 5000},
+		}},
+		{"block", "contentions", []sample{
+			{[]string{"sync.(*Mutex).Unlock", "main.handle", "main.main"}, nil, false, 7},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scope+"/"+tt.sampleType, func(t *testing.T) {
+			p := v.profile(tt.scope, tt.sampleType)
+			if len(p.Samples) != len(tt.want) {
+				t.Fatalf("got %d samples, want %d", len(p.Samples), len(tt.want))
+			}
+			for i, s := range p.Samples {
+				w := tt.want[i]
+				if got := v.frames(s.StackIndex); !slices.Equal(got, w.frames) {
+					t.Errorf("sample %d frames = %q, want %q", i, got, w.frames)
+				}
+				if got := v.attrs(s.AttributeIndices); !slices.Equal(got, w.attrs) {
+					t.Errorf("sample %d attributes = %q, want %q", i, got, w.attrs)
+				}
+				if (s.LinkIndex != 0) != w.link {
+					t.Errorf("sample %d link_index = %d, want link %v", i, s.LinkIndex, w.link)
+				}
+				if len(s.Values) != 1 || s.Values[0] != w.value {
+					t.Errorf("sample %d values = %v, want [%d]", i, s.Values, w.value)
+				}
+			}
+			if p.TimeUnixNano != uint64(windowStart.UnixNano()) || p.DurationNano != uint64(10*time.Second) {
+				t.Errorf("time = %d+%d, want %d+%d", p.TimeUnixNano, p.DurationNano, windowStart.UnixNano(), 10*time.Second)
+			}
+			if got := v.attrs(p.AttributeIndices); !slices.Equal(got, []string{otlp.AttrProfileName + "=" + tt.scope}) {
+				t.Errorf("profile attributes = %q", got)
+			}
+		})
+	}
+
+	link := req.Dictionary.LinkTable[1]
+	if got := hex.EncodeToString(link.TraceId); got != otlptest.FixtureTraceID {
+		t.Errorf("link trace id = %s, want %s", got, otlptest.FixtureTraceID)
+	}
+	if got := hex.EncodeToString(link.SpanId); got != otlptest.FixtureSpanID {
+		t.Errorf("link span id = %s, want %s", got, otlptest.FixtureSpanID)
+	}
+	if l0 := req.Dictionary.LinkTable[0]; !bytes.Equal(l0.TraceId, make([]byte, 16)) || !bytes.Equal(l0.SpanId, make([]byte, 8)) {
+		t.Errorf("link_table[0] = %x/%x, want 16 and 8 zero bytes", l0.TraceId, l0.SpanId)
+	}
+	for _, sp := range req.ResourceProfiles[0].ScopeProfiles {
+		for _, p := range sp.Profiles {
+			for _, s := range p.Samples {
+				if s.LinkIndex == 1 {
+					for _, a := range v.attrs(s.AttributeIndices) {
+						if bytes.HasPrefix([]byte(a), []byte("trace_id=")) || bytes.HasPrefix([]byte(a), []byte("span_id=")) {
+							t.Errorf("linked sample keeps attribute %s", a)
+						}
+					}
+				}
+			}
+		}
+	}
+
+	loc := req.Dictionary.LocationTable
+	folded := 0
+	for _, l := range loc[1:] {
+		for _, a := range v.attrs(l.AttributeIndices) {
+			if a == otlp.AttrLocationIsFolded+"=true" {
+				folded++
+				if got := v.d.StringTable[v.d.FunctionTable[l.Lines[0].FunctionIndex].NameStrindex]; got != "sync.(*Mutex).Unlock" {
+					t.Errorf("folded location is %s, want sync.(*Mutex).Unlock", got)
+				}
+			}
+		}
+	}
+	if folded != 1 {
+		t.Errorf("%d folded locations, want 1", folded)
+	}
+}
+
+func TestBuildScopes(t *testing.T) {
+	req := newTestBuilder().Build(windowStart, windowEnd, otlptest.FixtureInputs())
+	tests := []struct {
+		name        string
+		defaultType string
+		order       []int64
+		types       []string
+	}{
+		{"heap", "inuse_space", []int64{0, 1, 2, 3}, []string{"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}},
+		{"cpu", "cpu", []int64{0, 1}, []string{"samples", "cpu"}},
+		{"mutex", "delay", []int64{0, 1}, []string{"contentions", "delay"}},
+		{"block", "delay", []int64{0, 1}, []string{"contentions", "delay"}},
+	}
+	scopes := req.ResourceProfiles[0].ScopeProfiles
+	if len(scopes) != len(tests) {
+		t.Fatalf("got %d scopes, want %d", len(scopes), len(tests))
+	}
+	if !proto.Equal(req.ResourceProfiles[0].Resource, testResource()) {
+		t.Errorf("resource = %v", req.ResourceProfiles[0].Resource)
+	}
+	for i, tt := range tests {
+		sp := scopes[i]
+		if sp.Scope.Name != testScope().Name || sp.Scope.Version != testScope().Version {
+			t.Errorf("scope %d = %s@%s", i, sp.Scope.Name, sp.Scope.Version)
+		}
+		attrs := map[string]*commonpb.AnyValue{}
+		for _, kv := range sp.Scope.Attributes {
+			attrs[kv.Key] = kv.Value
+		}
+		if got := attrs[otlp.AttrProfileName].GetStringValue(); got != tt.name {
+			t.Errorf("scope %d name = %q, want %q", i, got, tt.name)
+		}
+		if got := attrs[otlp.AttrDefaultSampleType].GetStringValue(); got != tt.defaultType {
+			t.Errorf("scope %s default sample type = %q, want %q", tt.name, got, tt.defaultType)
+		}
+		var order []int64
+		for _, x := range attrs[otlp.AttrSampleTypeOrder].GetArrayValue().GetValues() {
+			order = append(order, x.GetIntValue())
+		}
+		if !slices.Equal(order, tt.order) {
+			t.Errorf("scope %s sample type order = %v, want %v", tt.name, order, tt.order)
+		}
+		var types []string
+		for _, p := range sp.Profiles {
+			types = append(types, req.Dictionary.StringTable[p.SampleType.TypeStrindex])
+		}
+		if !slices.Equal(types, tt.types) {
+			t.Errorf("scope %s sample types = %q, want %q", tt.name, types, tt.types)
+		}
+	}
+	if n := len(testScope().Attributes); n != 0 {
+		t.Errorf("Build modified the caller's scope")
+	}
+}
+
+// TestBuildReuse checks that a request stays intact when the Builder builds
+// the next one, and that the second dictionary holds nothing from the first.
+func TestBuildReuse(t *testing.T) {
+	b := newTestBuilder()
+	first := b.Build(windowStart, windowEnd, otlptest.FixtureInputs())
+	before, err := proto.MarshalOptions{Deterministic: true}.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpuOnly := otlptest.FixtureInputs()[1:2]
+	second := b.Build(windowEnd, windowEnd.Add(10*time.Second), cpuOnly)
+	after, err := proto.MarshalOptions{Deterministic: true}.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the first request changed when the Builder built the second")
+	}
+	if err := otlptest.Validate(second); err != nil {
+		t.Errorf("second request: %v", err)
+	}
+	fresh := newTestBuilder().Build(windowEnd, windowEnd.Add(10*time.Second), cpuOnly)
+	if !proto.Equal(second.Dictionary, fresh.Dictionary) {
+		t.Errorf("the dictionary of a reused Builder differs from a fresh Builder's")
+	}
+}
+
+func TestBuildGolden(t *testing.T) {
+	req := newTestBuilder().Build(windowStart, windowEnd, otlptest.FixtureInputs())
+	raw, err := protojson.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// protojson output is deliberately unstable in its spacing; compact
+	// and indent it to compare bytes.
+	var compact, got bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Indent(&got, compact.Bytes(), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	got.WriteByte('\n')
+	path := filepath.Join("testdata", "fixture.json")
+	if *update {
+		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("request differs from %s; run go test -update and review the diff", path)
+	}
+}

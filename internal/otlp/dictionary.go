@@ -1,0 +1,345 @@
+package otlp
+
+import (
+	"encoding/binary"
+
+	"github.com/pprofotel/profiler/internal/profile"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+)
+
+type attrKind uint8
+
+const (
+	kindString attrKind = iota + 1
+	kindInt
+	kindBool
+)
+
+// attrKey is the value identity of a KeyValueAndUnit. Booleans keep their
+// value in num.
+type attrKey struct {
+	key, unit int32
+	kind      attrKind
+	str       string
+	num       int64
+}
+
+// linkKey is a trace id followed by a span id.
+type linkKey [24]byte
+
+type functionKey struct {
+	name, system, filename int32
+	startLine              int64
+}
+
+// maxMappingAttrs is the number of attributes a mapping can get: two build
+// ids and four flags.
+const maxMappingAttrs = 6
+
+type mappingKey struct {
+	start, limit, offset uint64
+	filename             int32
+	attrs                [maxMappingAttrs]int32
+	nattrs               int
+}
+
+type locationKey struct {
+	mapping int32
+	address uint64
+	folded  int32 // attribute index of is_folded, or 0
+}
+
+type lineKey struct {
+	function     int32
+	line, column int64
+}
+
+// dictionary deduplicates the entries of one request's ProfilesDictionary.
+// The lookup maps survive between requests and are cleared; the tables are
+// allocated anew for every request because the request owns them.
+type dictionary struct {
+	strings    map[string]int32
+	functions  map[functionKey]int32
+	mappings   map[mappingKey]int32
+	locations  map[string]int32 // encoded locationKey and lines
+	stacks     map[string]int32 // encoded location indices
+	attributes map[attrKey]int32
+	links      map[linkKey]int32
+
+	attrKeys     []int32 // attribute index -> key string index
+	lineScratch  []lineKey
+	stackScratch []int32
+	keyBuf       []byte
+
+	out *profilespb.ProfilesDictionary
+	// Backing storage for the current request.
+	i32       []int32
+	linePtrs  []*profilespb.Line
+	lineMsgs  slab[profilespb.Line]
+	locMsgs   slab[profilespb.Location]
+	stackMsgs slab[profilespb.Stack]
+	attrMsgs  slab[profilespb.KeyValueAndUnit]
+	anyMsgs   slab[commonpb.AnyValue]
+	funcMsgs  slab[profilespb.Function]
+
+	// Table sizes of the previous request, used as capacity hints.
+	hint [7]int
+}
+
+func (d *dictionary) init() {
+	d.strings = make(map[string]int32)
+	d.functions = make(map[functionKey]int32)
+	d.mappings = make(map[mappingKey]int32)
+	d.locations = make(map[string]int32)
+	d.stacks = make(map[string]int32)
+	d.attributes = make(map[attrKey]int32)
+	d.links = make(map[linkKey]int32)
+}
+
+// reset starts the dictionary of a new request, with every table holding its
+// zero value at index 0 and every lookup map knowing that entry, so that an
+// entry equal to the zero value is never added twice.
+func (d *dictionary) reset() {
+	clear(d.strings)
+	clear(d.functions)
+	clear(d.mappings)
+	clear(d.locations)
+	clear(d.stacks)
+	clear(d.attributes)
+	clear(d.links)
+	d.i32 = nil
+	d.linePtrs = nil
+	d.lineMsgs = slab[profilespb.Line]{}
+	d.locMsgs = slab[profilespb.Location]{}
+	d.stackMsgs = slab[profilespb.Stack]{}
+	d.attrMsgs = slab[profilespb.KeyValueAndUnit]{}
+	d.anyMsgs = slab[commonpb.AnyValue]{}
+	d.funcMsgs = slab[profilespb.Function]{}
+
+	h := d.hint
+	d.out = &profilespb.ProfilesDictionary{
+		MappingTable:   make([]*profilespb.Mapping, 1, max(h[0], 1)),
+		LocationTable:  make([]*profilespb.Location, 1, max(h[1], 1)),
+		FunctionTable:  make([]*profilespb.Function, 1, max(h[2], 1)),
+		LinkTable:      make([]*profilespb.Link, 1, max(h[3], 1)),
+		StringTable:    make([]string, 1, max(h[4], 1)),
+		AttributeTable: make([]*profilespb.KeyValueAndUnit, 1, max(h[5], 1)),
+		StackTable:     make([]*profilespb.Stack, 1, max(h[6], 1)),
+	}
+	d.out.MappingTable[0] = &profilespb.Mapping{}
+	d.out.LocationTable[0] = &profilespb.Location{}
+	d.out.FunctionTable[0] = &profilespb.Function{}
+	// The proto recommends full-length zero ids for codecs that expect
+	// 16 and 8 bytes.
+	d.out.LinkTable[0] = &profilespb.Link{TraceId: make([]byte, 16), SpanId: make([]byte, 8)}
+	d.out.AttributeTable[0] = &profilespb.KeyValueAndUnit{}
+	d.out.StackTable[0] = &profilespb.Stack{}
+	d.attrKeys = append(d.attrKeys[:0], 0)
+
+	d.strings[""] = 0
+	d.functions[functionKey{}] = 0
+	d.mappings[mappingKey{}] = 0
+	d.locations[string(d.locationKey(locationKey{}, nil))] = 0
+	d.stacks[string(d.stackKey(nil))] = 0
+	d.attributes[attrKey{}] = 0
+	d.links[linkKey{}] = 0
+}
+
+// finish hands the tables over to the request.
+func (d *dictionary) finish() *profilespb.ProfilesDictionary {
+	out := d.out
+	d.out = nil
+	d.hint = [7]int{
+		len(out.MappingTable), len(out.LocationTable), len(out.FunctionTable),
+		len(out.LinkTable), len(out.StringTable), len(out.AttributeTable), len(out.StackTable),
+	}
+	return out
+}
+
+// int32s returns n int32s owned by the current request.
+func (d *dictionary) int32s(n int) []int32 {
+	return carve(&d.i32, n, 4096)
+}
+
+func carve[T any](arena *[]T, n, chunk int) []T {
+	a := *arena
+	if cap(a)-len(a) < n {
+		a = make([]T, 0, max(n, chunk))
+	}
+	s := a[len(a) : len(a)+n : len(a)+n]
+	*arena = a[:len(a)+n]
+	return s
+}
+
+// slab hands out messages allocated in chunks.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) new() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 256)
+	}
+	m := &s.free[0]
+	s.free = s.free[1:]
+	return m
+}
+
+func (d *dictionary) str(s string) int32 {
+	if i, ok := d.strings[s]; ok {
+		return i
+	}
+	i := int32(len(d.out.StringTable))
+	d.out.StringTable = append(d.out.StringTable, s)
+	d.strings[s] = i
+	return i
+}
+
+func (d *dictionary) valueType(vt profile.ValueType) *profilespb.ValueType {
+	return &profilespb.ValueType{TypeStrindex: d.str(vt.Type), UnitStrindex: d.str(vt.Unit)}
+}
+
+func (d *dictionary) attribute(k attrKey) int32 {
+	if i, ok := d.attributes[k]; ok {
+		return i
+	}
+	v := d.anyMsgs.new()
+	switch k.kind {
+	case kindString:
+		v.Value = &commonpb.AnyValue_StringValue{StringValue: k.str}
+	case kindInt:
+		v.Value = &commonpb.AnyValue_IntValue{IntValue: k.num}
+	case kindBool:
+		v.Value = &commonpb.AnyValue_BoolValue{BoolValue: k.num != 0}
+	}
+	m := d.attrMsgs.new()
+	m.KeyStrindex = k.key
+	m.Value = v
+	m.UnitStrindex = k.unit
+	i := int32(len(d.out.AttributeTable))
+	d.out.AttributeTable = append(d.out.AttributeTable, m)
+	d.attrKeys = append(d.attrKeys, k.key)
+	d.attributes[k] = i
+	return i
+}
+
+func (d *dictionary) link(k linkKey) int32 {
+	if i, ok := d.links[k]; ok {
+		return i
+	}
+	ids := make([]byte, 24)
+	copy(ids, k[:])
+	i := int32(len(d.out.LinkTable))
+	d.out.LinkTable = append(d.out.LinkTable, &profilespb.Link{TraceId: ids[:16:16], SpanId: ids[16:]})
+	d.links[k] = i
+	return i
+}
+
+func (d *dictionary) function(k functionKey) int32 {
+	if i, ok := d.functions[k]; ok {
+		return i
+	}
+	m := d.funcMsgs.new()
+	m.NameStrindex = k.name
+	m.SystemNameStrindex = k.system
+	m.FilenameStrindex = k.filename
+	m.StartLine = k.startLine
+	i := int32(len(d.out.FunctionTable))
+	d.out.FunctionTable = append(d.out.FunctionTable, m)
+	d.functions[k] = i
+	return i
+}
+
+func (d *dictionary) mapping(k mappingKey) int32 {
+	if i, ok := d.mappings[k]; ok {
+		return i
+	}
+	m := &profilespb.Mapping{
+		MemoryStart:      k.start,
+		MemoryLimit:      k.limit,
+		FileOffset:       k.offset,
+		FilenameStrindex: k.filename,
+	}
+	if k.nattrs > 0 {
+		m.AttributeIndices = d.int32s(k.nattrs)
+		copy(m.AttributeIndices, k.attrs[:k.nattrs])
+	}
+	i := int32(len(d.out.MappingTable))
+	d.out.MappingTable = append(d.out.MappingTable, m)
+	d.mappings[k] = i
+	return i
+}
+
+func (d *dictionary) locationKey(k locationKey, lines []lineKey) []byte {
+	b := d.keyBuf[:0]
+	b = appendUvarint(b, uint64(k.mapping))
+	b = appendUvarint(b, k.address)
+	b = appendUvarint(b, uint64(k.folded))
+	b = appendUvarint(b, uint64(len(lines)))
+	for _, l := range lines {
+		b = appendUvarint(b, uint64(l.function))
+		b = appendUvarint(b, uint64(l.line))
+		b = appendUvarint(b, uint64(l.column))
+	}
+	d.keyBuf = b
+	return b
+}
+
+func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
+	key := d.locationKey(k, lines)
+	if i, ok := d.locations[string(key)]; ok {
+		return i
+	}
+	m := d.locMsgs.new()
+	m.MappingIndex = k.mapping
+	m.Address = k.address
+	if k.folded != 0 {
+		m.AttributeIndices = d.int32s(1)
+		m.AttributeIndices[0] = k.folded
+	}
+	if len(lines) > 0 {
+		m.Lines = carve(&d.linePtrs, len(lines), 1024)
+		for j, l := range lines {
+			ln := d.lineMsgs.new()
+			ln.FunctionIndex = l.function
+			ln.Line = l.line
+			ln.Column = l.column
+			m.Lines[j] = ln
+		}
+	}
+	i := int32(len(d.out.LocationTable))
+	d.out.LocationTable = append(d.out.LocationTable, m)
+	d.locations[string(key)] = i
+	return i
+}
+
+func (d *dictionary) stackKey(locs []int32) []byte {
+	b := d.keyBuf[:0]
+	for _, l := range locs {
+		b = appendUvarint(b, uint64(l))
+	}
+	d.keyBuf = b
+	return b
+}
+
+func (d *dictionary) stack(locs []int32) int32 {
+	key := d.stackKey(locs)
+	if i, ok := d.stacks[string(key)]; ok {
+		return i
+	}
+	m := d.stackMsgs.new()
+	m.LocationIndices = d.int32s(len(locs))
+	copy(m.LocationIndices, locs)
+	i := int32(len(d.out.StackTable))
+	d.out.StackTable = append(d.out.StackTable, m)
+	d.stacks[string(key)] = i
+	return i
+}
+
+func appendUvarint(b []byte, v uint64) []byte {
+	return binary.AppendUvarint(b, v)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}

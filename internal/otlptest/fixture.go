@@ -1,0 +1,147 @@
+package otlptest
+
+import (
+	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// Values used by FixtureInputs.
+const (
+	FixtureExecutable = "/app/server"
+	FixtureGoBuildID  = "go-build-id/fixture"
+	FixtureTraceID    = "0af7651916cd43dd8448eb211c80319c"
+	FixtureSpanID     = "b7ad6b7169203331"
+	fixtureOtherSpan  = "00f067aa0ba902b7"
+)
+
+// FixtureInputs returns hand-built decoded profiles of one imaginary
+// program: a heap, a cpu, a mutex and a block profile. They were decoded
+// separately, so each has its own copy of the same functions, locations and
+// mappings, in a different order for the cpu profile. They cover inlined
+// frames, a folded location, numeric and string labels, a valid trace link
+// shared by two samples, a malformed trace id, two samples to be merged,
+// zero values, and a function that only zero-valued samples use.
+// Every call returns fresh values.
+func FixtureInputs() []otlp.Input {
+	heap := program(false)
+	heap.SampleTypes = []profile.ValueType{
+		{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+		{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"},
+	}
+	heap.PeriodType = profile.ValueType{Type: "space", Unit: "bytes"}
+	heap.Period = 524288
+	heap.DefaultSampleType = "inuse_space"
+	l := heap.loc
+	heap.Samples = []profile.Sample{
+		{Locations: []int32{l["mallocgc"], l["alloc"], l["handle"], l["main"]}, Values: []int64{2, 2048, 1, 1024},
+			Labels: []profile.Label{{Key: "bytes", Num: 1024, IsNum: true}}},
+		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{0, 0, 3, 300}},
+		{Locations: []int32{l["unused"], l["main"]}, Values: []int64{0, 0, 0, 0}},
+	}
+
+	cpu := program(true)
+	cpu.SampleTypes = []profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
+	cpu.PeriodType = profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	cpu.Period = 10000000
+	l = cpu.loc
+	traced := []profile.Label{
+		{Key: labels.SpanIDKey, Str: FixtureSpanID},
+		{Key: "worker", Num: 7, NumUnit: "requests", IsNum: true},
+		{Key: labels.TraceIDKey, Str: FixtureTraceID},
+	}
+	cpu.Samples = []profile.Sample{
+		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{3, 30000000},
+			Labels: []profile.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "http.route", Str: "/api"}}},
+		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 10000000}, Labels: traced},
+		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{2, 0},
+			Labels: []profile.Label{{Key: labels.TraceIDKey, Str: "XYZ"}, {Key: labels.SpanIDKey, Str: fixtureOtherSpan}}},
+		// Same identity as the second sample, labels in another order.
+		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 5},
+			Labels: []profile.Label{traced[2], traced[0], traced[1]}},
+	}
+
+	mutex := program(false)
+	mutex.SampleTypes = []profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}}
+	mutex.PeriodType = profile.ValueType{Type: "contentions", Unit: "count"}
+	mutex.Period = 1
+	l = mutex.loc
+	mutex.Samples = []profile.Sample{
+		{Locations: []int32{l["unlock"], l["handle"], l["main"]}, Values: []int64{5, 5000}},
+	}
+
+	block := program(false)
+	block.SampleTypes = mutex.SampleTypes
+	block.PeriodType = mutex.PeriodType
+	block.Period = 1
+	l = block.loc
+	block.Samples = []profile.Sample{
+		{Locations: []int32{l["unlock"], l["handle"], l["main"]}, Values: []int64{7, 7000}},
+		{Locations: []int32{l["unlock"], l["main"]}, Values: []int64{0, 0}},
+	}
+
+	return []otlp.Input{
+		{Name: "heap", Profile: &heap.Profile},
+		{Name: "cpu", Profile: &cpu.Profile},
+		{Name: "mutex", Profile: &mutex.Profile},
+		{Name: "block", Profile: &block.Profile},
+	}
+}
+
+type fixtureProgram struct {
+	profile.Profile
+	loc map[string]int32
+}
+
+// program returns the functions, locations and mappings of the imaginary
+// program, in reverse order when reversed is set.
+func program(reversed bool) *fixtureProgram {
+	fn := []profile.Function{
+		{Name: "main.main", SystemName: "main.main", Filename: "main.go", StartLine: 10},
+		{Name: "main.handle", SystemName: "main.handle", Filename: "main.go", StartLine: 20},
+		{Name: "main.alloc", SystemName: "main.alloc", Filename: "alloc.go", StartLine: 5},
+		{Name: "runtime.mallocgc", SystemName: "runtime.mallocgc", Filename: "malloc.go", StartLine: 900},
+		{Name: "strings.Repeat", SystemName: "strings.Repeat", Filename: "strings.go", StartLine: 30},
+		{Name: "sync.(*Mutex).Unlock", SystemName: "sync.(*Mutex).Unlock", Filename: "mutex.go", StartLine: 50},
+		{Name: "main.unused", SystemName: "main.unused", Filename: "unused.go", StartLine: 1},
+	}
+	maps := []profile.Mapping{
+		{Start: 0x400000, Limit: 0x800000, File: FixtureExecutable, BuildID: "c0ffee",
+			HasFunctions: true, HasFilenames: true, HasLineNumbers: true},
+		{Start: 0x7f0000000000, Limit: 0x7f0000100000, Offset: 0x1000, File: "/lib/libunused.so", BuildID: "dead"},
+	}
+	type loc struct {
+		name string
+		l    profile.Location
+	}
+	locs := []loc{
+		{"main", profile.Location{Mapping: 0, Address: 0x401000, Lines: []profile.Line{{Function: 0, Line: 12}}}},
+		{"handle", profile.Location{Mapping: 0, Address: 0x402000, Lines: []profile.Line{{Function: 1, Line: 25}}}},
+		{"alloc", profile.Location{Mapping: 0, Address: 0x403000, Lines: []profile.Line{{Function: 4, Line: 33}, {Function: 2, Line: 7}}}},
+		{"mallocgc", profile.Location{Mapping: 0, Address: 0x404000, Lines: []profile.Line{{Function: 3, Line: 950, Column: 4}}}},
+		{"unlock", profile.Location{Mapping: 0, Address: 0x405000, IsFolded: true, Lines: []profile.Line{{Function: 5, Line: 60}}}},
+		{"unused", profile.Location{Mapping: 1, Address: 0x7f0000000100, Lines: []profile.Line{{Function: 6, Line: 3}}}},
+	}
+	if reversed {
+		n := int32(len(fn))
+		for i := range locs {
+			for j := range locs[i].l.Lines {
+				locs[i].l.Lines[j].Function = n - 1 - locs[i].l.Lines[j].Function
+			}
+		}
+		for i, j := 0, len(fn)-1; i < j; i, j = i+1, j-1 {
+			fn[i], fn[j] = fn[j], fn[i]
+		}
+		for i, j := 0, len(locs)-1; i < j; i, j = i+1, j-1 {
+			locs[i], locs[j] = locs[j], locs[i]
+		}
+	}
+	p := &fixtureProgram{loc: make(map[string]int32)}
+	p.Functions = fn
+	p.Mappings = maps
+	for i, l := range locs {
+		p.Locations = append(p.Locations, l.l)
+		p.loc[l.name] = int32(i)
+	}
+	return p
+}
