@@ -2,9 +2,9 @@ package otlp_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/hex"
-		"flag"
+	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
