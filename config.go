@@ -1,0 +1,547 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/pprofotel/profiler/internal/export"
+)
+
+// The environment variables the profiler reads. This file is the only place
+// that reads them, always through the getenv function given to newConfig.
+// A variable set to an empty or all-blank value counts as unset, as the
+// OpenTelemetry specification asks.
+const (
+	envSDKDisabled        = "OTEL_SDK_DISABLED"
+	envServiceName        = "OTEL_SERVICE_NAME"
+	envResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
+
+	// The OTLP variables come in a generic form, OTEL_EXPORTER_OTLP_<X>,
+	// and a per-signal form, OTEL_EXPORTER_OTLP_PROFILES_<X>, which wins.
+	envOTLPPrefix        = "OTEL_EXPORTER_OTLP_"
+	envOTLPProfilePrefix = "OTEL_EXPORTER_OTLP_PROFILES_"
+
+	envEnabled       = "PPROFOTEL_ENABLED"
+	envPeriod        = "PPROFOTEL_PERIOD"
+	envProfiles      = "PPROFOTEL_PROFILES"
+	envMutexFraction = "PPROFOTEL_MUTEX_FRACTION"
+	envBlockRate     = "PPROFOTEL_BLOCK_RATE"
+	envExporter      = "PPROFOTEL_EXPORTER"
+	envFileDir       = "PPROFOTEL_FILE_DIR"
+	envFileFormat    = "PPROFOTEL_FILE_FORMAT"
+)
+
+// Defaults.
+const (
+	defaultPeriod = 60 * time.Second
+
+	// defaultMutexFraction records one contention event in ten. The cost
+	// of mutex profiling grows with the number of recorded events, and a
+	// contended lock produces many events per window, so a tenth is still
+	// plenty to rank the hot locks while keeping the overhead small.
+	defaultMutexFraction = 10
+
+	// defaultBlockRate samples on average one blocking event per 10µs spent
+	// blocked: any wait of 10µs or more is always recorded, while the very
+	// frequent sub-microsecond channel hand-offs, which cost more to record
+	// than they matter, are sampled sparsely.
+	defaultBlockRate = 10000
+
+	defaultOTLPTimeout = 10 * time.Second
+
+	// profilesPath is appended to OTEL_EXPORTER_OTLP_ENDPOINT for HTTP, as
+	// "v1/traces" is for traces.
+	profilesPath = "v1development/profiles"
+
+	defaultHTTPEndpoint = "http://localhost:4318/" + profilesPath
+	defaultGRPCEndpoint = "localhost:4317"
+
+	// fileDirName is created under os.TempDir() by default: the file
+	// exporter is a development aid, and the temporary directory is
+	// writable even where the working directory is not (containers).
+	fileDirName = "pprofotel-profiles"
+)
+
+// defaultProfileTypes are cheap enough to run everywhere all the time. Mutex
+// and block profiling change runtime sampling rates and are opt-in.
+var defaultProfileTypes = []ProfileType{CPUProfile, HeapProfile, GoroutineProfile}
+
+// config is the resolved configuration: options over environment variables
+// over defaults, every value validated.
+type config struct {
+	// disabled is set by PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true.
+	// A disabled config carries only the logger: nothing else is read or
+	// validated, because a profiler switched off must never stop the
+	// application from starting.
+	disabled bool
+	period   time.Duration
+	// profileTypes is non-empty, without duplicates, in ascending order.
+	profileTypes []ProfileType
+	// mutexFraction is for runtime.SetMutexProfileFraction, used only when
+	// MutexProfile is collected.
+	mutexFraction int
+	// blockRate is for runtime.SetBlockProfileRate (ns), used only when
+	// BlockProfile is collected.
+	blockRate int
+	exporter  ExporterKind
+	file      export.FileConfig
+	otlp      export.OTLPConfig
+	resource  *resource.Resource
+	logger    *slog.Logger
+}
+
+// newConfig resolves opts, the environment seen through getenv, and the
+// defaults. It reports every invalid option and variable at once, each
+// error naming the option or variable and its value. A variable is read
+// only when it decides something: one shadowed by an option or by its
+// per-signal form is not validated.
+func newConfig(opts []Option, getenv func(string) string) (*config, error) {
+	var o options
+	for _, opt := range opts {
+		if opt != nil {
+			opt.apply(&o)
+		}
+	}
+	env := &envReader{getenv: getenv}
+
+	c := &config{logger: o.logger}
+	if c.logger == nil {
+		c.logger = slog.New(minLevelHandler{min: slog.LevelWarn, next: slog.Default().Handler()})
+	}
+
+	if env.disabled() {
+		c.disabled = true
+		return c, nil
+	}
+
+	c.period = defaultPeriod
+	if o.period != nil {
+		c.period = *o.period
+	} else if name, v, ok := env.lookup(envPeriod); ok {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			env.fail(name, v, err)
+		case d <= 0:
+			env.fail(name, v, errors.New("period must be positive"))
+		default:
+			c.period = d
+		}
+	}
+
+	types := defaultProfileTypes
+	if o.profileTypes != nil {
+		types = o.profileTypes
+	} else if name, v, ok := env.lookup(envProfiles); ok {
+		if t, err := parseProfileList(v); err != nil {
+			env.fail(name, v, err)
+		} else {
+			types = t
+		}
+	}
+	c.profileTypes = canonicalProfileTypes(types)
+
+	c.mutexFraction = defaultMutexFraction
+	if o.mutexFraction != nil {
+		c.mutexFraction = *o.mutexFraction
+	} else if n, ok := env.positiveInt(envMutexFraction, "fraction must be a positive integer (0 would switch mutex profiling off)"); ok {
+		c.mutexFraction = n
+	}
+
+	c.blockRate = defaultBlockRate
+	if o.blockRate != nil {
+		c.blockRate = *o.blockRate
+	} else if n, ok := env.positiveInt(envBlockRate, "rate must be a positive number of nanoseconds (0 would switch block profiling off)"); ok {
+		c.blockRate = n
+	}
+
+	c.exporter = ExporterOTLP
+	if o.exporter != nil {
+		c.exporter = *o.exporter
+	} else if name, v, ok := env.lookup(envExporter); ok {
+		if k := ExporterKind(strings.ToLower(v)); k.valid() {
+			c.exporter = k
+		} else {
+			env.fail(name, v, errors.New(`exporter must be "otlp", "file" or "none"`))
+		}
+	}
+
+	c.file.Dir = filepath.Join(os.TempDir(), fileDirName)
+	if o.fileDir != nil {
+		c.file.Dir = *o.fileDir
+	} else if _, v, ok := env.lookup(envFileDir); ok {
+		c.file.Dir = v
+	}
+	if o.fileJSON != nil {
+		c.file.JSON = *o.fileJSON
+	} else if name, v, ok := env.lookup(envFileFormat); ok {
+		switch strings.ToLower(v) {
+		case "proto":
+		case "json":
+			c.file.JSON = true
+		default:
+			env.fail(name, v, errors.New(`format must be "proto" or "json"`))
+		}
+	}
+
+	c.otlp = resolveOTLP(&o, env)
+
+	var in resourceInputs
+	if o.serviceName != nil {
+		in.serviceName = *o.serviceName
+	}
+	in.user = o.resource
+	if _, v, ok := env.lookup(envServiceName); ok {
+		in.envServiceName = v
+	}
+	if name, v, ok := env.lookup(envResourceAttributes); ok {
+		if kvs, err := parseKeyValues(v); err != nil {
+			env.fail(name, v, err)
+		} else {
+			for _, kv := range kvs {
+				in.envAttrs = append(in.envAttrs, attribute.String(kv.key, kv.value))
+			}
+		}
+	}
+
+	if errs := append(o.errs, env.errs...); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.resource = buildResource(context.Background(), in, c.logger)
+	return c, nil
+}
+
+// resolveOTLP fills the OTLP exporter configuration. The endpoint, and with
+// it transport security, comes from the first of: WithEndpoint or
+// WithEndpointURL, OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT,
+// OTEL_EXPORTER_OTLP_ENDPOINT, the default. An endpoint given as a URL is
+// secured according to its scheme; one given as host:port uses WithInsecure,
+// else the INSECURE variables, else TLS.
+func resolveOTLP(o *options, env *envReader) export.OTLPConfig {
+	cfg := export.OTLPConfig{
+		Protocol:    string(ProtocolHTTPProtobuf),
+		Timeout:     defaultOTLPTimeout,
+		Compression: string(NoCompression),
+		UserAgent:   "pprofotel-go/" + Version,
+	}
+
+	if o.protocol != nil {
+		cfg.Protocol = string(*o.protocol)
+	} else if name, v, ok := env.lookupOTLP("PROTOCOL"); ok {
+		if p := Protocol(strings.ToLower(v)); p.valid() {
+			cfg.Protocol = string(p)
+		} else {
+			env.fail(name, v, errors.New(`protocol must be "grpc", "http/protobuf" or "http/json"`))
+		}
+	}
+	grpc := cfg.Protocol == export.ProtocolGRPC
+
+	// insecureFlag is consulted only for host:port endpoints.
+	insecureFlag := func() bool {
+		if o.insecure {
+			return true
+		}
+		b, _ := env.boolean(envOTLPProfilePrefix+"INSECURE", envOTLPPrefix+"INSECURE")
+		return b
+	}
+
+	switch {
+	case o.endpoint != nil && o.endpoint.url != nil:
+		u := o.endpoint.url
+		if o.insecure && u.Scheme == "https" {
+			o.errs = append(o.errs, fmt.Errorf("profiler: WithInsecure() conflicts with WithEndpointURL(%q): the https scheme asks for TLS", o.endpoint.raw))
+		}
+		cfg.Insecure = u.Scheme == "http"
+		if grpc {
+			cfg.Endpoint = grpcHostPort(u)
+		} else {
+			cfg.Endpoint = o.endpoint.raw
+		}
+
+	case o.endpoint != nil:
+		cfg.Insecure = insecureFlag()
+		if grpc {
+			cfg.Endpoint = o.endpoint.raw
+		} else {
+			cfg.Endpoint = httpScheme(cfg.Insecure) + "://" + o.endpoint.raw + "/" + profilesPath
+		}
+
+	default:
+		name, v, ok := env.lookupOTLP("ENDPOINT")
+		if !ok {
+			cfg.Insecure = true
+			cfg.Endpoint = defaultHTTPEndpoint
+			if grpc {
+				cfg.Endpoint = defaultGRPCEndpoint
+			}
+			break
+		}
+		perSignal := strings.HasPrefix(name, envOTLPProfilePrefix)
+		if !strings.Contains(v, "://") {
+			// Without a scheme it can only be a gRPC host:port.
+			if !grpc {
+				env.fail(name, v, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme"))
+				break
+			}
+			if err := checkHostPort(v); err != nil {
+				env.fail(name, v, err)
+				break
+			}
+			cfg.Insecure = insecureFlag()
+			cfg.Endpoint = v
+			break
+		}
+		u, err := parseEndpointURL(v)
+		if err != nil {
+			env.fail(name, v, err)
+			break
+		}
+		cfg.Insecure = u.Scheme == "http"
+		switch {
+		case grpc:
+			cfg.Endpoint = grpcHostPort(u)
+		case perSignal:
+			cfg.Endpoint = v
+		default:
+			cfg.Endpoint = u.JoinPath(profilesPath).String()
+		}
+	}
+
+	if o.headersSet {
+		cfg.Headers = o.headers
+	} else if name, v, ok := env.lookupOTLP("HEADERS"); ok {
+		kvs, err := parseKeyValues(v)
+		if err != nil {
+			env.fail(name, v, err)
+		} else {
+			cfg.Headers = make(map[string]string, len(kvs))
+			for _, kv := range kvs {
+				cfg.Headers[kv.key] = kv.value
+			}
+		}
+	}
+	if len(cfg.Headers) == 0 {
+		cfg.Headers = nil
+	}
+
+	if o.timeout != nil {
+		cfg.Timeout = *o.timeout
+	} else if name, v, ok := env.lookupOTLP("TIMEOUT"); ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			env.fail(name, v, errors.New("timeout must be an integer number of milliseconds"))
+		case ms <= 0:
+			env.fail(name, v, errors.New("timeout must be a positive number of milliseconds"))
+		case ms > int64(time.Duration(1<<63-1)/time.Millisecond):
+			env.fail(name, v, errors.New("timeout is too large"))
+		default:
+			cfg.Timeout = time.Duration(ms) * time.Millisecond
+		}
+	}
+
+	if o.compression != nil {
+		cfg.Compression = string(*o.compression)
+	} else if name, v, ok := env.lookupOTLP("COMPRESSION"); ok {
+		if c := Compression(strings.ToLower(v)); c.valid() {
+			cfg.Compression = string(c)
+		} else {
+			env.fail(name, v, errors.New(`compression must be "gzip" or "none"`))
+		}
+	}
+	return cfg
+}
+
+// grpcHostPort returns the host:port that gRPC dials for u, taking the
+// scheme's port when u has none.
+func grpcHostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "443"
+	if u.Scheme == "http" {
+		port = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+func httpScheme(insecure bool) string {
+	if insecure {
+		return "http"
+	}
+	return "https"
+}
+
+// envReader reads variables through getenv and collects their errors.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// lookup returns name's trimmed value, and whether it is set to a
+// non-blank value.
+func (e *envReader) lookup(name string) (string, string, bool) {
+	v := strings.TrimSpace(e.getenv(name))
+	return name, v, v != ""
+}
+
+// lookupOTLP returns the per-signal form of an OTLP variable if set, else
+// the generic form, with the name of the one that was used.
+func (e *envReader) lookupOTLP(suffix string) (string, string, bool) {
+	if name, v, ok := e.lookup(envOTLPProfilePrefix + suffix); ok {
+		return name, v, true
+	}
+	return e.lookup(envOTLPPrefix + suffix)
+}
+
+func (e *envReader) fail(name, value string, err error) {
+	e.errs = append(e.errs, fmt.Errorf("profiler: %s=%q: %w", name, value, err))
+}
+
+// boolean reads the first of names that is set as "true" or "false", in any
+// case. It reports false, false when none is set or the value is invalid.
+func (e *envReader) boolean(names ...string) (value, ok bool) {
+	for _, n := range names {
+		name, v, set := e.lookup(n)
+		if !set {
+			continue
+		}
+		switch {
+		case strings.EqualFold(v, "true"):
+			return true, true
+		case strings.EqualFold(v, "false"):
+			return false, true
+		}
+		e.fail(name, v, errors.New(`value must be "true" or "false"`))
+		return false, false
+	}
+	return false, false
+}
+
+// positiveInt reads name as an integer greater than zero.
+func (e *envReader) positiveInt(name, reason string) (int, bool) {
+	name, v, ok := e.lookup(name)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		e.fail(name, v, errors.New(reason))
+		return 0, false
+	}
+	return n, true
+}
+
+// disabled reports whether either switch turns the profiler off. A valid
+// "off" wins over an invalid value of the other switch; an invalid value
+// with no valid "off" is an error, since guessing could profile a process
+// whose owner meant to switch profiling off, or the reverse.
+func (e *envReader) disabled() bool {
+	sdkDisabled, _ := e.boolean(envSDKDisabled)
+	enabled, enabledSet := e.boolean(envEnabled)
+	return sdkDisabled || (enabledSet && !enabled)
+}
+
+// parseProfileList parses PPROFOTEL_PROFILES: names separated by commas,
+// blanks around them allowed.
+func parseProfileList(s string) ([]ProfileType, error) {
+	var types []ProfileType
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		t, ok := parseProfileType(f)
+		if !ok {
+			return nil, fmt.Errorf("unknown profile type %q (want cpu, heap, goroutine, mutex or block)", f)
+		}
+		types = append(types, t)
+	}
+	if len(types) == 0 {
+		return nil, errors.New("no profile type named (want cpu, heap, goroutine, mutex or block)")
+	}
+	return types, nil
+}
+
+// canonicalProfileTypes returns types without duplicates, in ascending
+// order, in a new slice.
+func canonicalProfileTypes(types []ProfileType) []ProfileType {
+	var seen [numProfileTypes]bool
+	for _, t := range types {
+		seen[t] = true
+	}
+	out := make([]ProfileType, 0, len(types))
+	for t, ok := range seen {
+		if ok {
+			out = append(out, ProfileType(t))
+		}
+	}
+	return out
+}
+
+type keyValue struct{ key, value string }
+
+// parseKeyValues parses the list format shared by OTEL_RESOURCE_ATTRIBUTES
+// and OTEL_EXPORTER_OTLP_HEADERS: "key=value" entries separated by commas,
+// as in W3C Baggage without properties. Values are percent-decoded; blanks
+// around keys and values are dropped; empty entries are skipped. Keys are
+// kept in order; a repeated key is kept twice and the last one wins where
+// the entries are collected into a set.
+func parseKeyValues(s string) ([]keyValue, error) {
+	var kvs []keyValue
+	for entry := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(entry, "=")
+		if !ok {
+			return nil, fmt.Errorf("entry %q is not key=value", strings.TrimSpace(entry))
+		}
+		k = strings.TrimSpace(k)
+		if k == "" {
+			return nil, fmt.Errorf("entry %q has an empty key", strings.TrimSpace(entry))
+		}
+		decoded, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("value of %q is not percent-encoded correctly: %w", k, err)
+		}
+		kvs = append(kvs, keyValue{k, decoded})
+	}
+	return kvs, nil
+}
+
+// minLevelHandler passes on records at min or above. It makes the default
+// logger quiet: warnings and errors reach the application's handler,
+// progress reports do not.
+type minLevelHandler struct {
+	min  slog.Level
+	next slog.Handler
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.next.Enabled(ctx, l)
+}
+
+func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.next.Handle(ctx, r)
+}
+
+func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevelHandler{h.min, h.next.WithAttrs(attrs)}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{h.min, h.next.WithGroup(name)}
+}

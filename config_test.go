@@ -1,0 +1,602 @@
+package profiler
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/export"
+)
+
+// envOf returns a getenv that sees only m.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func mustConfig(t *testing.T, opts []Option, env map[string]string) *config {
+	t.Helper()
+	c, err := newConfig(opts, envOf(env))
+	if err != nil {
+		t.Fatalf("newConfig: %v", err)
+	}
+	return c
+}
+
+func TestNewConfigDefaults(t *testing.T) {
+	c := mustConfig(t, nil, nil)
+	if c.disabled {
+		t.Error("disabled = true, want false")
+	}
+	if c.period != 60*time.Second {
+		t.Errorf("period = %v, want 60s", c.period)
+	}
+	if want := []ProfileType{CPUProfile, HeapProfile, GoroutineProfile}; !reflect.DeepEqual(c.profileTypes, want) {
+		t.Errorf("profileTypes = %v, want %v", c.profileTypes, want)
+	}
+	if c.mutexFraction != 10 || c.blockRate != 10000 {
+		t.Errorf("mutexFraction, blockRate = %d, %d, want 10, 10000", c.mutexFraction, c.blockRate)
+	}
+	if c.exporter != ExporterOTLP {
+		t.Errorf("exporter = %q, want otlp", c.exporter)
+	}
+	wantFile := export.FileConfig{Dir: filepath.Join(os.TempDir(), "pprofotel-profiles")}
+	if c.file != wantFile {
+		t.Errorf("file = %+v, want %+v", c.file, wantFile)
+	}
+	wantOTLP := export.OTLPConfig{
+		Protocol:    "http/protobuf",
+		Endpoint:    "http://localhost:4318/v1development/profiles",
+		Insecure:    true,
+		Timeout:     10 * time.Second,
+		Compression: "none",
+		UserAgent:   "pprofotel-go/0.1.0",
+	}
+	if !reflect.DeepEqual(c.otlp, wantOTLP) {
+		t.Errorf("otlp = %+v\nwant   %+v", c.otlp, wantOTLP)
+	}
+	if c.resource == nil || c.resource.Len() == 0 {
+		t.Error("resource is empty")
+	}
+	if c.logger == nil {
+		t.Fatal("logger is nil")
+	}
+	ctx := context.Background()
+	if c.logger.Enabled(ctx, slog.LevelInfo) {
+		t.Error("default logger passes Info; it must be quiet")
+	}
+}
+
+func TestNewConfigEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		got  func(*config) any
+		want any
+	}{
+		{"period", map[string]string{"PPROFOTEL_PERIOD": "15s"},
+			func(c *config) any { return c.period }, 15 * time.Second},
+		{"period blanks", map[string]string{"PPROFOTEL_PERIOD": " 2m "},
+			func(c *config) any { return c.period }, 2 * time.Minute},
+		{"blank value is unset", map[string]string{"PPROFOTEL_PERIOD": "   "},
+			func(c *config) any { return c.period }, 60 * time.Second},
+		{"profiles", map[string]string{"PPROFOTEL_PROFILES": "block, cpu,MUTEX , cpu"},
+			func(c *config) any { return c.profileTypes }, []ProfileType{CPUProfile, MutexProfile, BlockProfile}},
+		{"profiles trailing comma", map[string]string{"PPROFOTEL_PROFILES": "goroutine,"},
+			func(c *config) any { return c.profileTypes }, []ProfileType{GoroutineProfile}},
+		{"mutex fraction", map[string]string{"PPROFOTEL_MUTEX_FRACTION": "5"},
+			func(c *config) any { return c.mutexFraction }, 5},
+		{"block rate", map[string]string{"PPROFOTEL_BLOCK_RATE": "1"},
+			func(c *config) any { return c.blockRate }, 1},
+		{"exporter file", map[string]string{"PPROFOTEL_EXPORTER": "file"},
+			func(c *config) any { return c.exporter }, ExporterFile},
+		{"exporter none", map[string]string{"PPROFOTEL_EXPORTER": "NONE"},
+			func(c *config) any { return c.exporter }, ExporterNone},
+		{"file dir", map[string]string{"PPROFOTEL_FILE_DIR": "/var/tmp/prof"},
+			func(c *config) any { return c.file.Dir }, "/var/tmp/prof"},
+		{"file format json", map[string]string{"PPROFOTEL_FILE_FORMAT": "json"},
+			func(c *config) any { return c.file.JSON }, true},
+		{"file format proto", map[string]string{"PPROFOTEL_FILE_FORMAT": "Proto"},
+			func(c *config) any { return c.file.JSON }, false},
+		{"protocol grpc", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			func(c *config) any { return [2]string{c.otlp.Protocol, c.otlp.Endpoint} }, [2]string{"grpc", "localhost:4317"}},
+		{"protocol http/json", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
+			func(c *config) any { return c.otlp.Protocol }, "http/json"},
+		{"headers", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "api-key=s3cr%3Dt, x-tenant = a%20b ,"},
+			func(c *config) any { return c.otlp.Headers }, map[string]string{"api-key": "s3cr=t", "x-tenant": "a b"}},
+		{"timeout", map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "2500"},
+			func(c *config) any { return c.otlp.Timeout }, 2500 * time.Millisecond},
+		{"compression", map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"},
+			func(c *config) any { return c.otlp.Compression }, "gzip"},
+		{"sdk enabled", map[string]string{"OTEL_SDK_DISABLED": "false", "PPROFOTEL_ENABLED": "TRUE"},
+			func(c *config) any { return c.disabled }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, nil, tt.env)
+			if got := tt.got(c); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewConfigEnvErrors(t *testing.T) {
+	tests := []struct {
+		name, value string
+		also        map[string]string // other variables needed to reach the bad one
+		reason      string
+	}{
+		{"PPROFOTEL_PERIOD", "abc", nil, `time: invalid duration "abc"`},
+		{"PPROFOTEL_PERIOD", "-5s", nil, "period must be positive"},
+		{"PPROFOTEL_PERIOD", "0s", nil, "period must be positive"},
+		{"PPROFOTEL_PROFILES", "cpu,threads", nil, `unknown profile type "threads"`},
+		{"PPROFOTEL_PROFILES", ",,", nil, "no profile type named"},
+		{"PPROFOTEL_MUTEX_FRACTION", "0", nil, "0 would switch mutex profiling off"},
+		{"PPROFOTEL_MUTEX_FRACTION", "-1", nil, "positive integer"},
+		{"PPROFOTEL_MUTEX_FRACTION", "ten", nil, "positive integer"},
+		{"PPROFOTEL_BLOCK_RATE", "0", nil, "0 would switch block profiling off"},
+		{"PPROFOTEL_BLOCK_RATE", "1.5", nil, "positive number of nanoseconds"},
+		{"PPROFOTEL_EXPORTER", "stdout", nil, `exporter must be "otlp", "file" or "none"`},
+		{"PPROFOTEL_FILE_FORMAT", "yaml", nil, `format must be "proto" or "json"`},
+		{"PPROFOTEL_ENABLED", "yes", nil, `value must be "true" or "false"`},
+		{"OTEL_SDK_DISABLED", "1", nil, `value must be "true" or "false"`},
+		{"OTEL_RESOURCE_ATTRIBUTES", "a=b,broken", nil, `entry "broken" is not key=value`},
+		{"OTEL_RESOURCE_ATTRIBUTES", "=b", nil, "empty key"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "a=%zz", nil, "not percent-encoded correctly"},
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "thrift", nil, "protocol must be"},
+		{"OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL", "http", nil, "protocol must be"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://collector:21", nil, "scheme must be http or https"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318", nil, "must be a URL with an http or https scheme"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://", nil, "must name a host"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "endpoint must be host:port"},
+		{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "collector:99999", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "port must be a number from 1 to 65535"},
+		{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "http://collector:x/", nil, "invalid port"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "novalue", nil, `entry "novalue" is not key=value`},
+		{"OTEL_EXPORTER_OTLP_PROFILES_HEADERS", "k=%", nil, "not percent-encoded correctly"},
+		{"OTEL_EXPORTER_OTLP_TIMEOUT", "10s", nil, "integer number of milliseconds"},
+		{"OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT", "0", nil, "positive number of milliseconds"},
+		{"OTEL_EXPORTER_OTLP_TIMEOUT", "99999999999999999", nil, "too large"},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", "zstd", nil, `compression must be "gzip" or "none"`},
+		{"OTEL_EXPORTER_OTLP_INSECURE", "maybe",
+			map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+			`value must be "true" or "false"`},
+		{"OTEL_EXPORTER_OTLP_PROFILES_INSECURE", "on",
+			map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+			`value must be "true" or "false"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			env := map[string]string{tt.name: tt.value}
+			for k, v := range tt.also {
+				env[k] = v
+			}
+			c, err := newConfig(nil, envOf(env))
+			if err == nil {
+				t.Fatalf("newConfig succeeded (%+v), want an error", c)
+			}
+			msg := err.Error()
+			if want := "profiler: " + tt.name + "=\"" + tt.value + "\": "; !strings.HasPrefix(msg, want) {
+				t.Errorf("error %q does not start with %q", msg, want)
+			}
+			if !strings.Contains(msg, tt.reason) {
+				t.Errorf("error %q does not explain %q", msg, tt.reason)
+			}
+		})
+	}
+}
+
+func TestNewConfigOptionErrors(t *testing.T) {
+	tests := []struct {
+		opt  Option
+		want string
+	}{
+		{WithPeriod(-time.Second), "profiler: WithPeriod(-1s): period must be positive"},
+		{WithPeriod(0), "profiler: WithPeriod(0s): period must be positive"},
+		{WithProfileTypes(), "profiler: WithProfileTypes(): at least one profile type is required"},
+		{WithProfileTypes(CPUProfile, ProfileType(42)), "profiler: WithProfileTypes(ProfileType(42)): unknown profile type"},
+		{WithMutexProfileFraction(0), "profiler: WithMutexProfileFraction(0): fraction must be positive"},
+		{WithMutexProfileFraction(-3), "profiler: WithMutexProfileFraction(-3): fraction must be positive"},
+		{WithBlockProfileRate(-1), "profiler: WithBlockProfileRate(-1): rate must be positive"},
+		{WithExporter("stdout"), `profiler: WithExporter("stdout"): exporter must be "otlp", "file" or "none"`},
+		{WithFileDir(""), `profiler: WithFileDir(""): directory must not be empty`},
+		{WithServiceName(" "), `profiler: WithServiceName(" "): service name must not be empty`},
+		{WithProtocol("HTTP"), `profiler: WithProtocol("HTTP"): protocol must be "grpc", "http/protobuf" or "http/json"`},
+		{WithCompression("br"), `profiler: WithCompression("br"): compression must be "gzip" or "none"`},
+		{WithTimeout(-time.Millisecond), "profiler: WithTimeout(-1ms): timeout must be positive"},
+		{WithEndpoint("http://collector:4317"), `profiler: WithEndpoint("http://collector:4317"): endpoint must be host:port without a scheme; use WithEndpointURL for a URL`},
+		{WithEndpoint("collector"), `profiler: WithEndpoint("collector"): endpoint must be host:port`},
+		{WithEndpoint(":4317"), `profiler: WithEndpoint(":4317"): endpoint must name a host`},
+		{WithEndpoint("collector:0"), `profiler: WithEndpoint("collector:0"): endpoint port must be a number from 1 to 65535`},
+		{WithEndpointURL("collector:4318"), `profiler: WithEndpointURL("collector:4318"): endpoint URL scheme must be http or https`},
+		{WithEndpointURL("https://"), `profiler: WithEndpointURL("https://"): endpoint URL must name a host`},
+		{WithEndpointURL("http://a b/"), `profiler: WithEndpointURL("http://a b/"): parse`},
+		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map[:v]): header names must not be empty`},
+		{WithLogger(nil), "profiler: WithLogger(nil): logger must not be nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := newConfig([]Option{tt.opt}, envOf(nil))
+			if err == nil {
+				t.Fatal("newConfig succeeded, want an error")
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("error = %q, want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewConfigReportsEveryError(t *testing.T) {
+	_, err := newConfig(
+		[]Option{WithPeriod(-time.Second)},
+		envOf(map[string]string{"PPROFOTEL_EXPORTER": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "y"}),
+	)
+	if err == nil {
+		t.Fatal("newConfig succeeded, want an error")
+	}
+	for _, want := range []string{"WithPeriod(-1s)", `PPROFOTEL_EXPORTER="x"`, `OTEL_EXPORTER_OTLP_TIMEOUT="y"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestOptionsWinOverEnv(t *testing.T) {
+	env := map[string]string{
+		"PPROFOTEL_PERIOD":         "5s",
+		"PPROFOTEL_PROFILES":       "cpu",
+		"PPROFOTEL_MUTEX_FRACTION": "3",
+		"PPROFOTEL_BLOCK_RATE":     "3",
+		"PPROFOTEL_EXPORTER":       "none",
+		"PPROFOTEL_FILE_DIR":       "/from/env",
+		"PPROFOTEL_FILE_FORMAT":    "json",
+	}
+	c := mustConfig(t, []Option{
+		WithPeriod(7 * time.Second),
+		WithProfileTypes(BlockProfile, HeapProfile, BlockProfile),
+		WithMutexProfileFraction(100),
+		WithBlockProfileRate(1000000),
+		WithExporter(ExporterFile),
+		WithFileDir("/from/code"),
+		WithFileJSON(false),
+	}, env)
+	got := []any{c.period, c.profileTypes, c.mutexFraction, c.blockRate, c.exporter, c.file}
+	want := []any{7 * time.Second, []ProfileType{HeapProfile, BlockProfile}, 100, 1000000, ExporterFile,
+		export.FileConfig{Dir: "/from/code", JSON: false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+
+	// An option shadows the variable, so a bad value of it does no harm.
+	mustConfig(t, []Option{WithPeriod(time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "abc"})
+}
+
+// TestOTLPPrecedence checks, for every OTLP setting, that an option wins over
+// the per-signal variable, which wins over the generic one, which wins over
+// the default.
+func TestOTLPPrecedence(t *testing.T) {
+	type layers struct {
+		opt                Option
+		perSignal, generic string
+	}
+	settings := []struct {
+		name  string
+		suf   string // variable suffix
+		l     layers
+		base  map[string]string // variables needed to make the setting matter
+		opts  []Option
+		got   func(export.OTLPConfig) any
+		wants [4]any // option, per-signal, generic, default
+	}{
+		{
+			name: "endpoint http", suf: "ENDPOINT",
+			l:   layers{WithEndpointURL("http://opt:1/p"), "http://signal:2/s", "http://generic:3"},
+			got: func(c export.OTLPConfig) any { return c.Endpoint },
+			wants: [4]any{"http://opt:1/p", "http://signal:2/s", "http://generic:3/v1development/profiles",
+				"http://localhost:4318/v1development/profiles"},
+		},
+		{
+			name: "endpoint grpc", suf: "ENDPOINT",
+			l:     layers{WithEndpoint("opt:1"), "signal:2", "http://generic:3"},
+			opts:  []Option{WithProtocol(ProtocolGRPC)},
+			got:   func(c export.OTLPConfig) any { return c.Endpoint },
+			wants: [4]any{"opt:1", "signal:2", "generic:3", "localhost:4317"},
+		},
+		{
+			name: "headers", suf: "HEADERS",
+			l:   layers{WithHeaders(map[string]string{"o": "1"}), "s=2", "g=3"},
+			got: func(c export.OTLPConfig) any { return c.Headers },
+			wants: [4]any{map[string]string{"o": "1"}, map[string]string{"s": "2"}, map[string]string{"g": "3"},
+				map[string]string(nil)},
+		},
+		{
+			name: "timeout", suf: "TIMEOUT",
+			l:     layers{WithTimeout(time.Second), "2000", "3000"},
+			got:   func(c export.OTLPConfig) any { return c.Timeout },
+			wants: [4]any{time.Second, 2 * time.Second, 3 * time.Second, 10 * time.Second},
+		},
+		{
+			name: "compression", suf: "COMPRESSION",
+			l:     layers{WithCompression(GzipCompression), "none", "gzip"},
+			got:   func(c export.OTLPConfig) any { return c.Compression },
+			wants: [4]any{"gzip", "none", "gzip", "none"},
+		},
+		{
+			name: "protocol", suf: "PROTOCOL",
+			l:     layers{WithProtocol(ProtocolHTTPJSON), "grpc", "http/json"},
+			got:   func(c export.OTLPConfig) any { return c.Protocol },
+			wants: [4]any{"http/json", "grpc", "http/json", "http/protobuf"},
+		},
+		{
+			// INSECURE decides only for a host:port endpoint.
+			name: "insecure", suf: "INSECURE",
+			l:     layers{WithInsecure(), "true", "false"},
+			base:  map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+			got:   func(c export.OTLPConfig) any { return c.Insecure },
+			wants: [4]any{true, true, false, false},
+		},
+		{
+			name: "insecure per-signal false", suf: "INSECURE",
+			l:     layers{WithInsecure(), "false", "true"},
+			base:  map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+			got:   func(c export.OTLPConfig) any { return c.Insecure },
+			wants: [4]any{true, false, true, false},
+		},
+	}
+	for _, s := range settings {
+		for level, label := range []string{"option", "per-signal", "generic", "default"} {
+			t.Run(s.name+"/"+label, func(t *testing.T) {
+				env := map[string]string{}
+				for k, v := range s.base {
+					env[k] = v
+				}
+				opts := append([]Option(nil), s.opts...)
+				if level <= 0 {
+					opts = append(opts, s.l.opt)
+				}
+				if level <= 1 {
+					env["OTEL_EXPORTER_OTLP_PROFILES_"+s.suf] = s.l.perSignal
+				}
+				if level <= 2 {
+					env["OTEL_EXPORTER_OTLP_"+s.suf] = s.l.generic
+				}
+				c := mustConfig(t, opts, env)
+				if got := s.got(c.otlp); !reflect.DeepEqual(got, s.wants[level]) {
+					t.Errorf("got %v, want %v", got, s.wants[level])
+				}
+			})
+		}
+	}
+}
+
+func TestHTTPEndpoint(t *testing.T) {
+	tests := []struct {
+		name         string
+		opts         []Option
+		env          map[string]string
+		wantEndpoint string
+		wantInsecure bool
+	}{
+		{"generic base without path", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318"},
+			"https://collector:4318/v1development/profiles", false},
+		{"generic base with root path", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
+			"http://collector:4318/v1development/profiles", true},
+		{"generic base with path", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp"},
+			"http://collector:4318/otlp/v1development/profiles", true},
+		{"generic base with path and trailing slash", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp/"},
+			"http://collector:4318/otlp/v1development/profiles", true},
+		{"generic base without port", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"},
+			"https://collector.example.com/v1development/profiles", false},
+		{"per-signal used as-is", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "https://collector:4318/custom/profiles"},
+			"https://collector:4318/custom/profiles", false},
+		{"per-signal without path used as-is", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "http://collector:4318"},
+			"http://collector:4318", true},
+		{"WithEndpoint is TLS by default", []Option{WithEndpoint("collector:4318")}, nil,
+			"https://collector:4318/v1development/profiles", false},
+		{"WithEndpoint and WithInsecure", []Option{WithEndpoint("collector:4318"), WithInsecure()}, nil,
+			"http://collector:4318/v1development/profiles", true},
+		{"WithEndpoint and INSECURE", []Option{WithEndpoint("[::1]:4318")},
+			map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			"http://[::1]:4318/v1development/profiles", true},
+		{"WithEndpointURL as-is", []Option{WithEndpointURL("https://collector/a/b?x=1")}, nil,
+			"https://collector/a/b?x=1", false},
+		{"last endpoint option wins", []Option{WithEndpointURL("https://first:1/"), WithEndpoint("second:2")}, nil,
+			"https://second:2/v1development/profiles", false},
+		{"WithInsecure does not override a URL from the environment", []Option{WithInsecure()},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318"},
+			"https://collector:4318/v1development/profiles", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, tt.opts, tt.env)
+			if c.otlp.Endpoint != tt.wantEndpoint || c.otlp.Insecure != tt.wantInsecure {
+				t.Errorf("endpoint, insecure = %q, %v, want %q, %v",
+					c.otlp.Endpoint, c.otlp.Insecure, tt.wantEndpoint, tt.wantInsecure)
+			}
+		})
+	}
+}
+
+func TestGRPCEndpoint(t *testing.T) {
+	grpc := WithProtocol(ProtocolGRPC)
+	tests := []struct {
+		name         string
+		opts         []Option
+		env          map[string]string
+		wantEndpoint string
+		wantInsecure bool
+	}{
+		{"default", []Option{grpc}, nil, "localhost:4317", true},
+		{"http scheme is plaintext", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317/ignored/path"},
+			"collector:4317", true},
+		{"https scheme is TLS", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "https://collector:4317"},
+			"collector:4317", false},
+		{"https scheme wins over INSECURE", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4317", "OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			"collector:4317", false},
+		{"https without port", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"},
+			"collector.example.com:443", false},
+		{"http without port, IPv6", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://[::1]"},
+			"[::1]:80", true},
+		{"scheme-less is TLS by default", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+			"collector:4317", false},
+		{"scheme-less with INSECURE", []Option{grpc},
+			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317", "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"},
+			"collector:4317", true},
+		{"protocol from per-signal variable", nil,
+			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
+			"collector:4317", false},
+		{"WithEndpointURL http", []Option{grpc, WithEndpointURL("http://collector:4317/x")}, nil,
+			"collector:4317", true},
+		{"WithEndpoint with WithInsecure", []Option{grpc, WithEndpoint("collector:4317"), WithInsecure()}, nil,
+			"collector:4317", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, tt.opts, tt.env)
+			if c.otlp.Protocol != "grpc" {
+				t.Fatalf("protocol = %q, want grpc", c.otlp.Protocol)
+			}
+			if c.otlp.Endpoint != tt.wantEndpoint || c.otlp.Insecure != tt.wantInsecure {
+				t.Errorf("endpoint, insecure = %q, %v, want %q, %v",
+					c.otlp.Endpoint, c.otlp.Insecure, tt.wantEndpoint, tt.wantInsecure)
+			}
+		})
+	}
+}
+
+func TestWithInsecureConflictsWithHTTPSURL(t *testing.T) {
+	_, err := newConfig([]Option{WithInsecure(), WithEndpointURL("https://collector:4318/v1development/profiles")}, envOf(nil))
+	want := `profiler: WithInsecure() conflicts with WithEndpointURL("https://collector:4318/v1development/profiles")`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %v, want prefix %q", err, want)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	tests := []struct {
+		name         string
+		env          map[string]string
+		wantDisabled bool
+		wantErr      string
+	}{
+		{"OTEL_SDK_DISABLED=true", map[string]string{"OTEL_SDK_DISABLED": "true"}, true, ""},
+		{"OTEL_SDK_DISABLED=TRUE", map[string]string{"OTEL_SDK_DISABLED": "TRUE"}, true, ""},
+		{"PPROFOTEL_ENABLED=false", map[string]string{"PPROFOTEL_ENABLED": "False"}, true, ""},
+		{"PPROFOTEL_ENABLED=true", map[string]string{"PPROFOTEL_ENABLED": "true"}, false, ""},
+		{"OTEL_SDK_DISABLED=false", map[string]string{"OTEL_SDK_DISABLED": "false"}, false, ""},
+		{"either switch disables", map[string]string{"OTEL_SDK_DISABLED": "true", "PPROFOTEL_ENABLED": "true"}, true, ""},
+		{"disabled ignores bad values", map[string]string{
+			"PPROFOTEL_ENABLED": "false", "PPROFOTEL_PERIOD": "abc", "OTEL_EXPORTER_OTLP_TIMEOUT": "x",
+		}, true, ""},
+		{"a valid off wins over an invalid switch", map[string]string{
+			"PPROFOTEL_ENABLED": "false", "OTEL_SDK_DISABLED": "sometimes",
+		}, true, ""},
+		{"an invalid switch alone is an error", map[string]string{"PPROFOTEL_ENABLED": "off"},
+			false, `profiler: PPROFOTEL_ENABLED="off": value must be "true" or "false"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := newConfig(nil, envOf(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("newConfig: %v", err)
+			}
+			if c.disabled != tt.wantDisabled {
+				t.Errorf("disabled = %v, want %v", c.disabled, tt.wantDisabled)
+			}
+			if c.logger == nil {
+				t.Error("logger is nil")
+			}
+		})
+	}
+
+	// Bad options do not fail a disabled profiler either, and the logger is
+	// still the application's.
+	var buf bytes.Buffer
+	l := slog.New(slog.NewTextHandler(&buf, nil))
+	c, err := newConfig([]Option{WithPeriod(-1), WithLogger(l)}, envOf(map[string]string{"OTEL_SDK_DISABLED": "true"}))
+	if err != nil || !c.disabled || c.logger != l {
+		t.Errorf("newConfig = %+v, %v; want disabled with the given logger and no error", c, err)
+	}
+}
+
+func TestDefaultLoggerIsQuiet(t *testing.T) {
+	// The default logger wraps slog.Default(), whose level is Info unless the
+	// application changed it; tests do not change it, as other tests may log.
+	c := mustConfig(t, nil, nil)
+	ctx := context.Background()
+	if c.logger.Enabled(ctx, slog.LevelInfo) || c.logger.Enabled(ctx, slog.LevelDebug) {
+		t.Error("default logger passes Info or Debug")
+	}
+	if slog.Default().Enabled(ctx, slog.LevelWarn) && !c.logger.Enabled(ctx, slog.LevelWarn) {
+		t.Error("default logger drops warnings")
+	}
+}
+
+func TestMinLevelHandler(t *testing.T) {
+	var buf bytes.Buffer
+	next := slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})
+	l := slog.New(minLevelHandler{min: slog.LevelWarn, next: next}).With("component", "test").WithGroup("g")
+	l.Info("progress")
+	l.Debug("detail")
+	l.Warn("trouble", "n", 1)
+	l.Error("failure")
+	out := buf.String()
+	if strings.Contains(out, "progress") || strings.Contains(out, "detail") {
+		t.Errorf("Info or Debug got through:\n%s", out)
+	}
+	for _, want := range []string{"msg=trouble component=test g.n=1", "msg=failure component=test"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestParseKeyValues(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []keyValue
+	}{
+		{"a=1", []keyValue{{"a", "1"}}},
+		{" a = 1 , b=2,,", []keyValue{{"a", "1"}, {"b", "2"}}},
+		{"k=", []keyValue{{"k", ""}}},
+		{"url=http%3A%2F%2Fx%3D1", []keyValue{{"url", "http://x=1"}}},
+		{"plus=a+b", []keyValue{{"plus", "a+b"}}},
+		{"eq=a=b", []keyValue{{"eq", "a=b"}}},
+		{"dup=1,dup=2", []keyValue{{"dup", "1"}, {"dup", "2"}}},
+	}
+	for _, tt := range tests {
+		got, err := parseKeyValues(tt.in)
+		if err != nil {
+			t.Errorf("parseKeyValues(%q): %v", tt.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseKeyValues(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}

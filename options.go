@@ -1,0 +1,437 @@
+package profiler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// ProfileType selects one of the runtime/pprof profiles the profiler
+// collects. The numeric order of the constants is the order in which
+// profiles are collected and exported.
+type ProfileType int
+
+// The profile types, spelled in PPROFOTEL_PROFILES as their String values.
+const (
+	// CPUProfile samples on-CPU stacks for the whole window.
+	CPUProfile ProfileType = iota
+	// HeapProfile reports allocations made during the window and the
+	// memory still in use at its end.
+	HeapProfile
+	// GoroutineProfile reports the stacks of all goroutines at the end of
+	// the window.
+	GoroutineProfile
+	// MutexProfile reports contended mutexes; see WithMutexProfileFraction.
+	MutexProfile
+	// BlockProfile reports goroutines blocked on synchronisation
+	// primitives; see WithBlockProfileRate.
+	BlockProfile
+
+	numProfileTypes = iota
+)
+
+var profileTypeNames = [numProfileTypes]string{
+	CPUProfile:       "cpu",
+	HeapProfile:      "heap",
+	GoroutineProfile: "goroutine",
+	MutexProfile:     "mutex",
+	BlockProfile:     "block",
+}
+
+// String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
+// "goroutine", "mutex" or "block".
+func (t ProfileType) String() string {
+	if t.valid() {
+		return profileTypeNames[t]
+	}
+	return "ProfileType(" + strconv.Itoa(int(t)) + ")"
+}
+
+func (t ProfileType) valid() bool { return t >= 0 && t < numProfileTypes }
+
+// parseProfileType maps a name from PPROFOTEL_PROFILES to its type. Case is
+// ignored so that "CPU" and "cpu" mean the same.
+func parseProfileType(s string) (ProfileType, bool) {
+	for t, name := range profileTypeNames {
+		if strings.EqualFold(s, name) {
+			return ProfileType(t), true
+		}
+	}
+	return 0, false
+}
+
+// ExporterKind selects where profiles go.
+type ExporterKind string
+
+// The exporter kinds, spelled as in PPROFOTEL_EXPORTER.
+const (
+	// ExporterOTLP sends profiles to an OTLP endpoint (the default).
+	ExporterOTLP ExporterKind = "otlp"
+	// ExporterFile writes one file per window into a directory; see
+	// WithFileDir and WithFileJSON.
+	ExporterFile ExporterKind = "file"
+	// ExporterNone collects profiles and discards them. It measures the
+	// profiler's own overhead without a collector.
+	ExporterNone ExporterKind = "none"
+)
+
+func (k ExporterKind) valid() bool {
+	return k == ExporterOTLP || k == ExporterFile || k == ExporterNone
+}
+
+// Protocol is the OTLP transport, spelled as in OTEL_EXPORTER_OTLP_PROTOCOL.
+type Protocol string
+
+// The OTLP transports.
+const (
+	// ProtocolGRPC is OTLP over gRPC.
+	ProtocolGRPC Protocol = "grpc"
+	// ProtocolHTTPProtobuf is OTLP over HTTP with binary protobuf bodies
+	// (the default).
+	ProtocolHTTPProtobuf Protocol = "http/protobuf"
+	// ProtocolHTTPJSON is OTLP over HTTP with JSON bodies.
+	ProtocolHTTPJSON Protocol = "http/json"
+)
+
+func (p Protocol) valid() bool {
+	return p == ProtocolGRPC || p == ProtocolHTTPProtobuf || p == ProtocolHTTPJSON
+}
+
+// Compression is the compression of OTLP requests, spelled as in
+// OTEL_EXPORTER_OTLP_COMPRESSION.
+type Compression string
+
+// The OTLP compressions.
+const (
+	// GzipCompression compresses requests with gzip.
+	GzipCompression Compression = "gzip"
+	// NoCompression sends requests uncompressed (the default).
+	NoCompression Compression = "none"
+)
+
+func (c Compression) valid() bool { return c == GzipCompression || c == NoCompression }
+
+// Option configures the profiler. Options given in code take precedence over
+// environment variables, which take precedence over defaults. An option
+// given an invalid value makes Start return an error that names the option
+// and the value. When the same option is given twice, the last one wins.
+type Option interface {
+	apply(*options)
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// options records what the application set in code. A nil pointer or an
+// unset flag means "not set in code", so that the environment and the
+// defaults still apply.
+type options struct {
+	serviceName   *string
+	resource      *resource.Resource
+	period        *time.Duration
+	profileTypes  []ProfileType
+	mutexFraction *int
+	blockRate     *int
+	exporter      *ExporterKind
+	fileDir       *string
+	fileJSON      *bool
+
+	endpoint    *endpointOption
+	protocol    *Protocol
+	headers     map[string]string
+	headersSet  bool
+	insecure    bool
+	timeout     *time.Duration
+	compression *Compression
+
+	logger *slog.Logger
+
+	errs []error
+}
+
+// endpointOption is what WithEndpoint or WithEndpointURL asked for; url is
+// nil for WithEndpoint.
+type endpointOption struct {
+	raw string
+	url *url.URL
+}
+
+func (o *options) fail(option string, arg any, reason string) {
+	o.errs = append(o.errs, fmt.Errorf("profiler: %s(%v): %s", option, arg, reason))
+}
+
+// WithServiceName sets the service.name resource attribute. It takes
+// precedence over a service.name in WithResource, OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES.
+func WithServiceName(name string) Option {
+	return optionFunc(func(o *options) {
+		if strings.TrimSpace(name) == "" {
+			o.fail("WithServiceName", strconv.Quote(name), "service name must not be empty")
+			return
+		}
+		o.serviceName = &name
+	})
+}
+
+// WithResource adds attributes that describe the profiled process. They are
+// merged over the attributes of OTEL_RESOURCE_ATTRIBUTES and over the
+// detected ones (host, process, telemetry.sdk); the application's values
+// win. A nil resource adds nothing.
+func WithResource(r *resource.Resource) Option {
+	return optionFunc(func(o *options) { o.resource = r })
+}
+
+// WithPeriod sets the length of one collection window; one request is
+// exported per window. The default is 60s, overridden by PPROFOTEL_PERIOD.
+func WithPeriod(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.fail("WithPeriod", d, "period must be positive")
+			return
+		}
+		o.period = &d
+	})
+}
+
+// WithProfileTypes replaces the set of collected profiles. Duplicates are
+// ignored; profiles are always collected in the order of the ProfileType
+// constants. The default is CPUProfile, HeapProfile and GoroutineProfile,
+// overridden by PPROFOTEL_PROFILES.
+func WithProfileTypes(types ...ProfileType) Option {
+	types = append([]ProfileType(nil), types...)
+	return optionFunc(func(o *options) {
+		if len(types) == 0 {
+			o.fail("WithProfileTypes", "", "at least one profile type is required")
+			return
+		}
+		for _, t := range types {
+			if !t.valid() {
+				o.fail("WithProfileTypes", t, "unknown profile type")
+				return
+			}
+		}
+		o.profileTypes = types
+	})
+}
+
+// WithMutexProfileFraction sets the rate passed to
+// runtime.SetMutexProfileFraction while MutexProfile is collected: on
+// average one in rate contention events is recorded. It must be positive,
+// since 0 would turn off the very profile that was asked for. The default
+// is 10, overridden by PPROFOTEL_MUTEX_FRACTION.
+func WithMutexProfileFraction(rate int) Option {
+	return optionFunc(func(o *options) {
+		if rate <= 0 {
+			o.fail("WithMutexProfileFraction", rate, "fraction must be positive")
+			return
+		}
+		o.mutexFraction = &rate
+	})
+}
+
+// WithBlockProfileRate sets the rate, in nanoseconds, passed to
+// runtime.SetBlockProfileRate while BlockProfile is collected: blocking
+// events are sampled on average once per rate nanoseconds spent blocked. It
+// must be positive, since 0 would turn off the very profile that was asked
+// for. The default is 10000 (10µs), overridden by PPROFOTEL_BLOCK_RATE.
+func WithBlockProfileRate(rate int) Option {
+	return optionFunc(func(o *options) {
+		if rate <= 0 {
+			o.fail("WithBlockProfileRate", rate, "rate must be positive")
+			return
+		}
+		o.blockRate = &rate
+	})
+}
+
+// WithExporter selects where profiles go. The default is ExporterOTLP,
+// overridden by PPROFOTEL_EXPORTER.
+func WithExporter(kind ExporterKind) Option {
+	return optionFunc(func(o *options) {
+		if !kind.valid() {
+			o.fail("WithExporter", strconv.Quote(string(kind)), `exporter must be "otlp", "file" or "none"`)
+			return
+		}
+		o.exporter = &kind
+	})
+}
+
+// WithFileDir sets the directory the file exporter writes into; it is
+// created if missing. The default is "pprofotel-profiles" under
+// os.TempDir(), overridden by PPROFOTEL_FILE_DIR.
+func WithFileDir(dir string) Option {
+	return optionFunc(func(o *options) {
+		if strings.TrimSpace(dir) == "" {
+			o.fail("WithFileDir", strconv.Quote(dir), "directory must not be empty")
+			return
+		}
+		o.fileDir = &dir
+	})
+}
+
+// WithFileJSON makes the file exporter write OTLP/JSON instead of binary
+// protobuf. The default is protobuf, overridden by
+// PPROFOTEL_FILE_FORMAT=json.
+func WithFileJSON(json bool) Option {
+	return optionFunc(func(o *options) { o.fileJSON = &json })
+}
+
+// WithEndpoint sets the OTLP endpoint as "host:port", without a scheme.
+// TLS is used unless WithInsecure is given (or OTEL_EXPORTER_OTLP_INSECURE
+// is true). Over HTTP the request path is "/v1development/profiles". It
+// replaces an earlier WithEndpointURL and takes precedence over
+// OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT and OTEL_EXPORTER_OTLP_ENDPOINT.
+func WithEndpoint(hostport string) Option {
+	return optionFunc(func(o *options) {
+		if strings.Contains(hostport, "://") {
+			o.fail("WithEndpoint", strconv.Quote(hostport), "endpoint must be host:port without a scheme; use WithEndpointURL for a URL")
+			return
+		}
+		if err := checkHostPort(hostport); err != nil {
+			o.fail("WithEndpoint", strconv.Quote(hostport), err.Error())
+			return
+		}
+		o.endpoint = &endpointOption{raw: hostport}
+	})
+}
+
+// WithEndpointURL sets the OTLP endpoint as a URL whose scheme, http or
+// https, selects plaintext or TLS. Over HTTP the URL is the full address of
+// the profiles endpoint and is used as given, path included. Over gRPC only
+// the host and port are used; a missing port is the scheme's (80 or 443).
+// It replaces an earlier WithEndpoint and takes precedence over
+// OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT and OTEL_EXPORTER_OTLP_ENDPOINT.
+func WithEndpointURL(rawURL string) Option {
+	return optionFunc(func(o *options) {
+		u, err := parseEndpointURL(rawURL)
+		if err != nil {
+			o.fail("WithEndpointURL", strconv.Quote(rawURL), err.Error())
+			return
+		}
+		o.endpoint = &endpointOption{raw: strings.TrimSpace(rawURL), url: u}
+	})
+}
+
+// WithProtocol selects the OTLP transport. The default is
+// ProtocolHTTPProtobuf, overridden by OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL
+// and OTEL_EXPORTER_OTLP_PROTOCOL.
+func WithProtocol(p Protocol) Option {
+	return optionFunc(func(o *options) {
+		if !p.valid() {
+			o.fail("WithProtocol", strconv.Quote(string(p)), `protocol must be "grpc", "http/protobuf" or "http/json"`)
+			return
+		}
+		o.protocol = &p
+	})
+}
+
+// WithHeaders sets the headers (gRPC metadata over gRPC) sent with every
+// OTLP request. They replace, rather than add to, the headers of
+// OTEL_EXPORTER_OTLP_PROFILES_HEADERS and OTEL_EXPORTER_OTLP_HEADERS. The
+// map is copied.
+func WithHeaders(headers map[string]string) Option {
+	headers = maps.Clone(headers)
+	return optionFunc(func(o *options) {
+		for k := range headers {
+			if strings.TrimSpace(k) == "" {
+				o.fail("WithHeaders", headers, "header names must not be empty")
+				return
+			}
+		}
+		o.headers = headers
+		o.headersSet = true
+	})
+}
+
+// WithInsecure disables TLS for an endpoint given as host:port, by
+// WithEndpoint or by a gRPC endpoint variable without a scheme. An endpoint
+// given as a URL is secured according to its scheme instead, so WithInsecure
+// together with an https URL in WithEndpointURL is reported as an error.
+func WithInsecure() Option {
+	return optionFunc(func(o *options) { o.insecure = true })
+}
+
+// WithTimeout bounds each OTLP export attempt. The default is 10s,
+// overridden by OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT and
+// OTEL_EXPORTER_OTLP_TIMEOUT.
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.fail("WithTimeout", d, "timeout must be positive")
+			return
+		}
+		o.timeout = &d
+	})
+}
+
+// WithCompression sets the compression of OTLP requests. The default is
+// NoCompression, overridden by OTEL_EXPORTER_OTLP_PROFILES_COMPRESSION and
+// OTEL_EXPORTER_OTLP_COMPRESSION.
+func WithCompression(c Compression) Option {
+	return optionFunc(func(o *options) {
+		if !c.valid() {
+			o.fail("WithCompression", strconv.Quote(string(c)), `compression must be "gzip" or "none"`)
+			return
+		}
+		o.compression = &c
+	})
+}
+
+// WithLogger sets the logger for the profiler's own diagnostics. By default
+// the profiler is quiet: it passes only warnings and errors to the handler
+// of slog.Default() as it is when Start is called. To silence the profiler
+// completely, pass slog.New(slog.DiscardHandler).
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l == nil {
+			o.fail("WithLogger", "nil", "logger must not be nil")
+			return
+		}
+		o.logger = l
+	})
+}
+
+// checkHostPort accepts "host:port" with a non-empty host and a port in
+// 1..65535.
+func checkHostPort(hostport string) error {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return errors.New("endpoint must be host:port")
+	}
+	if host == "" {
+		return errors.New("endpoint must name a host")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return errors.New("endpoint port must be a number from 1 to 65535")
+	}
+	return nil
+}
+
+// parseEndpointURL accepts an absolute http or https URL with a host.
+func parseEndpointURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, errors.New("endpoint URL scheme must be http or https")
+	}
+	if u.Hostname() == "" {
+		return nil, errors.New("endpoint URL must name a host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, errors.New("endpoint port must be a number from 1 to 65535")
+		}
+	}
+	return u, nil
+}

@@ -1,0 +1,147 @@
+package profiler
+
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+)
+
+// resourceInputs are the sources of the resource, already read from
+// options and the environment.
+type resourceInputs struct {
+	serviceName    string             // WithServiceName
+	user           *resource.Resource // WithResource
+	envServiceName string             // OTEL_SERVICE_NAME
+	envAttrs       []attribute.KeyValue
+}
+
+// buildResource merges, each layer over the previous one:
+//
+//  1. service.name "unknown_service:<executable name>", as the
+//     specification asks when no name is configured;
+//  2. detected attributes: host.name, process.*, and telemetry.sdk.*
+//     naming this profiler (name "pprofotel", language "go", version
+//     Version) rather than the OpenTelemetry Go SDK, which does not produce
+//     these profiles;
+//  3. OTEL_RESOURCE_ATTRIBUTES;
+//  4. OTEL_SERVICE_NAME;
+//  5. WithResource;
+//  6. WithServiceName.
+//
+// So code wins over the environment, and the environment over detection.
+// Detection that partly fails (process.owner has no answer in some
+// containers) leaves the attribute out and is logged at debug level.
+func buildResource(ctx context.Context, in resourceInputs, logger *slog.Logger) *resource.Resource {
+	detected, err := resource.New(ctx,
+		resource.WithHost(),
+		resource.WithProcessPID(),
+		resource.WithProcessExecutableName(),
+		resource.WithProcessExecutablePath(),
+		resource.WithProcessOwner(),
+		resource.WithProcessRuntimeName(),
+		resource.WithProcessRuntimeVersion(),
+		resource.WithProcessRuntimeDescription(),
+		resource.WithAttributes(
+			semconv.TelemetrySDKNameKey.String("pprofotel"),
+			semconv.TelemetrySDKLanguageGo,
+			semconv.TelemetrySDKVersionKey.String(Version),
+		),
+	)
+	if err != nil {
+		logger.Debug("pprofotel: resource detection incomplete", "error", err)
+	}
+
+	unknown := "unknown_service"
+	if exe, ok := detected.Set().Value(semconv.ProcessExecutableNameKey); ok && exe.AsString() != "" {
+		unknown += ":" + exe.AsString()
+	}
+
+	layers := []*resource.Resource{
+		resource.NewSchemaless(semconv.ServiceName(unknown)),
+		detected,
+		resource.NewSchemaless(in.envAttrs...),
+	}
+	if in.envServiceName != "" {
+		layers = append(layers, resource.NewSchemaless(semconv.ServiceName(in.envServiceName)))
+	}
+	layers = append(layers, in.user)
+	if in.serviceName != "" {
+		layers = append(layers, resource.NewSchemaless(semconv.ServiceName(in.serviceName)))
+	}
+
+	merged := resource.Empty()
+	for _, r := range layers {
+		m, err := resource.Merge(merged, r)
+		if err != nil {
+			// Merge fails only when schema URLs differ, and then still
+			// returns every attribute, without a schema URL. The
+			// attributes matter more than the schema, so keep them.
+			logger.Debug("pprofotel: resource schema URLs differ", "error", err)
+		}
+		merged = m
+	}
+	return merged
+}
+
+// toProtoResource converts r to its OTLP form, attributes sorted by key.
+func toProtoResource(r *resource.Resource) *resourcepb.Resource {
+	attrs := r.Attributes() // sorted by key
+	out := &resourcepb.Resource{Attributes: make([]*commonpb.KeyValue, 0, len(attrs))}
+	for _, kv := range attrs {
+		out.Attributes = append(out.Attributes, &commonpb.KeyValue{
+			Key:   string(kv.Key),
+			Value: toProtoValue(kv.Value),
+		})
+	}
+	return out
+}
+
+// toProtoValue converts every attribute type, nested slices and maps
+// included. An empty value becomes an AnyValue with no field set, which
+// OTLP defines as empty.
+func toProtoValue(v attribute.Value) *commonpb.AnyValue {
+	switch v.Type() {
+	case attribute.BOOL:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: v.AsBool()}}
+	case attribute.INT64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v.AsInt64()}}
+	case attribute.FLOAT64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: v.AsFloat64()}}
+	case attribute.STRING:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v.AsString()}}
+	case attribute.BYTESLICE:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: v.AsByteSlice()}}
+	case attribute.BOOLSLICE:
+		return arrayValue(v.AsBoolSlice(), attribute.BoolValue)
+	case attribute.INT64SLICE:
+		return arrayValue(v.AsInt64Slice(), attribute.Int64Value)
+	case attribute.FLOAT64SLICE:
+		return arrayValue(v.AsFloat64Slice(), attribute.Float64Value)
+	case attribute.STRINGSLICE:
+		return arrayValue(v.AsStringSlice(), attribute.StringValue)
+	case attribute.SLICE:
+		return arrayValue(v.AsSlice(), func(e attribute.Value) attribute.Value { return e })
+	case attribute.MAP:
+		kvs := v.AsMap()
+		list := &commonpb.KeyValueList{Values: make([]*commonpb.KeyValue, 0, len(kvs))}
+		for _, kv := range kvs {
+			list.Values = append(list.Values, &commonpb.KeyValue{Key: string(kv.Key), Value: toProtoValue(kv.Value)})
+		}
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_KvlistValue{KvlistValue: list}}
+	default:
+		return &commonpb.AnyValue{}
+	}
+}
+
+func arrayValue[T any](elems []T, value func(T) attribute.Value) *commonpb.AnyValue {
+	arr := &commonpb.ArrayValue{Values: make([]*commonpb.AnyValue, 0, len(elems))}
+	for _, e := range elems {
+		arr.Values = append(arr.Values, toProtoValue(value(e)))
+	}
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: arr}}
+}

@@ -1,0 +1,6 @@
+package profiler
+
+// Version is the version of this module. It is reported as
+// telemetry.sdk.version on the resource and in the User-Agent of OTLP
+// requests ("pprofotel-go/" + Version).
+const Version = "0.1.0"
