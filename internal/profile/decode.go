@@ -14,7 +14,9 @@ import (
 // DefaultMaxDecompressedSize is the limit, in bytes, on the decompressed size
 // of a gzip-compressed profile when Decoder.MaxDecompressedSize is zero.
 // Runtime profiles are orders of magnitude smaller; the limit only bounds
-// what a corrupt input can make the decoder allocate.
+// what a corrupt input can make the decoder allocate. The decoded Profile is
+// larger than its protobuf: tens of bytes per element, so in the worst case
+// (messages of two bytes each) a few dozen times the decompressed size.
 const DefaultMaxDecompressedSize = 256 << 20
 
 // Parse decodes a profile in the pprof protobuf format, as written by
@@ -662,8 +664,12 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 	for i, s := range d.sampleSpans {
 		valStart := len(d.vals)
 		for r := newReader(b, s); r.more(); {
-			field, wire, err := r.key()
-			if err != nil {
+			var field, wire int
+			var err error
+			if c := b[r.pos]; c < 0x80 && c>>3 != 0 {
+				field, wire = int(c>>3), int(c&7)
+				r.pos++
+			} else if field, wire, err = r.key(); err != nil {
 				return err
 			}
 			switch field {
@@ -674,16 +680,8 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 					if ps, err = r.bytesField(); err != nil {
 						return err
 					}
-					for pr := newReader(b, ps); pr.more(); {
-						id, err := pr.varint()
-						if err != nil {
-							return err
-						}
-						li, ok := d.locationIDs.lookup(id)
-						if !ok {
-							return fmt.Errorf("profile: sample %d references unknown location %d", i, id)
-						}
-						d.locs = append(d.locs, li)
+					if err = d.appendLocationIDs(b, ps, i); err != nil {
+						return err
 					}
 				case wireVarint:
 					id, err := r.varint()
@@ -705,9 +703,9 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 					if ps, err = r.bytesField(); err != nil {
 						return err
 					}
-					for pr := newReader(b, ps); pr.more(); {
-						v, err := pr.varint()
-						if err != nil {
+					for pos := ps.start; pos < ps.end; {
+						var v uint64
+						if v, pos, err = uvarintAt(b, pos, ps.end); err != nil {
 							return err
 						}
 						d.vals = append(d.vals, int64(v))
@@ -756,6 +754,36 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 		smp.Labels = subslice(labels, prev.labels, end.labels)
 		prev = end
 	}
+	return nil
+}
+
+// appendLocationIDs resolves a packed run of location ids into d.locs.
+// This is the innermost loop of decoding, so it works on locals and handles
+// one-byte varints inline rather than going through reader.
+func (d *Decoder) appendLocationIDs(b []byte, s span, sample int) error {
+	n := len(d.locs)
+	// Every varint takes at least one byte, which bounds the count.
+	locs := slices.Grow(d.locs, s.end-s.start)[:n+s.end-s.start]
+	pos, end := s.start, s.end
+	for pos < end {
+		var id uint64
+		if c := b[pos]; c < 0x80 {
+			id = uint64(c)
+			pos++
+		} else {
+			var err error
+			if id, pos, err = uvarintAt(b, pos, end); err != nil {
+				return err
+			}
+		}
+		li, ok := d.locationIDs.lookup(id)
+		if !ok {
+			return fmt.Errorf("profile: sample %d references unknown location %d", sample, id)
+		}
+		locs[n] = li
+		n++
+	}
+	d.locs = locs[:n]
 	return nil
 }
 

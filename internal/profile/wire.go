@@ -36,11 +36,9 @@ func (r *reader) more() bool { return r.pos < r.end }
 // varint reads one base-128 varint. The one-byte case is handled inline
 // because ids, string indices and small values dominate pprof data.
 func (r *reader) varint() (uint64, error) {
-	if r.pos < r.end {
-		if c := r.b[r.pos]; c < 0x80 {
-			r.pos++
-			return uint64(c), nil
-		}
+	if i := r.pos; i < r.end && r.b[i] < 0x80 {
+		r.pos = i + 1
+		return uint64(r.b[i]), nil
 	}
 	return r.varintSlow()
 }
@@ -62,6 +60,14 @@ func (r *reader) varintSlow() (uint64, error) {
 			return v, nil
 		}
 	}
+}
+
+// uvarintAt is varint for loops that keep their position in a local
+// variable, which the compiler can hold in a register.
+func uvarintAt(b []byte, pos, end int) (uint64, int, error) {
+	r := reader{b: b, pos: pos, end: end}
+	v, err := r.varint()
+	return v, r.pos, err
 }
 
 // key reads a field key and splits it into field number and wire type.
