@@ -134,9 +134,12 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 		Resource:      b.resource,
 		ScopeProfiles: make([]*profilespb.ScopeProfiles, 0, len(inputs)),
 	}
+	// Wall-clock nanoseconds on both ends, not the monotonic difference:
+	// consecutive windows share a boundary, and time_unix_nano+duration_nano
+	// of one must equal time_unix_nano of the next to the nanosecond.
 	win := window{time: uint64(start.UnixNano())}
-	if end.After(start) {
-		win.duration = uint64(end.Sub(start))
+	if d := end.UnixNano() - start.UnixNano(); d > 0 {
+		win.duration = uint64(d)
 	}
 	for _, in := range inputs {
 		rp.ScopeProfiles = append(rp.ScopeProfiles, b.scopeProfiles(in, win))

@@ -1,0 +1,266 @@
+package collect
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/pprof"
+	"sync/atomic"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/profile"
+)
+
+// The runtime profile names the collector knows, as runtime/pprof names them.
+const (
+	CPU       = "cpu"
+	Heap      = "heap"
+	Goroutine = "goroutine"
+	Mutex     = "mutex"
+	Block     = "block"
+)
+
+// Profile is one runtime profile of a window.
+type Profile struct {
+	// Name is one of CPU, Heap, Goroutine, Mutex, Block.
+	Name string
+	// Data holds deltas over the window for cumulative values and the state
+	// at the window's end for snapshots.
+	Data *profile.Profile
+}
+
+// Window is what the runtime recorded between Start and End.
+type Window struct {
+	Start, End time.Time
+	Profiles   []Profile
+}
+
+// Source writes the named runtime profile to w in pprof protobuf format.
+// Tests replace it to feed recorded profiles.
+type Source func(name string, w io.Writer) error
+
+// RuntimeSource reads the live runtime profiles.
+func RuntimeSource(name string, w io.Writer) error {
+	p := pprof.Lookup(name)
+	if p == nil {
+		return fmt.Errorf("runtime/pprof has no %q profile", name)
+	}
+	return p.WriteTo(w, 0)
+}
+
+// CPUProfiler starts and stops the process-wide CPU profile. It is
+// runtime/pprof's by default; tests replace it.
+type CPUProfiler struct {
+	Start func(w io.Writer) error
+	Stop  func()
+}
+
+// Stats counts what the collector could not do. The fields are updated
+// atomically and may be read at any time.
+type Stats struct {
+	// CPUSkipped counts windows without a CPU profile because the CPU
+	// profiler was in use by someone else.
+	CPUSkipped atomic.Int64
+	// Errors counts profiles that could not be read or decoded.
+	Errors atomic.Int64
+}
+
+// Collector reads the enabled runtime profiles once per window. It is not
+// safe for concurrent use: the profiler drives it from one goroutine.
+type Collector struct {
+	names   []string
+	source  Source
+	cpuProf CPUProfiler
+	logger  *slog.Logger
+	stats   *Stats
+
+	decoder profile.Decoder
+	buf     bytes.Buffer
+	// The CPU profile of one window is decoded while the next one records,
+	// so two buffers take turns; cpuBufs[cpuCur] is the one recording.
+	cpuBufs [2]bytes.Buffer
+	cpuCur  int
+	// cpuOn tells whether the CPU profile currently records.
+	cpuOn bool
+	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
+	// stretch of busy windows.
+	cpuBusyLogged bool
+	deltas        map[string]*deltaState
+	windowStart   time.Time
+}
+
+// Config configures a Collector. Zero fields take runtime/pprof defaults.
+type Config struct {
+	// Profiles lists the runtime profiles to collect, by name.
+	Profiles []string
+	Source   Source
+	CPU      CPUProfiler
+	Logger   *slog.Logger
+	// Stats receives the counts; may be nil.
+	Stats *Stats
+}
+
+// New returns a collector for the named profiles. It reads nothing until
+// Start.
+func New(cfg Config) (*Collector, error) {
+	c := &Collector{
+		names:   cfg.Profiles,
+		source:  cfg.Source,
+		cpuProf: cfg.CPU,
+		logger:  cfg.Logger,
+		stats:   cfg.Stats,
+		deltas:  make(map[string]*deltaState),
+	}
+	if c.source == nil {
+		c.source = RuntimeSource
+	}
+	if c.cpuProf.Start == nil {
+		c.cpuProf = CPUProfiler{Start: pprof.StartCPUProfile, Stop: pprof.StopCPUProfile}
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.stats == nil {
+		c.stats = new(Stats)
+	}
+	for _, name := range c.names {
+		switch name {
+		case CPU, Goroutine:
+		case Heap:
+			// alloc_objects, alloc_space grow; inuse_objects, inuse_space
+			// are the live heap at the last GC.
+			c.deltas[name] = newDeltaState(4, 0, 1)
+		case Mutex, Block:
+			c.deltas[name] = newDeltaState(2, 0, 1)
+		default:
+			return nil, fmt.Errorf("collect: unknown profile %q", name)
+		}
+	}
+	return c, nil
+}
+
+// Start begins the first window at now: it starts the CPU profile and
+// records the baselines of the cumulative profiles, so that the first
+// window reports only what happens after Start.
+func (c *Collector) Start(now time.Time) {
+	c.windowStart = now
+	for _, name := range c.names {
+		if d, ok := c.deltas[name]; ok {
+			d.reset()
+			if p, err := c.read(name); err == nil {
+				d.apply(p)
+			} else {
+				c.fail(name, err)
+			}
+		}
+	}
+	if c.enabled(CPU) {
+		c.startCPU()
+	}
+}
+
+// Collect ends the current window at now, starts the next one, and returns
+// the ended window's profiles. A profile that cannot be read is left out of
+// the window, counted and logged; the others are unaffected.
+func (c *Collector) Collect(now time.Time) Window {
+	return c.collect(now, true)
+}
+
+// Stop ends the current window at now like Collect, but starts no new one:
+// the CPU profile is stopped for good.
+func (c *Collector) Stop(now time.Time) Window {
+	return c.collect(now, false)
+}
+
+func (c *Collector) collect(now time.Time, next bool) Window {
+	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names))}
+	for _, name := range c.names {
+		var (
+			p   *profile.Profile
+			err error
+		)
+		if name == CPU {
+			p, err = c.cycleCPU(next)
+			if p == nil && err == nil {
+				continue // the CPU profiler was busy during this window
+			}
+		} else {
+			p, err = c.read(name)
+		}
+		if err != nil {
+			c.fail(name, err)
+			continue
+		}
+		if d, ok := c.deltas[name]; ok {
+			d.apply(p)
+		}
+		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p})
+	}
+	c.windowStart = now
+	return w
+}
+
+// cycleCPU stops the running CPU profile, restarts it at once when next is
+// set, and decodes what was recorded. It returns nil, nil when no CPU
+// profile ran during the window.
+func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
+	var data []byte
+	if c.cpuOn {
+		c.cpuProf.Stop()
+		c.cpuOn = false
+		data = c.cpuBufs[c.cpuCur].Bytes()
+		c.cpuCur ^= 1
+	}
+	if next {
+		c.startCPU()
+	}
+	if data == nil {
+		return nil, nil
+	}
+	return c.decoder.Decode(data)
+}
+
+// startCPU starts recording into the current CPU buffer. When another user holds the CPU
+// profiler the window goes without CPU data; the next window tries again.
+func (c *Collector) startCPU() {
+	buf := &c.cpuBufs[c.cpuCur]
+	buf.Reset()
+	if err := c.cpuProf.Start(buf); err != nil {
+		c.stats.CPUSkipped.Add(1)
+		if !c.cpuBusyLogged {
+			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler is in use elsewhere; will retry every window",
+				"error", err)
+			c.cpuBusyLogged = true
+		}
+		return
+	}
+	if c.cpuBusyLogged {
+		c.logger.Info("pprofotel: CPU profiling resumed")
+		c.cpuBusyLogged = false
+	}
+	c.cpuOn = true
+}
+
+// read writes the named profile into a reused buffer and decodes it.
+func (c *Collector) read(name string) (*profile.Profile, error) {
+	c.buf.Reset()
+	if err := c.source(name, &c.buf); err != nil {
+		return nil, err
+	}
+	return c.decoder.Decode(c.buf.Bytes())
+}
+
+func (c *Collector) fail(name string, err error) {
+	c.stats.Errors.Add(1)
+	c.logger.Warn("pprofotel: profile left out of the window", "profile", name, "error", err)
+}
+
+func (c *Collector) enabled(name string) bool {
+	for _, n := range c.names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}

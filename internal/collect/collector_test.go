@@ -1,0 +1,436 @@
+package collect
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gpprof "github.com/google/pprof/profile"
+
+	"github.com/pprofotel/profiler/internal/profile"
+)
+
+// stackKey names a sample by its frames and labels, the same way for a
+// decoded profile and for a google/pprof one, so the two can be compared.
+func stackKey(frames []string, labels []string) string {
+	sort.Strings(labels)
+	return strings.Join(frames, ";") + "|" + strings.Join(labels, ",")
+}
+
+func ourTotals(p *profile.Profile, valueIndex int, into map[string]int64) {
+	for _, s := range p.Samples {
+		var frames, labels []string
+		for _, li := range s.Locations {
+			for _, ln := range p.Locations[li].Lines {
+				frames = append(frames, fmt.Sprintf("%s:%d", p.Functions[ln.Function].Name, ln.Line))
+			}
+		}
+		for _, l := range s.Labels {
+			if l.IsNum {
+				labels = append(labels, fmt.Sprintf("%s=%d", l.Key, l.Num))
+			} else {
+				labels = append(labels, l.Key+"="+l.Str)
+			}
+		}
+		into[stackKey(frames, labels)] += s.Values[valueIndex]
+	}
+}
+
+func runtimeTotals(t *testing.T, data []byte, valueIndex int) map[string]int64 {
+	t.Helper()
+	p, err := gpprof.ParseData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]int64)
+	for _, s := range p.Sample {
+		var frames, labels []string
+		for _, loc := range s.Location {
+			for _, ln := range loc.Line {
+				frames = append(frames, fmt.Sprintf("%s:%d", ln.Function.Name, ln.Line))
+			}
+		}
+		for k, vs := range s.Label {
+			for _, v := range vs {
+				labels = append(labels, k+"="+v)
+			}
+		}
+		for k, vs := range s.NumLabel {
+			for _, v := range vs {
+				labels = append(labels, fmt.Sprintf("%s=%d", k, v))
+			}
+		}
+		out[stackKey(frames, labels)] += s.Value[valueIndex]
+	}
+	return out
+}
+
+// recordedSource replays snapshots recorded from the runtime: each read of
+// a profile returns its next snapshot.
+type recordedSource struct {
+	snapshots map[string][][]byte
+	next      map[string]int
+}
+
+func (r *recordedSource) read(name string, w io.Writer) error {
+	i := r.next[name]
+	r.next[name]++
+	if i >= len(r.snapshots[name]) {
+		return fmt.Errorf("no snapshot %d of %s", i, name)
+	}
+	_, err := w.Write(r.snapshots[name][i])
+	return err
+}
+
+var sink [][]byte
+
+//go:noinline
+func allocateSmall(n int) {
+	for range n {
+		sink = append(sink, make([]byte, 1024))
+	}
+}
+
+//go:noinline
+func allocateLarge(n int) {
+	for range n {
+		sink = append(sink, make([]byte, 64<<10))
+	}
+}
+
+//go:noinline
+func contend(rounds int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				mu.Lock()
+				time.Sleep(10 * time.Microsecond)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+//go:noinline
+func blockOnChannel(rounds int) {
+	ch := make(chan int)
+	go func() {
+		for i := range rounds {
+			time.Sleep(20 * time.Microsecond)
+			ch <- i
+		}
+	}()
+	for range rounds {
+		<-ch
+	}
+}
+
+func snapshot(t *testing.T, name string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := pprof.Lookup(name).WriteTo(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestDeltasAddUpToRuntimeTotals records real runtime profiles while the
+// program allocates, contends and blocks between snapshots, replays them
+// through a collector, and checks that the windows' deltas add up, stack by
+// stack, to the runtime's last snapshot minus its first.
+func TestDeltasAddUpToRuntimeTotals(t *testing.T) {
+	defer runtime.SetMutexProfileFraction(runtime.SetMutexProfileFraction(1))
+	runtime.SetBlockProfileRate(1)
+	defer runtime.SetBlockProfileRate(0)
+	oldRate := runtime.MemProfileRate
+	runtime.MemProfileRate = 4096
+	defer func() { runtime.MemProfileRate = oldRate }()
+
+	names := []string{Heap, Mutex, Block}
+	const windows = 4
+	src := &recordedSource{snapshots: map[string][][]byte{}, next: map[string]int{}}
+	record := func() {
+		runtime.GC() // the heap profile publishes at the end of a GC cycle
+		for _, n := range names {
+			src.snapshots[n] = append(src.snapshots[n], snapshot(t, n))
+		}
+	}
+	record()
+	for w := 1; w <= windows; w++ {
+		allocateSmall(200 * w)
+		allocateLarge(10 * w)
+		contend(20 * w)
+		blockOnChannel(20 * w)
+		sink = nil
+		record()
+	}
+
+	c, err := New(Config{Profiles: names, Source: src.read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1000, 0)
+	c.Start(start)
+	var got []Window
+	for w := 1; w < windows; w++ {
+		got = append(got, c.Collect(start.Add(time.Duration(w)*time.Second)))
+	}
+	got = append(got, c.Stop(start.Add(windows*time.Second)))
+
+	cumulative := map[string][]int{Heap: {0, 1}, Mutex: {0, 1}, Block: {0, 1}}
+	for _, name := range names {
+		for _, vi := range cumulative[name] {
+			sum := make(map[string]int64)
+			for _, w := range got {
+				p := findProfile(t, w, name)
+				for _, s := range p.Samples {
+					if s.Values[vi] < 0 {
+						t.Fatalf("%s value %d: negative delta %d", name, vi, s.Values[vi])
+					}
+				}
+				ourTotals(p, vi, sum)
+			}
+			first := runtimeTotals(t, src.snapshots[name][0], vi)
+			last := runtimeTotals(t, src.snapshots[name][windows], vi)
+			want := make(map[string]int64)
+			for k, v := range last {
+				if d := v - first[k]; d != 0 {
+					want[k] = d
+				}
+			}
+			for k, v := range sum {
+				if v == 0 {
+					delete(sum, k)
+				}
+			}
+			if len(want) == 0 {
+				t.Fatalf("%s value %d: the workload recorded nothing", name, vi)
+			}
+			if !equalTotals(sum, want) {
+				t.Errorf("%s value %d: deltas do not add up to the runtime's totals\n%s", name, vi, diffTotals(sum, want))
+			}
+		}
+		if name == Heap {
+			// In-use values are a snapshot: the last window holds the
+			// runtime's last state.
+			lastWindow := findProfile(t, got[len(got)-1], Heap)
+			for _, vi := range []int{2, 3} {
+				have := make(map[string]int64)
+				ourTotals(lastWindow, vi, have)
+				if !equalTotals(nonZero(have), nonZero(runtimeTotals(t, src.snapshots[Heap][windows], vi))) {
+					t.Errorf("heap value %d: the last window is not the runtime's last snapshot", vi)
+				}
+			}
+		}
+	}
+	checkFunctions(t, got, Heap, "allocateSmall", "allocateLarge")
+	checkFunctions(t, got, Mutex, "contend")
+	checkFunctions(t, got, Block, "blockOnChannel")
+}
+
+func nonZero(m map[string]int64) map[string]int64 {
+	for k, v := range m {
+		if v == 0 {
+			delete(m, k)
+		}
+	}
+	return m
+}
+
+func equalTotals(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func diffTotals(got, want map[string]int64) string {
+	var b strings.Builder
+	for k, v := range want {
+		if got[k] != v {
+			fmt.Fprintf(&b, "  %s: got %d, want %d\n", k, got[k], v)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			fmt.Fprintf(&b, "  %s: got %d, want nothing\n", k, v)
+		}
+	}
+	return b.String()
+}
+
+func findProfile(t *testing.T, w Window, name string) *profile.Profile {
+	t.Helper()
+	for _, p := range w.Profiles {
+		if p.Name == name {
+			return p.Data
+		}
+	}
+	t.Fatalf("window %v-%v has no %s profile", w.Start, w.End, name)
+	return nil
+}
+
+// checkFunctions asserts that the named functions appear in the profile's
+// stacks in at least one window.
+func checkFunctions(t *testing.T, windows []Window, name string, funcs ...string) {
+	t.Helper()
+	seen := make(map[string]bool)
+	for _, w := range windows {
+		p := findProfile(t, w, name)
+		for _, s := range p.Samples {
+			for _, li := range s.Locations {
+				for _, ln := range p.Locations[li].Lines {
+					fn := p.Functions[ln.Function].Name
+					for _, f := range funcs {
+						if strings.HasSuffix(fn, "."+f) || strings.Contains(fn, "."+f+".func") {
+							seen[f] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, f := range funcs {
+		if !seen[f] {
+			t.Errorf("%s profile: no stack through %s", name, f)
+		}
+	}
+}
+
+// fakeCPU is a CPU profiler that is busy on the starts listed (counted
+// from 1) and otherwise records a fixed profile.
+type fakeCPU struct {
+	busy    map[int]bool
+	started int
+	data    []byte
+	w       io.Writer
+}
+
+func (f *fakeCPU) start(w io.Writer) error {
+	f.started++
+	if f.busy[f.started] {
+		return errors.New("cpu profiling already in use")
+	}
+	f.w = w
+	return nil
+}
+
+func (f *fakeCPU) stop() {
+	f.w.Write(f.data)
+	f.w = nil
+}
+
+func TestCPUProfilerBusy(t *testing.T) {
+	cpuData := snapshot(t, Goroutine) // any valid profile will do as CPU data
+	cpu := &fakeCPU{busy: map[int]bool{1: true, 2: true}, data: cpuData}
+	stats := new(Stats)
+	c, err := New(Config{
+		Profiles: []string{CPU, Goroutine},
+		Source:   RuntimeSource,
+		CPU:      CPUProfiler{Start: cpu.start, Stop: cpu.stop},
+		Stats:    stats,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(0, 0)
+	c.Start(now) // start 1: busy
+	windows := []Window{
+		c.Collect(now.Add(time.Second)),     // no CPU; start 2: busy
+		c.Collect(now.Add(2 * time.Second)), // no CPU; start 3 succeeds
+		c.Collect(now.Add(3 * time.Second)), // CPU; start 4 succeeds
+		c.Stop(now.Add(4 * time.Second)),    // CPU
+	}
+	wantCPU := []bool{false, false, true, true}
+	has := func(w Window, name string) bool {
+		for _, p := range w.Profiles {
+			if p.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for i, w := range windows {
+		if got := has(w, CPU); got != wantCPU[i] {
+			t.Errorf("window %d: CPU profile present = %v, want %v", i+1, got, wantCPU[i])
+		}
+		if !has(w, Goroutine) {
+			t.Errorf("window %d: goroutine profile missing; a busy CPU profiler must not affect other types", i+1)
+		}
+	}
+	if got := stats.CPUSkipped.Load(); got != 2 {
+		t.Errorf("CPUSkipped = %d, want 2", got)
+	}
+	if cpu.w != nil {
+		t.Error("the CPU profile is still running after Stop")
+	}
+}
+
+//go:noinline
+func burnCPU(d time.Duration) int {
+	x := 0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := range 10000 {
+			x += i * i
+		}
+	}
+	return x
+}
+
+// TestCollectorOnTheLiveRuntime runs the real CPU profiler and the real
+// runtime profiles through a few windows.
+func TestCollectorOnTheLiveRuntime(t *testing.T) {
+	c, err := New(Config{Profiles: []string{CPU, Heap, Goroutine}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	var cpuSamples int
+	for i := 0; i < 50 && cpuSamples < 5; i++ {
+		burnCPU(50 * time.Millisecond)
+		w := c.Collect(time.Now())
+		if len(w.Profiles) != 3 {
+			t.Fatalf("window %d: %d profiles, want 3", i, len(w.Profiles))
+		}
+		p := findProfile(t, w, CPU)
+		for _, s := range p.Samples {
+			for _, li := range s.Locations {
+				for _, ln := range p.Locations[li].Lines {
+					if strings.HasSuffix(p.Functions[ln.Function].Name, ".burnCPU") {
+						cpuSamples++
+					}
+				}
+			}
+		}
+	}
+	w := c.Stop(time.Now())
+	if cpuSamples < 5 {
+		t.Errorf("found %d CPU samples in burnCPU, want at least 5", cpuSamples)
+	}
+	if len(w.Profiles) != 3 {
+		t.Errorf("final window: %d profiles, want 3", len(w.Profiles))
+	}
+	// The CPU profiler must be free again after Stop.
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatalf("CPU profiler still held after Stop: %v", err)
+	}
+	pprof.StopCPUProfile()
+}

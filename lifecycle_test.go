@@ -1,0 +1,116 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"io"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
+	p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = p.Stop(context.Background())
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Stop #%d: %v", i, err)
+		}
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Errorf("Stop after Stop: %v", err)
+	}
+	// Everything process-wide is free again: a new profiler starts, and so
+	// does the application's own CPU profile.
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatalf("CPU profiler still held after Stop: %v", err)
+	}
+	pprof.StopCPUProfile()
+	p2, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	if err != nil {
+		t.Fatalf("Start after Stop: %v", err)
+	}
+	p2.Stop(context.Background())
+}
+
+func TestSecondProfilerIsRefused(t *testing.T) {
+	p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	if _, err := Start(WithExporter(ExporterNone)); err == nil || !strings.Contains(err.Error(), "already running") {
+		t.Fatalf("second Start: err = %v, want an error saying a profiler is already running", err)
+	}
+}
+
+func TestDisabledProfilerDoesNothing(t *testing.T) {
+	for _, env := range []struct{ key, value string }{
+		{"PPROFOTEL_ENABLED", "false"},
+		{"OTEL_SDK_DISABLED", "true"},
+	} {
+		t.Run(env.key, func(t *testing.T) {
+			t.Setenv(env.key, env.value)
+			prev := runtime.SetMutexProfileFraction(-1)
+			p, err := Start(WithProfileTypes(MutexProfile), WithMutexProfileFraction(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := runtime.SetMutexProfileFraction(-1); got != prev {
+				t.Errorf("a disabled profiler changed the mutex fraction to %d", got)
+			}
+			if err := pprof.StartCPUProfile(io.Discard); err != nil {
+				t.Errorf("a disabled profiler holds the CPU profiler: %v", err)
+			} else {
+				pprof.StopCPUProfile()
+			}
+			// Another profiler may run: the disabled one holds nothing.
+			if err := p.Stop(context.Background()); err != nil {
+				t.Errorf("Stop: %v", err)
+			}
+		})
+	}
+}
+
+func TestStartRejectsBadEnvironment(t *testing.T) {
+	t.Setenv("PPROFOTEL_PERIOD", "soon")
+	_, err := Start()
+	if err == nil || !strings.Contains(err.Error(), "PPROFOTEL_PERIOD") || !strings.Contains(err.Error(), "soon") {
+		t.Fatalf("err = %v, want an error naming PPROFOTEL_PERIOD and its value", err)
+	}
+}
+
+func TestStopIsBoundedByItsContext(t *testing.T) {
+	// A receiver that accepts connections and never answers.
+	endpoint := hangingEndpoint(t)
+	p, err := Start(WithExporter(ExporterOTLP), WithEndpointURL(endpoint), WithProtocol(ProtocolHTTPProtobuf),
+		WithPeriod(time.Hour), WithTimeout(time.Hour), WithProfileTypes(GoroutineProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = p.Stop(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop: err = %v, want the context's deadline", err)
+	}
+	if !strings.Contains(err.Error(), "not delivered") && !strings.Contains(err.Error(), "stop") {
+		t.Errorf("Stop's error should say what was not delivered: %v", err)
+	}
+	<-p.done // the export gave up with the context; the next test may start
+}
