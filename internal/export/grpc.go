@@ -10,6 +10,7 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding/gzip"
@@ -110,7 +111,14 @@ func (e *grpcExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 	if err != nil {
 		// FromError gives UNKNOWN for an error that carries no status.
 		st, _ := status.FromError(err)
-		return &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctx.Err()}
+		ctxErr := ctx.Err()
+		if ctxErr == nil && st.Code() == codes.DeadlineExceeded {
+			// The server saw the deadline we sent it expire and reset the
+			// stream a moment before our own timer fired: the attempt did
+			// time out all the same.
+			ctxErr = context.DeadlineExceeded
+		}
+		return &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctxErr}
 	}
 	reportPartialSuccess(e.onPartial, resp.GetPartialSuccess())
 	return nil
