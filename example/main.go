@@ -250,21 +250,28 @@ func readRequest(path string) (*collectorpb.ExportProfilesServiceRequest, error)
 }
 
 // summarize prints, per profile type and sample type, the total and the
-// three functions with the most self value (the leaf of each stack).
+// three functions with the most self value, charging the runtime's frames
+// to the code that called them.
 func summarize(file string, req *collectorpb.ExportProfilesServiceRequest) string {
 	var b strings.Builder
 	d := req.GetDictionary()
 	str := func(i int32) string { return d.GetStringTable()[i] }
+	// leaf names the innermost frame outside the runtime and the standard
+	// library's synchronisation, where a reader of the summary can act.
 	leaf := func(s *profilespb.Sample) string {
-		locs := d.GetStackTable()[s.GetStackIndex()].GetLocationIndices()
-		if len(locs) == 0 {
-			return "?"
+		first := "?"
+		for _, li := range d.GetStackTable()[s.GetStackIndex()].GetLocationIndices() {
+			for _, ln := range d.GetLocationTable()[li].GetLines() {
+				name := str(d.GetFunctionTable()[ln.GetFunctionIndex()].GetNameStrindex())
+				if first == "?" {
+					first = name
+				}
+				if !isPlumbing(name) {
+					return name
+				}
+			}
 		}
-		lines := d.GetLocationTable()[locs[0]].GetLines()
-		if len(lines) == 0 {
-			return "?"
-		}
-		return str(d.GetFunctionTable()[lines[0].GetFunctionIndex()].GetNameStrindex())
+		return first
 	}
 	for _, rp := range req.GetResourceProfiles() {
 		for _, sp := range rp.GetScopeProfiles() {
@@ -307,6 +314,17 @@ func summarize(file string, req *collectorpb.ExportProfilesServiceRequest) strin
 		}
 	}
 	return b.String()
+}
+
+// isPlumbing tells the runtime's and the standard library's internals from
+// code that called into them.
+func isPlumbing(fn string) bool {
+	for _, prefix := range []string{"runtime.", "sync.", "internal/", "syscall.", "time.Sleep"} {
+		if strings.HasPrefix(fn, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // shortName drops the package path of a function name.
