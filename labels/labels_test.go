@@ -456,3 +456,65 @@ func TestNoAttributesAdded(t *testing.T) {
 		}
 	}
 }
+
+func TestSpanContextKeyFound(t *testing.T) {
+	if spanContextKey == nil {
+		t.Fatal("the current span's context key was not found; Start falls back to an extra allocation per span")
+	}
+	_, span := WrapTracerProvider(noop.NewTracerProvider()).Tracer("test").Start(context.Background(), "op")
+	want := &labeledSpan{Span: span, Context: context.Background()}
+	if got := trace.SpanFromContext(want); got != trace.Span(want) {
+		t.Errorf("span from the wrapper as a context is %T, want the wrapper", got)
+	}
+}
+
+func TestReturnedContext(t *testing.T) {
+	type key struct{}
+	sdk, rec := newSDK(t, sdktrace.AlwaysSample())
+	tr := WrapTracerProvider(sdk).Tracer("test")
+
+	parentCtx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	ctx, parent := tr.Start(parentCtx, "parent")
+	if got := ctx.Value(key{}); got != "v" {
+		t.Errorf("value %v, want v", got)
+	}
+	if ctx.Err() != nil {
+		t.Errorf("Err %v before cancel", ctx.Err())
+	}
+
+	// A child started from a context derived from the parent's, rather than
+	// from the parent's itself, still shows the SDK its own parent span.
+	derived := context.WithValue(ctx, key{}, "w")
+	childCtx, child := tr.Start(derived, "child")
+	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), nil))
+	if got := childCtx.Value(key{}); got != "w" {
+		t.Errorf("child context value %v, want w", got)
+	}
+	child.End()
+	parent.End()
+
+	cancel()
+	select {
+	case <-ctx.Done():
+	default:
+		t.Error("returned context not done after its parent was cancelled")
+	}
+	if ctx.Err() != context.Canceled {
+		t.Errorf("Err %v, want Canceled", ctx.Err())
+	}
+	for _, s := range rec.Ended() {
+		if s.Name() == "parent" && s.ChildSpanCount() != 1 {
+			t.Errorf("parent child span count %d, want 1", s.ChildSpanCount())
+		}
+	}
+}
+
+// TestWithoutSpanContextKey runs the nested span test on the path taken
+// when the context key of the current span cannot be found.
+func TestWithoutSpanContextKey(t *testing.T) {
+	saved := spanContextKey
+	spanContextKey = nil
+	defer func() { spanContextKey = saved }()
+	TestNestedSpans(t)
+	TestReturnedContext(t)
+}

@@ -53,10 +53,14 @@ type tracer struct {
 // recording, installs its labels on the calling goroutine and in the
 // returned context.
 func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	// Show the wrapped tracer its own span as the parent: the SDK keeps
+	// per-parent bookkeeping (child span counts) only for its own type.
 	parentCtx := ctx
-	if parent, ok := trace.SpanFromContext(ctx).(*labeledSpan); ok {
-		// Show the wrapped tracer its own span as the parent: the SDK keeps
-		// per-parent bookkeeping (child span counts) only for its own type.
+	if parent, ok := ctx.(*labeledSpan); ok {
+		// The context returned with the parent: the one under it differs
+		// only in its current span, which is the wrapped one.
+		ctx = parent.Context
+	} else if parent, ok := trace.SpanFromContext(ctx).(*labeledSpan); ok {
 		ctx = trace.ContextWithSpan(ctx, parent.Span)
 	}
 	ctx, span := t.wrapped.Start(ctx, name, opts...)
@@ -93,11 +97,14 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	}
 	ctx = pprof.WithLabels(ctx, set)
 
-	s := &labeledSpan{Span: span, provider: t.provider}
+	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider}
 	s.previous = goroutineLabelSet()
 	pprof.SetGoroutineLabels(ctx)
 	s.installed = goroutineLabelSet()
-	return trace.ContextWithSpan(ctx, s), s
+	if spanContextKey == nil {
+		return trace.ContextWithSpan(ctx, s), s
+	}
+	return s, s
 }
 
 // isLocalRoot reports whether the span with context sc, started from

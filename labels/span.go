@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"context"
 	"sync/atomic"
 	"unsafe"
 
@@ -9,8 +10,15 @@ import (
 
 // labeledSpan is a span whose start installed labels on a goroutine. Every
 // method but End and TracerProvider is the wrapped span's.
+//
+// It is also the context Start returns: the context carrying the span's
+// labels, with this span as the current span. Being both saves an
+// allocation per span; see spanContextKey.
 type labeledSpan struct {
 	trace.Span
+
+	// Context carries the labels and, as its current span, the wrapped one.
+	context.Context
 
 	provider *tracerProvider
 
@@ -50,4 +58,61 @@ func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 // labelled too.
 func (s *labeledSpan) TracerProvider() trace.TracerProvider {
 	return s.provider
+}
+
+// Value returns the span itself as the current span and is Context's Value
+// for every other key.
+func (s *labeledSpan) Value(key any) any {
+	if key == spanContextKey {
+		return trace.Span(s)
+	}
+	return s.Context.Value(key)
+}
+
+// spanContextKey is the key under which package trace stores the current
+// span in a context, found by watching trace.SpanFromContext look it up.
+// It is nil if that did not give a key that works, and then Start wraps
+// contexts with trace.ContextWithSpan instead.
+var spanContextKey = findSpanContextKey()
+
+// keyProbe is a context recording the keys it is asked for.
+type keyProbe struct {
+	context.Context
+	keys []any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.keys = append(p.keys, key)
+	return nil
+}
+
+func findSpanContextKey() any {
+	probe := &keyProbe{Context: context.Background()}
+	trace.SpanFromContext(probe)
+	if len(probe.keys) != 1 {
+		return nil
+	}
+	key := probe.keys[0]
+
+	// Check that a context answering to that key is seen as holding a span.
+	want := &labeledSpan{}
+	answer := keyAnswer{Context: context.Background(), key: key, span: want}
+	if got, ok := trace.SpanFromContext(answer).(*labeledSpan); !ok || got != want {
+		return nil
+	}
+	return key
+}
+
+// keyAnswer is a context holding span under key.
+type keyAnswer struct {
+	context.Context
+	key  any
+	span trace.Span
+}
+
+func (a keyAnswer) Value(key any) any {
+	if key == a.key {
+		return a.span
+	}
+	return a.Context.Value(key)
 }

@@ -1,0 +1,73 @@
+// Package benchmark compares the cost of pprofotel against the bare
+// OpenTelemetry SDK and against other libraries doing the same job. It is
+// its own module so that the libraries compared against never become
+// dependencies of pprofotel.
+package benchmark
+
+import (
+	"context"
+	"testing"
+
+	otelpyroscope "github.com/grafana/otel-profiling-go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pprofotel/profiler/labels"
+)
+
+// providers are the tracer providers compared. The SDK samples every span
+// and has no span processor, so what is measured is span bookkeeping plus
+// what the wrappers add to it.
+func providers() []struct {
+	name string
+	tp   trace.TracerProvider
+} {
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	return []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"sdk", sdk},
+		{"labels", labels.WrapTracerProvider(sdk)},
+		{"labels-root-name", labels.WrapTracerProvider(sdk, labels.WithRootSpanName())},
+		{"labels-local-roots", labels.WrapTracerProvider(sdk, labels.WithLocalRootSpansOnly())},
+		// Its default: span name, span id and trace id of the local root.
+		{"otel-profiling-go", otelpyroscope.NewTracerProvider(sdk)},
+		// Closest to "labels": span and trace id of every span.
+		{"otel-profiling-go-all-spans", otelpyroscope.NewTracerProvider(sdk,
+			otelpyroscope.WithSpanNameLabelScope(otelpyroscope.ScopeNone),
+			otelpyroscope.WithSpanIDLabelScope(otelpyroscope.ScopeAllSpans))},
+	}
+}
+
+// BenchmarkRootSpan starts and ends a span with no parent.
+func BenchmarkRootSpan(b *testing.B) {
+	for _, p := range providers() {
+		b.Run(p.name, func(b *testing.B) {
+			tr := p.tp.Tracer("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, span := tr.Start(ctx, "op")
+				span.End()
+			}
+		})
+	}
+}
+
+// BenchmarkChildSpan starts and ends a span under a parent started by the
+// same provider, as every span below the entry point of a request is.
+func BenchmarkChildSpan(b *testing.B) {
+	for _, p := range providers() {
+		b.Run(p.name, func(b *testing.B) {
+			tr := p.tp.Tracer("bench")
+			ctx, parent := tr.Start(context.Background(), "parent")
+			defer parent.End()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, span := tr.Start(ctx, "op")
+				span.End()
+			}
+		})
+	}
+}
