@@ -30,11 +30,13 @@ func goroutineProfile(t *testing.T) *profile.Profile {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := pprof.Lookup("goroutine").WriteTo(&buf, 0); err != nil {
-		t.Fatalf("write goroutine profile: %v", err)
+		t.Errorf("write goroutine profile: %v", err)
+		return &profile.Profile{}
 	}
 	p, err := profile.Parse(&buf)
 	if err != nil {
-		t.Fatalf("parse goroutine profile: %v", err)
+		t.Errorf("parse goroutine profile: %v", err)
+		return &profile.Profile{}
 	}
 	return p
 }
@@ -64,7 +66,8 @@ func sampleLabels(s *profile.Sample) map[string]string {
 }
 
 // labelsIn returns the labels of the goroutine whose stack holds fn, which
-// must be exactly one goroutine.
+// must be exactly one goroutine. It reports failures with t.Errorf, not
+// t.Fatalf, so that goroutines other than the test's may call it.
 func labelsIn(t *testing.T, fn string) map[string]string {
 	t.Helper()
 	var found []map[string]string
@@ -76,7 +79,8 @@ func labelsIn(t *testing.T, fn string) map[string]string {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("found %d goroutines in %s, want 1: %v", len(found), fn, found)
+		t.Errorf("found %d goroutines in %s, want 1: %v", len(found), fn, found)
+		return nil
 	}
 	return found[0]
 }
