@@ -5,8 +5,9 @@
 // fails the error is an *ExportError that keeps what the transport said (the
 // gRPC status with its details, or the HTTP status code and Retry-After
 // header), and Retryable classifies it by the rules of the OTLP
-// specification. Retrying and queueing belong to a decorator around an
-// Exporter, not to the transports.
+// specification. Retrying and queueing belong to decorators around an
+// Exporter, not to the transports: WithRetry retries by those rules with
+// exponential backoff, honouring the delays the collector asks for.
 //
 // OTLP/JSON differs from the canonical protobuf JSON mapping: trace, span and
 // profile ids are hex strings instead of base64. The HTTP exporter, the file

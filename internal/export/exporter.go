@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -34,6 +35,12 @@ type OTLPConfig struct {
 	Endpoint string
 	// Insecure selects plaintext. For HTTP it must agree with the URL scheme.
 	Insecure bool
+	// TLS configures the client side of TLS: the roots that verify the
+	// collector (RootCAs) and the certificate that proves the client for
+	// mutual TLS (Certificates or GetClientCertificate). Nil verifies the
+	// collector against the system roots without a client certificate. It
+	// is ignored when Insecure is set, and copied, never modified.
+	TLS *tls.Config
 	// Headers are sent with every request (gRPC metadata or HTTP headers).
 	Headers map[string]string
 	// Timeout bounds one export attempt. Zero leaves the bound to the

@@ -31,9 +31,16 @@ func NewOTLP(cfg OTLPConfig) (Exporter, error) {
 	if err := checkCommon(cfg); err != nil {
 		return nil, err
 	}
-	// A private TLS configuration per exporter: the transports may keep
-	// state in it (session caches) and nobody else should.
+	// A private TLS configuration per exporter: the transports fill in
+	// fields of it (NextProtos, ServerName) and may keep state in it
+	// (session caches); the caller's must stay as it was given.
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.TLS != nil {
+		tlsConfig = cfg.TLS.Clone()
+		if tlsConfig.MinVersion == 0 {
+			tlsConfig.MinVersion = tls.VersionTLS12
+		}
+	}
 	switch cfg.Protocol {
 	case ProtocolGRPC:
 		return newGRPCExporter(cfg, tlsConfig)

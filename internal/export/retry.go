@@ -1,0 +1,223 @@
+package export
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+)
+
+// RetryConfig is the retry policy of WithRetry.
+//
+// The wait before retry n (n = 1, 2, ...) is drawn uniformly from
+// [interval/2, interval], where interval is InitialInterval multiplied by
+// 1.5 for each earlier retry and capped at MaxInterval: the jitter spreads
+// the retries of many processes that failed together, and no wait chosen by
+// the policy exceeds MaxInterval.
+//
+// When the collector names a delay (a gRPC RetryInfo or an HTTP Retry-After)
+// that delay is the wait, as the OTLP specification asks: shorter than the
+// backoff it would retry sooner than the collector can take it back, longer
+// it is what the collector asked for, so it is neither shortened to
+// MaxInterval nor lengthened to the backoff. The backoff interval still
+// grows, so that a later failure without a delay waits longer.
+type RetryConfig struct {
+	// Enabled turns retrying on. When false WithRetry returns the exporter
+	// unchanged: every Export makes exactly one attempt.
+	Enabled bool
+	// InitialInterval is the interval of the first retry. A value <= 0
+	// takes the default.
+	InitialInterval time.Duration
+	// MaxInterval caps the interval. A value <= 0 takes the default; a
+	// value below InitialInterval is raised to it.
+	MaxInterval time.Duration
+	// MaxElapsedTime bounds the time from the start of the first attempt
+	// to the start of the last one: a retry whose wait would end past it is
+	// not made. Zero leaves the bound to the context alone.
+	MaxElapsedTime time.Duration
+}
+
+// DefaultRetryConfig is the policy of the OpenTelemetry Go OTLP exporters:
+// first interval 5s, intervals capped at 30s, no retry started after 1m.
+var DefaultRetryConfig = RetryConfig{
+	Enabled:         true,
+	InitialInterval: 5 * time.Second,
+	MaxInterval:     30 * time.Second,
+	MaxElapsedTime:  time.Minute,
+}
+
+// backoffMultiplier is the growth of the interval from one retry to the
+// next; it is the OpenTelemetry Go exporters' growth.
+const backoffMultiplier = 1.5
+
+// RetryOption customises the decorator returned by WithRetry.
+type RetryOption func(*retryExporter)
+
+// OnRetry registers fn, called synchronously before each wait with the
+// number of the attempt that failed (starting at 1), the wait before the
+// next attempt, and the failure. It is not called when the decorator gives
+// up, so the number of calls is the number of retries.
+func OnRetry(fn func(attempt int, delay time.Duration, err error)) RetryOption {
+	return func(r *retryExporter) { r.onRetry = fn }
+}
+
+// WithClock replaces the wall clock: now reads the time and sleep waits for
+// d, returning ctx's error early if ctx is done first. Tests use it to run a
+// retry schedule without waiting for it.
+func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) RetryOption {
+	return func(r *retryExporter) {
+		r.now = now
+		r.sleep = sleep
+	}
+}
+
+// WithRetry returns an exporter that sends a request again while the
+// failure is retryable according to Retryable, following cfg, for no longer
+// than ctx allows. Permanent failures and partial successes (which e
+// reports as success) are returned at once.
+//
+// The decorator never waits past ctx's deadline: when the next attempt
+// would start after it, or after MaxElapsedTime, the decorator gives up at
+// once and returns the last failure, wrapped in an error that counts the
+// attempts. The returned errors keep the last failure in their chain, so
+// errors.As finds its *ExportError.
+//
+// Shutdown interrupts a wait or an attempt in flight, then shuts e down.
+func WithRetry(e Exporter, cfg RetryConfig, opts ...RetryOption) Exporter {
+	if !cfg.Enabled {
+		return e
+	}
+	if cfg.InitialInterval <= 0 {
+		cfg.InitialInterval = DefaultRetryConfig.InitialInterval
+	}
+	if cfg.MaxInterval <= 0 {
+		cfg.MaxInterval = DefaultRetryConfig.MaxInterval
+	}
+	cfg.MaxInterval = max(cfg.MaxInterval, cfg.InitialInterval)
+	cfg.MaxElapsedTime = max(cfg.MaxElapsedTime, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &retryExporter{
+		next:     e,
+		cfg:      cfg,
+		now:      time.Now,
+		sleep:    sleepContext,
+		random:   rand.Float64,
+		stopping: ctx,
+		stop:     cancel,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(r)
+		}
+	}
+	return r
+}
+
+// retryExporter is the decorator built by WithRetry.
+type retryExporter struct {
+	next    Exporter
+	cfg     RetryConfig
+	onRetry func(int, time.Duration, error)
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	// random returns a number in [0, 1) that places a wait within its
+	// jitter range.
+	random func() float64
+
+	// stopping is cancelled by Shutdown.
+	stopping context.Context
+	stop     context.CancelFunc
+}
+
+// Export makes attempts until one succeeds, a failure is permanent, or the
+// next attempt could not start in time.
+func (r *retryExporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
+	if r.stopping.Err() != nil {
+		return ErrShutdown
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopWatching := context.AfterFunc(r.stopping, cancel)
+	defer stopWatching()
+
+	start := r.now()
+	interval := r.cfg.InitialInterval
+	for attempt := 1; ; attempt++ {
+		err := r.next.Export(ctx, req)
+		if err == nil {
+			return nil
+		}
+		retry, delay := Retryable(err)
+		if !retry {
+			if attempt == 1 {
+				return err
+			}
+			return fmt.Errorf("export: %s, the last failed permanently: %w", attempts(attempt), err)
+		}
+		if r.stopping.Err() != nil {
+			return fmt.Errorf("export: giving up after %s: %w: %w", attempts(attempt), ErrShutdown, err)
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("export: giving up after %s: %w: %w", attempts(attempt), ctxErr, err)
+		}
+		if delay <= 0 {
+			delay = r.jitter(interval)
+		}
+		interval = min(time.Duration(float64(interval)*backoffMultiplier), r.cfg.MaxInterval)
+
+		now := r.now()
+		if deadline, ok := ctx.Deadline(); ok && !now.Add(delay).Before(deadline) {
+			return fmt.Errorf("export: giving up after %s: the next attempt, due in %v, would start after the context deadline (%v away): %w",
+				attempts(attempt), delay, deadline.Sub(now).Round(time.Millisecond), err)
+		}
+		if limit := r.cfg.MaxElapsedTime; limit > 0 && now.Add(delay).Sub(start) > limit {
+			return fmt.Errorf("export: giving up after %s in %v: the next attempt, due in %v, would start after the retry limit of %v: %w",
+				attempts(attempt), now.Sub(start).Round(time.Millisecond), delay, limit, err)
+		}
+		if r.onRetry != nil {
+			r.onRetry(attempt, delay, err)
+		}
+		if sleepErr := r.sleep(ctx, delay); sleepErr != nil {
+			if r.stopping.Err() != nil {
+				sleepErr = ErrShutdown
+			}
+			return fmt.Errorf("export: giving up after %s: %w while waiting %v to retry: %w",
+				attempts(attempt), sleepErr, delay, err)
+		}
+	}
+}
+
+// jitter draws a wait from [interval/2, interval].
+func (r *retryExporter) jitter(interval time.Duration) time.Duration {
+	half := interval / 2
+	return half + time.Duration(r.random()*float64(interval-half))
+}
+
+// Shutdown interrupts a pending Export, then shuts the wrapped exporter
+// down.
+func (r *retryExporter) Shutdown(ctx context.Context) error {
+	r.stop()
+	return r.next.Shutdown(ctx)
+}
+
+// sleepContext waits for d or until ctx is done.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// attempts spells a count of attempts.
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
