@@ -1,7 +1,10 @@
 package profiler
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,8 +101,10 @@ type config struct {
 	exporter  ExporterKind
 	file      export.FileConfig
 	otlp      export.OTLPConfig
-	resource  *resource.Resource
-	logger    *slog.Logger
+	// retry is the policy for failed OTLP exports; see WithRetry.
+	retry    export.RetryConfig
+	resource *resource.Resource
+	logger   *slog.Logger
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
@@ -197,6 +202,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 
 	c.otlp = resolveOTLP(&o, env)
+	c.retry = resolveRetry(o.retry)
 
 	var in resourceInputs
 	if o.serviceName != nil {
@@ -361,7 +367,91 @@ func resolveOTLP(o *options, env *envReader) export.OTLPConfig {
 			env.fail(name, v, errors.New(`compression must be "gzip" or "none"`))
 		}
 	}
+
+	if o.tlsConfig != nil {
+		cfg.TLS = o.tlsConfig
+	} else {
+		cfg.TLS = env.tlsConfig()
+	}
 	return cfg
+}
+
+// tlsConfig builds the exporter's TLS configuration from the CERTIFICATE,
+// CLIENT_CERTIFICATE and CLIENT_KEY variables, each in its per-signal form
+// if set, else its generic form. It returns nil when none is set, leaving
+// the system roots and no client certificate. The files are read even when
+// the endpoint turns out to be plaintext: a path that is wrong is worth
+// reporting before the endpoint is switched to TLS.
+func (e *envReader) tlsConfig() *tls.Config {
+	caName, caFile, caSet := e.lookupOTLP("CERTIFICATE")
+	certName, certFile, certSet := e.lookupOTLP("CLIENT_CERTIFICATE")
+	keyName, keyFile, keySet := e.lookupOTLP("CLIENT_KEY")
+	if !caSet && !certSet && !keySet {
+		return nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caSet {
+		if data, err := os.ReadFile(caFile); err != nil {
+			e.fail(caName, caFile, err)
+		} else {
+			roots := x509.NewCertPool()
+			if roots.AppendCertsFromPEM(data) {
+				cfg.RootCAs = roots
+			} else {
+				e.fail(caName, caFile, errors.New("the file holds no PEM certificate"))
+			}
+		}
+	}
+	switch {
+	case certSet && !keySet:
+		e.fail(certName, certFile, fmt.Errorf("a client certificate needs its private key in %sCLIENT_KEY", envOTLPPrefix))
+	case keySet && !certSet:
+		e.fail(keyName, keyFile, fmt.Errorf("a client key needs its certificate in %sCLIENT_CERTIFICATE", envOTLPPrefix))
+	case certSet && keySet:
+		certPEM, certErr := os.ReadFile(certFile)
+		if certErr != nil {
+			e.fail(certName, certFile, certErr)
+		}
+		keyPEM, keyErr := os.ReadFile(keyFile)
+		if keyErr != nil {
+			e.fail(keyName, keyFile, keyErr)
+		}
+		if certErr != nil || keyErr != nil {
+			break
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("profiler: %s=%q and %s=%q: %w", certName, certFile, keyName, keyFile, err))
+			break
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg
+}
+
+// resolveRetry fills the zero durations of the application's retry policy
+// with the defaults; without one the default policy applies. WithRetry has
+// already rejected negative durations and a cap below the initial interval.
+func resolveRetry(rc *RetryConfig) export.RetryConfig {
+	if rc == nil {
+		return export.DefaultRetryConfig
+	}
+	def := export.DefaultRetryConfig
+	out := export.RetryConfig{
+		Enabled:         rc.Enabled,
+		InitialInterval: cmp.Or(rc.InitialInterval, def.InitialInterval),
+		MaxInterval:     cmp.Or(rc.MaxInterval, def.MaxInterval),
+		MaxElapsedTime:  cmp.Or(rc.MaxElapsedTime, def.MaxElapsedTime),
+	}
+	// One bound given, the other defaulted: the given one wins.
+	if out.MaxInterval < out.InitialInterval {
+		if rc.InitialInterval == 0 {
+			out.InitialInterval = out.MaxInterval
+		} else {
+			out.MaxInterval = out.InitialInterval
+		}
+	}
+	return out
 }
 
 // grpcHostPort returns the host:port that gRPC dials for u, taking the

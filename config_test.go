@@ -3,15 +3,31 @@ package profiler
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"io"
+	"log"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/internal/testcert"
 )
 
 // envOf returns a getenv that sees only m.
@@ -59,6 +75,10 @@ func TestNewConfigDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c.otlp, wantOTLP) {
 		t.Errorf("otlp = %+v\nwant   %+v", c.otlp, wantOTLP)
+	}
+	wantRetry := export.RetryConfig{Enabled: true, InitialInterval: 5 * time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: time.Minute}
+	if c.retry != wantRetry {
+		t.Errorf("retry = %+v, want %+v", c.retry, wantRetry)
 	}
 	if c.resource == nil || c.resource.Len() == 0 {
 		t.Error("resource is empty")
@@ -218,6 +238,13 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithEndpointURL("http://a b/"), `profiler: WithEndpointURL("http://a b/"): parse`},
 		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map[:v]): header names must not be empty`},
 		{WithLogger(nil), "profiler: WithLogger(nil): logger must not be nil"},
+		{WithTLSClientConfig(nil), "profiler: WithTLSClientConfig(nil): TLS configuration must not be nil"},
+		{WithRetry(RetryConfig{Enabled: true, InitialInterval: -time.Second}),
+			"profiler: WithRetry({Enabled:true InitialInterval:-1s MaxInterval:0s MaxElapsedTime:0s}): intervals and elapsed time must not be negative"},
+		{WithRetry(RetryConfig{MaxElapsedTime: -1}),
+			"profiler: WithRetry({Enabled:false InitialInterval:0s MaxInterval:0s MaxElapsedTime:-1ns}): intervals and elapsed time must not be negative"},
+		{WithRetry(RetryConfig{Enabled: true, InitialInterval: 2 * time.Second, MaxInterval: time.Second}),
+			"profiler: WithRetry({Enabled:true InitialInterval:2s MaxInterval:1s MaxElapsedTime:0s}): MaxInterval must not be less than InitialInterval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -281,6 +308,21 @@ func TestOptionsWinOverEnv(t *testing.T) {
 // the per-signal variable, which wins over the generic one, which wins over
 // the default.
 func TestOTLPPrecedence(t *testing.T) {
+	// Each layer of the certificate setting trusts another authority.
+	caSignal, caGeneric := testcert.New(t), testcert.New(t)
+	whichRoots := func(c export.OTLPConfig) any {
+		switch {
+		case c.TLS == nil:
+			return "system"
+		case c.TLS.ServerName == "from-option":
+			return "option"
+		case c.TLS.RootCAs.Equal(caSignal.Roots):
+			return "per-signal"
+		case c.TLS.RootCAs.Equal(caGeneric.Roots):
+			return "generic"
+		}
+		return "unknown roots"
+	}
 	type layers struct {
 		opt                Option
 		perSignal, generic string
@@ -332,6 +374,12 @@ func TestOTLPPrecedence(t *testing.T) {
 			l:     layers{WithProtocol(ProtocolHTTPJSON), "grpc", "http/json"},
 			got:   func(c export.OTLPConfig) any { return c.Protocol },
 			wants: [4]any{"http/json", "grpc", "http/json", "http/protobuf"},
+		},
+		{
+			name: "certificate", suf: "CERTIFICATE",
+			l:     layers{WithTLSClientConfig(&tls.Config{ServerName: "from-option"}), caSignal.CAFile, caGeneric.CAFile},
+			got:   whichRoots,
+			wants: [4]any{"option", "per-signal", "generic", "system"},
 		},
 		{
 			// INSECURE decides only for a host:port endpoint.
@@ -597,6 +645,298 @@ func TestParseKeyValues(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("parseKeyValues(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestOTLPClientCertificateEnv checks that the client certificate and key
+// are loaded from either form of their variables, each form resolved on its
+// own.
+func TestOTLPClientCertificateEnv(t *testing.T) {
+	pki := testcert.New(t)
+	tests := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"generic", map[string]string{
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile,
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         pki.ClientKeyFile,
+		}},
+		{"per-signal", map[string]string{
+			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE": pki.ClientCertFile,
+			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY":         pki.ClientKeyFile,
+		}},
+		{"per-signal shadows bad generic", map[string]string{
+			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE": pki.ClientCertFile,
+			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY":         pki.ClientKeyFile,
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE":          "/nonexistent/cert.pem",
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":                  "/nonexistent/key.pem",
+		}},
+		{"mixed forms", map[string]string{
+			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE": pki.ClientCertFile,
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":                  pki.ClientKeyFile,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, nil, tt.env)
+			if c.otlp.TLS == nil || len(c.otlp.TLS.Certificates) != 1 {
+				t.Fatalf("TLS = %+v, want one client certificate", c.otlp.TLS)
+			}
+			got := c.otlp.TLS.Certificates[0]
+			if got.Leaf == nil || !bytes.Equal(got.Leaf.Raw, pki.Client.Leaf.Raw) {
+				t.Errorf("client certificate is not the one in %s", pki.ClientCertFile)
+			}
+			if c.otlp.TLS.RootCAs != nil {
+				t.Errorf("RootCAs set without a CERTIFICATE variable; want the system roots")
+			}
+		})
+	}
+}
+
+func TestOTLPTLSEnvErrors(t *testing.T) {
+	pki := testcert.New(t)
+	other := testcert.New(t)
+	notPEM := filepath.Join(t.TempDir(), "ca.txt")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string // each must be in the error
+	}{
+		{"missing CA file", map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"},
+			[]string{`profiler: OTEL_EXPORTER_OTLP_CERTIFICATE="/nonexistent/ca.pem": open /nonexistent/ca.pem: no such file or directory`}},
+		{"CA file not PEM", map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE": notPEM},
+			[]string{`profiler: OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE="` + notPEM + `": the file holds no PEM certificate`}},
+		{"CA file holds a key", map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": pki.ClientKeyFile},
+			[]string{`OTEL_EXPORTER_OTLP_CERTIFICATE="` + pki.ClientKeyFile + `": the file holds no PEM certificate`}},
+		{"certificate without key", map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile},
+			[]string{`profiler: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="` + pki.ClientCertFile + `": a client certificate needs its private key in OTEL_EXPORTER_OTLP_CLIENT_KEY`}},
+		{"key without certificate", map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY": pki.ClientKeyFile},
+			[]string{`profiler: OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY="` + pki.ClientKeyFile + `": a client key needs its certificate`}},
+		{"missing key file", map[string]string{
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile,
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         "/nonexistent/key.pem",
+		}, []string{`profiler: OTEL_EXPORTER_OTLP_CLIENT_KEY="/nonexistent/key.pem": open /nonexistent/key.pem`}},
+		{"missing certificate and key files", map[string]string{
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/cert.pem",
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         "/nonexistent/key.pem",
+		}, []string{`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="/nonexistent/cert.pem"`, `OTEL_EXPORTER_OTLP_CLIENT_KEY="/nonexistent/key.pem"`}},
+		{"key of another certificate", map[string]string{
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile,
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         other.ClientKeyFile,
+		}, []string{`profiler: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="` + pki.ClientCertFile + `" and OTEL_EXPORTER_OTLP_CLIENT_KEY="` + other.ClientKeyFile + `": tls: private key does not match public key`}},
+		{"certificate file holds a key", map[string]string{
+			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientKeyFile,
+			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         pki.ClientKeyFile,
+		}, []string{`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="` + pki.ClientKeyFile + `" and OTEL_EXPORTER_OTLP_CLIENT_KEY=`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newConfig(nil, envOf(tt.env))
+			if err == nil {
+				t.Fatal("newConfig succeeded, want an error")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error = %q\nwant it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestWithTLSClientConfig checks that the option replaces all three
+// variables, bad ones included, and keeps its own copy.
+func TestWithTLSClientConfig(t *testing.T) {
+	pki := testcert.New(t)
+	in := &tls.Config{RootCAs: pki.Roots, Certificates: []tls.Certificate{pki.Client}, ServerName: "collector"}
+	opt := WithTLSClientConfig(in)
+	in.ServerName = "changed later"
+	c := mustConfig(t, []Option{opt}, map[string]string{
+		"OTEL_EXPORTER_OTLP_CERTIFICATE":        "/nonexistent/ca.pem",
+		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/cert.pem",
+	})
+	got := c.otlp.TLS
+	if got == nil || got == in {
+		t.Fatalf("TLS = %p, want a copy of %p", got, in)
+	}
+	if got.ServerName != "collector" || !got.RootCAs.Equal(pki.Roots) || len(got.Certificates) != 1 {
+		t.Errorf("TLS = {ServerName: %q, %d certificates}, want the option's", got.ServerName, len(got.Certificates))
+	}
+}
+
+func TestRetryConfigResolution(t *testing.T) {
+	const s = time.Second
+	tests := []struct {
+		name string
+		opts []Option
+		want export.RetryConfig
+	}{
+		{"default", nil, export.RetryConfig{Enabled: true, InitialInterval: 5 * s, MaxInterval: 30 * s, MaxElapsedTime: time.Minute}},
+		{"disabled", []Option{WithRetry(RetryConfig{})},
+			export.RetryConfig{Enabled: false, InitialInterval: 5 * s, MaxInterval: 30 * s, MaxElapsedTime: time.Minute}},
+		{"all given", []Option{WithRetry(RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 2 * s, MaxElapsedTime: 10 * s})},
+			export.RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 2 * s, MaxElapsedTime: 10 * s}},
+		{"zero fields default", []Option{WithRetry(RetryConfig{Enabled: true, MaxElapsedTime: 5 * time.Minute})},
+			export.RetryConfig{Enabled: true, InitialInterval: 5 * s, MaxInterval: 30 * s, MaxElapsedTime: 5 * time.Minute}},
+		{"initial above default cap", []Option{WithRetry(RetryConfig{Enabled: true, InitialInterval: time.Minute})},
+			export.RetryConfig{Enabled: true, InitialInterval: time.Minute, MaxInterval: time.Minute, MaxElapsedTime: time.Minute}},
+		{"cap below default initial", []Option{WithRetry(RetryConfig{Enabled: true, MaxInterval: 2 * s})},
+			export.RetryConfig{Enabled: true, InitialInterval: 2 * s, MaxInterval: 2 * s, MaxElapsedTime: time.Minute}},
+		{"last wins", []Option{WithRetry(RetryConfig{}), WithRetry(RetryConfig{Enabled: true, InitialInterval: s})},
+			export.RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 30 * s, MaxElapsedTime: time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mustConfig(t, tt.opts, nil).retry; got != tt.want {
+				t.Errorf("retry = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// tlsReceiver is an OTLP endpoint, over gRPC and HTTP, that records what it
+// receives and the User-Agent and Content-Type it was sent with.
+type tlsReceiver struct {
+	collectorpb.UnimplementedProfilesServiceServer
+	mu           sync.Mutex
+	requests     []*collectorpb.ExportProfilesServiceRequest
+	userAgents   []string
+	contentTypes []string
+}
+
+func (r *tlsReceiver) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) (*collectorpb.ExportProfilesServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = append(r.requests, req)
+	r.userAgents = append(r.userAgents, strings.Join(md.Get("user-agent"), ","))
+	r.contentTypes = append(r.contentTypes, strings.Join(md.Get("content-type"), ","))
+	return &collectorpb.ExportProfilesServiceResponse{}, nil
+}
+
+func (r *tlsReceiver) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	body, err := io.ReadAll(hr.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	req := new(collectorpb.ExportProfilesServiceRequest)
+	if hr.Header.Get("Content-Type") == "application/json" {
+		err = protojson.Unmarshal(body, req)
+	} else {
+		err = proto.Unmarshal(body, req)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.mu.Lock()
+	r.requests = append(r.requests, req)
+	r.userAgents = append(r.userAgents, hr.Header.Get("User-Agent"))
+	r.contentTypes = append(r.contentTypes, hr.Header.Get("Content-Type"))
+	r.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// startTLSReceiver serves r with serverTLS and returns its URL.
+func startTLSReceiver(t *testing.T, protocol string, r *tlsReceiver, serverTLS *tls.Config) string {
+	t.Helper()
+	if protocol == "grpc" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+		collectorpb.RegisterProfilesServiceServer(srv, r)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = srv.Serve(ln)
+		}()
+		t.Cleanup(func() {
+			srv.Stop()
+			<-done
+		})
+		return "https://" + ln.Addr().String()
+	}
+	srv := httptest.NewUnstartedServer(r)
+	srv.TLS = serverTLS
+	// Rejected handshakes are expected; keep them out of the log.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestOTLPTLSFromEnvironment configures TLS and mutual TLS through the
+// environment alone and exports to servers that trust only the test
+// authority, over every protocol. It also checks the User-Agent and, for
+// http/json, that the body is JSON.
+func TestOTLPTLSFromEnvironment(t *testing.T) {
+	pki := testcert.New(t)
+	request := &collectorpb.ExportProfilesServiceRequest{ResourceProfiles: []*profilespb.ResourceProfiles{{SchemaUrl: "https://example.com/schema"}}}
+	tests := []struct {
+		name              string
+		requireClientCert bool
+		clientCert        bool
+		wantOK            bool
+	}{
+		{"TLS", false, false, true},
+		{"mutual TLS", true, true, true},
+		{"mutual TLS without client certificate", true, false, false},
+	}
+	wantContentType := map[string]string{"grpc": "application/grpc", "http/protobuf": "application/x-protobuf", "http/json": "application/json"}
+	for _, protocol := range []string{"grpc", "http/protobuf", "http/json"} {
+		for _, tt := range tests {
+			t.Run(protocol+"/"+tt.name, func(t *testing.T) {
+				r := &tlsReceiver{}
+				url := startTLSReceiver(t, protocol, r, pki.ServerConfig(tt.requireClientCert))
+				env := map[string]string{
+					"OTEL_EXPORTER_OTLP_PROTOCOL":             protocol,
+					"OTEL_EXPORTER_OTLP_ENDPOINT":             url,
+					"OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE": pki.CAFile,
+				}
+				if tt.clientCert {
+					env["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"] = pki.ClientCertFile
+					env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = pki.ClientKeyFile
+				}
+				c := mustConfig(t, []Option{WithTimeout(5 * time.Second)}, env)
+				e, err := export.NewOTLP(c.otlp)
+				if err != nil {
+					t.Fatalf("NewOTLP: %v", err)
+				}
+				defer e.Shutdown(context.Background())
+				err = e.Export(context.Background(), request)
+				if !tt.wantOK {
+					if err == nil {
+						t.Fatal("Export succeeded without a client certificate, want the server to refuse it")
+					}
+					r.mu.Lock()
+					defer r.mu.Unlock()
+					if len(r.requests) != 0 {
+						t.Errorf("server accepted %d requests, want none", len(r.requests))
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("Export: %v", err)
+				}
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if len(r.requests) != 1 || !proto.Equal(r.requests[0], request) {
+					t.Fatalf("server got %d requests, want the one sent", len(r.requests))
+				}
+				if ua := r.userAgents[0]; !strings.HasPrefix(ua, "pprofotel-go/"+Version) {
+					t.Errorf("User-Agent = %q, want it to start with pprofotel-go/%s", ua, Version)
+				}
+				if ct := r.contentTypes[0]; ct != wantContentType[protocol] {
+					t.Errorf("Content-Type = %q, want %q", ct, wantContentType[protocol])
+				}
+			})
 		}
 	}
 }

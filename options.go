@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -152,6 +153,8 @@ type options struct {
 	insecure    bool
 	timeout     *time.Duration
 	compression *Compression
+	tlsConfig   *tls.Config
+	retry       *RetryConfig
 
 	logger *slog.Logger
 
@@ -383,6 +386,67 @@ func WithCompression(c Compression) Option {
 			return
 		}
 		o.compression = &c
+	})
+}
+
+// WithTLSClientConfig sets the TLS configuration of the OTLP exporter: the
+// roots that verify the collector (RootCAs) and, for mutual TLS, the
+// client's certificate (Certificates or GetClientCertificate). It replaces
+// OTEL_EXPORTER_OTLP_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE,
+// OTEL_EXPORTER_OTLP_CLIENT_KEY and their PROFILES forms, all three at
+// once. It has no effect on a plaintext endpoint (an http URL, WithInsecure
+// or OTEL_EXPORTER_OTLP_INSECURE=true). The configuration is copied.
+func WithTLSClientConfig(c *tls.Config) Option {
+	c = c.Clone()
+	return optionFunc(func(o *options) {
+		if c == nil {
+			o.fail("WithTLSClientConfig", "nil", "TLS configuration must not be nil")
+			return
+		}
+		o.tlsConfig = c
+	})
+}
+
+// RetryConfig says how a failed export is retried. Only failures that the
+// OTLP specification calls retryable are: over gRPC the codes CANCELLED,
+// DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE and DATA_LOSS, and
+// RESOURCE_EXHAUSTED when the collector attaches a RetryInfo; over HTTP the
+// statuses 429, 502, 503 and 504; and a request that got no response at
+// all. When the collector names a delay (RetryInfo or Retry-After) the
+// profiler waits exactly that long; otherwise it backs off exponentially,
+// each wait drawn at random from the upper half of the current interval.
+type RetryConfig struct {
+	// Enabled turns retrying on. When false every export is attempted
+	// once.
+	Enabled bool
+	// InitialInterval is the longest wait before the first retry. Zero
+	// means 5s.
+	InitialInterval time.Duration
+	// MaxInterval caps the interval, which grows by half after each
+	// retry. Zero means 30s. It does not shorten a delay named by the
+	// collector.
+	MaxInterval time.Duration
+	// MaxElapsedTime bounds the time spent on one request, retries
+	// included: a retry that would start later is not made, and the
+	// window is reported as not delivered. Zero means 1m.
+	MaxElapsedTime time.Duration
+}
+
+// WithRetry sets how failed exports are retried. The default is enabled,
+// with InitialInterval 5s, MaxInterval 30s and MaxElapsedTime 1m, as in the
+// OpenTelemetry Go OTLP exporters. Whatever the configuration, no retry
+// starts after the export's deadline.
+func WithRetry(rc RetryConfig) Option {
+	return optionFunc(func(o *options) {
+		switch {
+		case rc.InitialInterval < 0, rc.MaxInterval < 0, rc.MaxElapsedTime < 0:
+			o.fail("WithRetry", fmt.Sprintf("%+v", rc), "intervals and elapsed time must not be negative")
+			return
+		case rc.MaxInterval > 0 && rc.MaxInterval < rc.InitialInterval:
+			o.fail("WithRetry", fmt.Sprintf("%+v", rc), "MaxInterval must not be less than InitialInterval")
+			return
+		}
+		o.retry = &rc
 	})
 }
 
