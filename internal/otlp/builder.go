@@ -92,9 +92,9 @@ type Builder struct {
 	mapIdx  []int32
 	exeMap  int // pprof index of the main executable's mapping, or -1
 
-	ident    map[string]int32 // sample identity key -> first sample index
-	rep      []int32          // sample index -> index of its identity's first sample, -1 if not live
-	stackIdx []int32          // per representative sample
+	ident    keyIndex // sample identity key -> first sample index
+	rep      []int32  // sample index -> index of its identity's first sample, -1 if not live
+	stackIdx []int32  // per representative sample
 	linkIdx  []int32
 	attrs    [][]int32
 	acc      []int64
@@ -109,7 +109,7 @@ func NewBuilder(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, 
 		resource: res,
 		scope:    scope,
 		newID:    randomID,
-		ident:    make(map[string]int32),
+		ident:    newKeyIndex(),
 	}
 	b.d.init()
 	for _, o := range opts {
@@ -237,7 +237,7 @@ func (b *Builder) prepare(p *profile.Profile) {
 		b.acc = make([]int64, n)
 	}
 	b.acc = b.acc[:n]
-	clear(b.ident)
+	b.ident.reset()
 
 	b.exeMap = -1
 	if b.goBuildID != "" && len(p.Mappings) > 0 {
@@ -263,12 +263,7 @@ func (b *Builder) prepare(p *profile.Profile) {
 			continue
 		}
 		key := b.identityKey(s, len(p.Locations))
-		if r, ok := b.ident[string(key)]; ok {
-			b.rep[i] = r
-			continue
-		}
-		b.ident[string(key)] = int32(i)
-		b.rep[i] = int32(i)
+		b.rep[i], _ = b.ident.lookup(key, int32(i))
 	}
 }
 

@@ -62,8 +62,8 @@ type dictionary struct {
 	strings    map[string]int32
 	functions  map[functionKey]int32
 	mappings   map[mappingKey]int32
-	locations  map[string]int32 // encoded locationKey and lines
-	stacks     map[string]int32 // encoded location indices
+	locations  keyIndex // encoded locationKey and lines
+	stacks     keyIndex // encoded location indices
 	attributes map[attrKey]int32
 	links      map[linkKey]int32
 
@@ -91,8 +91,8 @@ func (d *dictionary) init() {
 	d.strings = make(map[string]int32)
 	d.functions = make(map[functionKey]int32)
 	d.mappings = make(map[mappingKey]int32)
-	d.locations = make(map[string]int32)
-	d.stacks = make(map[string]int32)
+	d.locations = newKeyIndex()
+	d.stacks = newKeyIndex()
 	d.attributes = make(map[attrKey]int32)
 	d.links = make(map[linkKey]int32)
 }
@@ -104,8 +104,8 @@ func (d *dictionary) reset() {
 	clear(d.strings)
 	clear(d.functions)
 	clear(d.mappings)
-	clear(d.locations)
-	clear(d.stacks)
+	d.locations.reset()
+	d.stacks.reset()
 	clear(d.attributes)
 	clear(d.links)
 	d.i32 = nil
@@ -140,8 +140,8 @@ func (d *dictionary) reset() {
 	d.strings[""] = 0
 	d.functions[functionKey{}] = 0
 	d.mappings[mappingKey{}] = 0
-	d.locations[string(d.locationKey(locationKey{}, nil))] = 0
-	d.stacks[string(d.stackKey(nil))] = 0
+	d.locations.lookup(d.locationKey(locationKey{}, nil), 0)
+	d.stacks.lookup(d.stackKey(nil), 0)
 	d.attributes[attrKey{}] = 0
 	d.links[linkKey{}] = 0
 }
@@ -285,8 +285,8 @@ func (d *dictionary) locationKey(k locationKey, lines []lineKey) []byte {
 }
 
 func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
-	key := d.locationKey(k, lines)
-	if i, ok := d.locations[string(key)]; ok {
+	i, found := d.locations.lookup(d.locationKey(k, lines), int32(len(d.out.LocationTable)))
+	if found {
 		return i
 	}
 	m := d.locMsgs.new()
@@ -306,9 +306,7 @@ func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
 			m.Lines[j] = ln
 		}
 	}
-	i := int32(len(d.out.LocationTable))
 	d.out.LocationTable = append(d.out.LocationTable, m)
-	d.locations[string(key)] = i
 	return i
 }
 
@@ -322,16 +320,14 @@ func (d *dictionary) stackKey(locs []int32) []byte {
 }
 
 func (d *dictionary) stack(locs []int32) int32 {
-	key := d.stackKey(locs)
-	if i, ok := d.stacks[string(key)]; ok {
+	i, found := d.stacks.lookup(d.stackKey(locs), int32(len(d.out.StackTable)))
+	if found {
 		return i
 	}
 	m := d.stackMsgs.new()
 	m.LocationIndices = d.int32s(len(locs))
 	copy(m.LocationIndices, locs)
-	i := int32(len(d.out.StackTable))
 	d.out.StackTable = append(d.out.StackTable, m)
-	d.stacks[string(key)] = i
 	return i
 }
 
