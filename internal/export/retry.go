@@ -165,7 +165,13 @@ func (r *retryExporter) Export(ctx context.Context, req *collectorpb.ExportProfi
 		if delay <= 0 {
 			delay = r.jitter(interval)
 		}
-		interval = min(time.Duration(float64(interval)*backoffMultiplier), r.cfg.MaxInterval)
+		// Grown in floating point and compared before converting back, so
+		// that a cap near the largest Duration cannot overflow.
+		if next := float64(interval) * backoffMultiplier; next < float64(r.cfg.MaxInterval) {
+			interval = time.Duration(next)
+		} else {
+			interval = r.cfg.MaxInterval
+		}
 
 		now := r.now()
 		if deadline, ok := ctx.Deadline(); ok && !now.Add(delay).Before(deadline) {

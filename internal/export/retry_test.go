@@ -125,6 +125,8 @@ func TestRetrySchedule(t *testing.T) {
 		{name: "backoff capped", cfg: RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 4 * s}, random: 1,
 			script: repeat(unavailable, 6), wantAttempts: 7,
 			wantSleeps: []time.Duration{s, 1500 * time.Millisecond, 2250 * time.Millisecond, 3375 * time.Millisecond, 4 * s, 4 * s}},
+		{name: "cap near the largest duration", cfg: RetryConfig{Enabled: true, InitialInterval: 1 << 62, MaxInterval: 1<<63 - 1}, random: 1,
+			script: repeat(unavailable, 3), wantAttempts: 4, wantSleeps: []time.Duration{1 << 62, 3 << 61, 1<<63 - 1}},
 		{name: "jitter low end", cfg: RetryConfig{Enabled: true, InitialInterval: 2 * s, MaxInterval: 4 * s}, random: 0,
 			script: repeat(unavailable, 3), wantAttempts: 4, wantSleeps: []time.Duration{s, 1500 * time.Millisecond, 2 * s}},
 		{name: "RetryInfo delay honoured", cfg: DefaultRetryConfig, random: 1,
@@ -483,6 +485,52 @@ func TestRetryHTTPServiceUnavailable(t *testing.T) {
 			}
 			if got := decodeBody(t, accepted[0]); !proto.Equal(got, testRequest(3)) {
 				t.Errorf("collector accepted another request than the one sent")
+			}
+		})
+	}
+}
+
+// TestRetryHangingCollector exports to collectors that accept the request
+// and never answer: every attempt times out, and Export gives up by the
+// caller's deadline, leaving nothing behind.
+func TestRetryHangingCollector(t *testing.T) {
+	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf} {
+		t.Run(protocol, func(t *testing.T) {
+			checkGoroutines(t)
+			var next Exporter
+			var calls func() int
+			cfg := OTLPConfig{Insecure: true, Timeout: 50 * time.Millisecond}
+			if protocol == ProtocolGRPC {
+				c := &fakeCollector{block: true}
+				cfg.Endpoint = startGRPC(t, c)
+				next = newTestGRPC(t, cfg)
+				calls = func() int {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					return len(c.requests)
+				}
+			} else {
+				c := &httpCollector{respond: func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+				cfg.Endpoint = startHTTP(t, c).URL + profilesPath
+				next = newTestHTTP(t, cfg)
+				calls = func() int {
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					return len(c.calls)
+				}
+			}
+			e := WithRetry(next, fastRetry)
+			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+			defer cancel()
+			err := e.Export(ctx, testRequest(1))
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Export = %v, want context.DeadlineExceeded in its chain", err)
+			}
+			if !strings.Contains(err.Error(), "giving up after ") || !strings.Contains(err.Error(), " attempts") {
+				t.Errorf("error = %q, want it to count the attempts", err)
+			}
+			if n := calls(); n < 2 {
+				t.Errorf("collector saw %d attempts, want retries after the timeouts", n)
 			}
 		})
 	}
