@@ -1,0 +1,217 @@
+package splunk
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/export"
+)
+
+// The environment variables of Splunk's profilers that ConfigFromEnv reads.
+const (
+	EnvEnabled           = "SPLUNK_PROFILER_ENABLED"
+	EnvMemoryEnabled     = "SPLUNK_PROFILER_MEMORY_ENABLED"
+	EnvLogsEndpoint      = "SPLUNK_PROFILER_LOGS_ENDPOINT"
+	EnvCallStackInterval = "SPLUNK_PROFILER_CALL_STACK_INTERVAL"
+
+	envOTLPEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envOTLPInsecure = "OTEL_EXPORTER_OTLP_INSECURE"
+	envGODEBUG      = "GODEBUG"
+)
+
+// Defaults.
+const (
+	// DefaultLogsEndpoint is where logs go when neither
+	// SPLUNK_PROFILER_LOGS_ENDPOINT nor OTEL_EXPORTER_OTLP_ENDPOINT is set:
+	// the OTLP/gRPC port of a local Collector.
+	DefaultLogsEndpoint = "http://localhost:4317"
+
+	// DefaultCallStackInterval is the default of Splunk's Java profiler
+	// for the same variable.
+	DefaultCallStackInterval = 10 * time.Second
+
+	// MinCallStackInterval is the shortest window accepted. Every window
+	// stops and restarts the CPU profiler and writes the heap profile,
+	// which costs the runtime milliseconds on a large heap; below a second
+	// that cost becomes a visible share of the application's time, and a
+	// window holds too few CPU samples (100 per busy core and second) to
+	// say much.
+	MinCallStackInterval = time.Second
+
+	// maxProfStackDepth is the runtime's ceiling for GODEBUG=profstackdepth.
+	maxProfStackDepth = 1024
+)
+
+// Config is the Splunk profiling configuration read from the environment.
+type Config struct {
+	// Enabled is SPLUNK_PROFILER_ENABLED: send profiles as Splunk
+	// profiling logs. Default false.
+	Enabled bool
+	// MemoryEnabled is SPLUNK_PROFILER_MEMORY_ENABLED: add allocation
+	// data, which needs the heap profile. Default false.
+	MemoryEnabled bool
+	// Endpoint is the host:port of the OTLP/gRPC logs receiver, from
+	// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, else
+	// DefaultLogsEndpoint.
+	Endpoint string
+	// Insecure is set when the endpoint URL's scheme is http, or when it
+	// was given as a bare host:port and OTEL_EXPORTER_OTLP_INSECURE is
+	// true.
+	Insecure bool
+	// CallStackInterval is SPLUNK_PROFILER_CALL_STACK_INTERVAL: the length
+	// of a collection window, which is how often the call stacks are
+	// gathered and sent, and the resolution of source.event.time. Zero when
+	// the variable is unset; the caller then applies its own precedence
+	// and DefaultCallStackInterval.
+	CallStackInterval time.Duration
+	// MemoryStackDepth is the runtime's depth limit for heap profile
+	// stacks, from GODEBUG=profstackdepth, else DefaultMemoryStackDepth.
+	MemoryStackDepth int
+}
+
+// ConfigFromEnv reads the Splunk profiler variables through getenv. A
+// variable set to a blank value counts as unset. It reports every invalid
+// variable at once, each error naming the variable and its value, and
+// returns the configuration filled in as far as the values were valid, so
+// that a caller that does not turn the Splunk mode on may ignore the
+// errors.
+//
+// SPLUNK_PROFILER_LOGS_ENDPOINT and OTEL_EXPORTER_OTLP_ENDPOINT are URLs
+// (http://host:port for plaintext, https://host:port for TLS; without a
+// port, 80 or 443) or a bare host:port, which uses TLS unless
+// OTEL_EXPORTER_OTLP_INSECURE=true. SPLUNK_PROFILER_CALL_STACK_INTERVAL is
+// a whole number of milliseconds, at least MinCallStackInterval.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	lookup := func(name string) (string, bool) {
+		v := strings.TrimSpace(getenv(name))
+		return v, v != ""
+	}
+	var errs []error
+	fail := func(name, value string, err error) {
+		errs = append(errs, fmt.Errorf("splunk: %s=%q: %w", name, value, err))
+	}
+	boolean := func(name string) bool {
+		v, ok := lookup(name)
+		if !ok {
+			return false
+		}
+		switch strings.ToLower(v) {
+		case "true":
+			return true
+		case "false":
+		default:
+			fail(name, v, errors.New(`want "true" or "false"`))
+		}
+		return false
+	}
+
+	c := Config{MemoryStackDepth: memoryStackDepth(getenv(envGODEBUG))}
+	c.Enabled = boolean(EnvEnabled)
+	c.MemoryEnabled = boolean(EnvMemoryEnabled)
+
+	name, v, ok := EnvLogsEndpoint, "", false
+	if v, ok = lookup(EnvLogsEndpoint); !ok {
+		name = envOTLPEndpoint
+		v, ok = lookup(envOTLPEndpoint)
+	}
+	if !ok {
+		name, v = "", DefaultLogsEndpoint
+	}
+	insecureFlag := func() bool {
+		iv, set := lookup(envOTLPInsecure)
+		return set && strings.EqualFold(iv, "true")
+	}
+	if endpoint, insecure, err := parseEndpoint(v, insecureFlag); err != nil {
+		fail(name, v, err)
+	} else {
+		c.Endpoint, c.Insecure = endpoint, insecure
+	}
+
+	if v, ok := lookup(EnvCallStackInterval); ok {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			fail(EnvCallStackInterval, v, errors.New("want a whole number of milliseconds"))
+		case ms < MinCallStackInterval.Milliseconds():
+			fail(EnvCallStackInterval, v, fmt.Errorf("want at least %d milliseconds", MinCallStackInterval.Milliseconds()))
+		case ms > int64(time.Duration(1<<63-1)/time.Millisecond):
+			fail(EnvCallStackInterval, v, errors.New("too large"))
+		default:
+			c.CallStackInterval = time.Duration(ms) * time.Millisecond
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// parseEndpoint turns an endpoint variable into the host:port gRPC dials
+// and whether it is plaintext.
+func parseEndpoint(v string, insecureFlag func() bool) (string, bool, error) {
+	if !strings.Contains(v, "://") {
+		if err := checkHostPort(v); err != nil {
+			return "", false, fmt.Errorf("want a URL such as http://localhost:4317 or host:port: %w", err)
+		}
+		return v, insecureFlag(), nil
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return "", false, err
+	}
+	var port string
+	switch u.Scheme {
+	case "http":
+		port = "80"
+	case "https":
+		port = "443"
+	default:
+		return "", false, fmt.Errorf("scheme %q: want http or https", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return "", false, errors.New("no host")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return "", false, fmt.Errorf("port %q is not a number in 1-65535", p)
+		}
+		port = p
+	}
+	return net.JoinHostPort(u.Hostname(), port), u.Scheme == "http", nil
+}
+
+// memoryStackDepth reads profstackdepth from a GODEBUG value as the runtime
+// does: the last setting wins, values above 1024 mean 1024, and a value the
+// runtime would not accept leaves the default. Settings made with
+// //go:debug lines in the main package are not in the environment and so
+// not seen here.
+func memoryStackDepth(godebug string) int {
+	depth := DefaultMemoryStackDepth
+	for _, kv := range strings.Split(godebug, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k != "profstackdepth" {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			depth = min(n, maxProfStackDepth)
+		}
+	}
+	return depth
+}
+
+// OTLP returns base, the profiler's resolved OTLP configuration (headers,
+// timeout, compression, user agent, TLS), aimed at the logs endpoint over
+// gRPC.
+func (c Config) OTLP(base export.OTLPConfig) export.OTLPConfig {
+	base.Protocol = export.ProtocolGRPC
+	base.Endpoint = c.Endpoint
+	base.Insecure = c.Insecure
+	return base
+}
+
+// EncodeOptions returns the options of Encode that c implies.
+func (c Config) EncodeOptions() EncodeOptions {
+	return EncodeOptions{Memory: c.MemoryEnabled, MemoryStackDepth: c.MemoryStackDepth}
+}
