@@ -8,11 +8,16 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 )
 
-// Exporter sends one request per collection window. Export must honour ctx's
-// deadline and must not retain req after it returns. Implementations are safe
-// for use by one goroutine at a time; the profiler serialises calls.
-type Exporter interface {
-	Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error
+// Exporter sends one OTLP profiles request per collection window.
+type Exporter = Sender[*collectorpb.ExportProfilesServiceRequest]
+
+// Sender delivers requests of one kind: OTLP profiles requests, or the OTLP
+// logs requests of the Splunk encoding. Retries and queueing work on any
+// Sender, so both encodings share one delivery path. Export must honour
+// ctx's deadline and must not retain req after it returns. Implementations
+// are safe for use by one goroutine at a time; the profiler serialises calls.
+type Sender[R any] interface {
+	Export(ctx context.Context, req R) error
 	// Shutdown releases connections and files. Export must not be called after.
 	Shutdown(ctx context.Context) error
 }

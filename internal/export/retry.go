@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 )
 
 // RetryConfig is the retry policy of WithRetry.
@@ -53,21 +51,32 @@ var DefaultRetryConfig = RetryConfig{
 const backoffMultiplier = 1.5
 
 // RetryOption customises the decorator returned by WithRetry.
-type RetryOption func(*retryExporter)
+type RetryOption func(*retryHooks)
+
+// retryHooks are the decorator's replaceable parts, apart from the request
+// type so that one option type serves every Sender.
+type retryHooks struct {
+	onRetry func(int, time.Duration, error)
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	// random returns a number in [0, 1) that places a wait within its
+	// jitter range.
+	random func() float64
+}
 
 // OnRetry registers fn, called synchronously before each wait with the
 // number of the attempt that failed (starting at 1), the wait before the
 // next attempt, and the failure. It is not called when the decorator gives
 // up, so the number of calls is the number of retries.
 func OnRetry(fn func(attempt int, delay time.Duration, err error)) RetryOption {
-	return func(r *retryExporter) { r.onRetry = fn }
+	return func(r *retryHooks) { r.onRetry = fn }
 }
 
 // WithClock replaces the wall clock: now reads the time and sleep waits for
 // d, returning ctx's error early if ctx is done first. Tests use it to run a
 // retry schedule without waiting for it.
 func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) RetryOption {
-	return func(r *retryExporter) {
+	return func(r *retryHooks) {
 		r.now = now
 		r.sleep = sleep
 	}
@@ -85,7 +94,8 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 // errors.As finds its *ExportError.
 //
 // Shutdown interrupts a wait or an attempt in flight, then shuts e down.
-func WithRetry(e Exporter, cfg RetryConfig, opts ...RetryOption) Exporter {
+// It wraps any Sender, so profiles and logs requests share one policy.
+func WithRetry[R any](e Sender[R], cfg RetryConfig, opts ...RetryOption) Sender[R] {
 	if !cfg.Enabled {
 		return e
 	}
@@ -98,33 +108,26 @@ func WithRetry(e Exporter, cfg RetryConfig, opts ...RetryOption) Exporter {
 	cfg.MaxInterval = max(cfg.MaxInterval, cfg.InitialInterval)
 	cfg.MaxElapsedTime = max(cfg.MaxElapsedTime, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &retryExporter{
-		next:     e,
-		cfg:      cfg,
-		now:      time.Now,
-		sleep:    sleepContext,
-		random:   rand.Float64,
-		stopping: ctx,
-		stop:     cancel,
+	r := &retryExporter[R]{
+		next:       e,
+		cfg:        cfg,
+		retryHooks: retryHooks{now: time.Now, sleep: sleepContext, random: rand.Float64},
+		stopping:   ctx,
+		stop:       cancel,
 	}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(r)
+			opt(&r.retryHooks)
 		}
 	}
 	return r
 }
 
 // retryExporter is the decorator built by WithRetry.
-type retryExporter struct {
-	next    Exporter
-	cfg     RetryConfig
-	onRetry func(int, time.Duration, error)
-	now     func() time.Time
-	sleep   func(context.Context, time.Duration) error
-	// random returns a number in [0, 1) that places a wait within its
-	// jitter range.
-	random func() float64
+type retryExporter[R any] struct {
+	next Sender[R]
+	cfg  RetryConfig
+	retryHooks
 
 	// stopping is cancelled by Shutdown.
 	stopping context.Context
@@ -133,7 +136,7 @@ type retryExporter struct {
 
 // Export makes attempts until one succeeds, a failure is permanent, or the
 // next attempt could not start in time.
-func (r *retryExporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
+func (r *retryExporter[R]) Export(ctx context.Context, req R) error {
 	if r.stopping.Err() != nil {
 		return ErrShutdown
 	}
@@ -196,14 +199,14 @@ func (r *retryExporter) Export(ctx context.Context, req *collectorpb.ExportProfi
 }
 
 // jitter draws a wait from [interval/2, interval].
-func (r *retryExporter) jitter(interval time.Duration) time.Duration {
+func (r *retryExporter[R]) jitter(interval time.Duration) time.Duration {
 	half := interval / 2
 	return half + time.Duration(r.random()*float64(interval-half))
 }
 
 // Shutdown interrupts a pending Export, then shuts the wrapped exporter
 // down.
-func (r *retryExporter) Shutdown(ctx context.Context) error {
+func (r *retryExporter[R]) Shutdown(ctx context.Context) error {
 	r.stop()
 	return r.next.Shutdown(ctx)
 }

@@ -98,7 +98,7 @@ func repeat(err error, n int) []error {
 // fixedRandom places every backoff wait at the top of its jitter range, so
 // that the waits are exactly the intervals.
 func fixedRandom(v float64) RetryOption {
-	return func(r *retryExporter) { r.random = func() float64 { return v } }
+	return func(r *retryHooks) { r.random = func() float64 { return v } }
 }
 
 func TestRetrySchedule(t *testing.T) {
@@ -347,7 +347,7 @@ func TestRetryDisabledReturnsExporter(t *testing.T) {
 }
 
 func TestRetryJitterBounds(t *testing.T) {
-	r := WithRetry(&scriptedExporter{}, DefaultRetryConfig).(*retryExporter)
+	r := WithRetry[*collectorpb.ExportProfilesServiceRequest](&scriptedExporter{}, DefaultRetryConfig).(*retryExporter[*collectorpb.ExportProfilesServiceRequest])
 	for _, interval := range []time.Duration{time.Millisecond, 5 * time.Second, 30 * time.Second} {
 		seen := make(map[time.Duration]bool)
 		for range 1000 {
