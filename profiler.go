@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/delivery"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlp"
 )
@@ -38,12 +40,20 @@ type Profiler struct {
 	cfg       *config
 	collector *collect.Collector
 	builder   *otlp.Builder
-	exporter  export.Exporter
-	stats     collect.Stats
+	// sender exports the windows from its own goroutine, so that the loop
+	// never waits on the network.
+	sender  *delivery.Sender
+	stats   collect.Stats
+	sent    delivery.Stats
+	metrics metric.Registration
+
+	collected    atomic.Int64
+	collectNanos atomic.Int64
+	convertNanos atomic.Int64
 
 	stopOnce sync.Once
 	// stopRequests carries the context of the first Stop to the loop, which
-	// uses it to bound the last export.
+	// uses it to bound the last exports.
 	stopRequests chan context.Context
 	done         chan struct{}
 	stopErr      error
@@ -68,16 +78,20 @@ type Profiler struct {
 // sends.
 func Start(opts ...Option) (*Profiler, error) {
 	cfg, err := newConfig(opts, os.Getenv)
+	ds, dsErr := resolveDelivery(opts)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, dsErr)
 	}
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil
 	}
+	if dsErr != nil {
+		return nil, dsErr
+	}
 	if !running.CompareAndSwap(false, true) {
 		return nil, errors.New("profiler: another profiler is already running in this process; Stop it first")
 	}
-	p, err := start(cfg)
+	p, err := start(cfg, ds)
 	if err != nil {
 		running.Store(false)
 		return nil, err
@@ -85,17 +99,24 @@ func Start(opts ...Option) (*Profiler, error) {
 	return p, nil
 }
 
-func start(cfg *config) (*Profiler, error) {
-	exp, err := newExporter(cfg)
-	if err != nil {
-		return nil, err
-	}
+func start(cfg *config, ds deliverySettings) (*Profiler, error) {
 	p := &Profiler{
 		cfg:          cfg,
-		exporter:     exp,
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
 	}
+	exp, err := newExporter(cfg, func(int, time.Duration, error) { p.sent.Retries.Add(1) })
+	if err != nil {
+		return nil, err
+	}
+	p.sender = delivery.New(delivery.Config{
+		Exporter:        exp,
+		MaxWindows:      ds.maxWindows,
+		MaxBytes:        ds.maxBytes,
+		MaxRequestBytes: ds.maxRequestBytes,
+		Logger:          cfg.logger,
+		Stats:           &p.sent,
+	})
 	names := make([]string, len(cfg.profileTypes))
 	for i, t := range cfg.profileTypes {
 		names[i] = t.String()
@@ -108,7 +129,7 @@ func start(cfg *config) (*Profiler, error) {
 		Stats:    &p.stats,
 	})
 	if err != nil {
-		exp.Shutdown(context.Background())
+		p.sender.Shutdown(context.Background())
 		return nil, err
 	}
 	p.builder = otlp.NewBuilder(toProtoResource(cfg.resource),
@@ -126,23 +147,35 @@ func start(cfg *config) (*Profiler, error) {
 			p.setBlockRate = true
 		}
 	}
+	if p.metrics, err = p.registerMetrics(ds.meterProvider); err != nil {
+		// The profiles matter more than the metrics about them.
+		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
+	}
 	p.collector.Start(time.Now())
 	go p.loop()
 	return p, nil
 }
 
-func newExporter(cfg *config) (export.Exporter, error) {
+// newExporter returns the configured exporter. An OTLP exporter retries as
+// the configuration says, calling onRetry before each retry.
+func newExporter(cfg *config, onRetry func(attempt int, delay time.Duration, err error)) (export.Exporter, error) {
 	switch cfg.exporter {
 	case ExporterFile:
 		return export.NewFile(cfg.file)
 	case ExporterNone:
 		return export.NewNone(), nil
 	default:
-		return export.NewOTLP(cfg.otlp)
+		exp, err := export.NewOTLP(cfg.otlp)
+		if err != nil {
+			return nil, err
+		}
+		return export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)), nil
 	}
 }
 
-// loop ends a window every period until Stop asks for the last one.
+// loop ends a window every period until Stop asks for the last one. It
+// hands each window to the sender and goes on: it never waits on the
+// network.
 func (p *Profiler) loop() {
 	defer close(p.done)
 	ticker := time.NewTicker(p.cfg.period)
@@ -150,51 +183,56 @@ func (p *Profiler) loop() {
 	for {
 		select {
 		case now := <-ticker.C:
-			p.window(context.Background(), now, false)
+			p.window(now, false)
 		case ctx := <-p.stopRequests:
-			p.stopErr = p.window(ctx, time.Now(), true)
+			lastErr := p.window(time.Now(), true)
 			p.restoreRuntime()
-			if err := p.exporter.Shutdown(ctx); err != nil && p.stopErr == nil {
-				p.stopErr = fmt.Errorf("profiler: shutting down the exporter: %w", err)
+			var errs []error
+			if lastErr != nil {
+				errs = append(errs, lastErr)
 			}
+			if err := p.sender.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("profiler: stop: %w", err))
+			}
+			if p.metrics != nil {
+				if err := p.metrics.Unregister(); err != nil {
+					p.cfg.logger.Warn("pprofotel: unregistering the profiler's own metrics", "error", err)
+				}
+			}
+			p.stopErr = errors.Join(errs...)
 			running.Store(false)
 			return
 		}
 	}
 }
 
-// window collects, converts and exports one window. A panic in any of it is
-// the profiler's bug, not the application's problem: it is logged and the
-// window is lost, and profiling goes on.
-func (p *Profiler) window(ctx context.Context, now time.Time, last bool) (err error) {
+// window collects and converts one window and queues it for export. A
+// panic in any of it is the profiler's bug, not the application's problem:
+// it is logged and the window is lost, and profiling goes on.
+func (p *Profiler) window(now time.Time, last bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.cfg.logger.Error("pprofotel: window dropped after an internal error", "panic", r)
 			err = fmt.Errorf("profiler: internal error: %v", r)
 		}
 	}()
+	began := time.Now()
 	var w collect.Window
 	if last {
 		w = p.collector.Stop(now)
 	} else {
 		w = p.collector.Collect(now)
 	}
+	collected := time.Now()
 	inputs := make([]otlp.Input, len(w.Profiles))
 	for i, prof := range w.Profiles {
 		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data}
 	}
 	req := p.builder.Build(w.Start, w.End, inputs)
-	if !last {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, p.cfg.otlp.Timeout)
-		defer cancel()
-	}
-	if err := p.exporter.Export(ctx, req); err != nil {
-		p.cfg.logger.Warn("pprofotel: window not delivered", "start", w.Start, "end", w.End, "error", err)
-		return fmt.Errorf("profiler: window %s–%s not delivered: %w",
-			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
-	}
-	p.cfg.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "profiles", len(inputs))
+	p.collectNanos.Add(int64(collected.Sub(began)))
+	p.convertNanos.Add(int64(time.Since(collected)))
+	p.collected.Add(1)
+	p.sender.Enqueue(delivery.Window{Start: w.Start, End: w.End, Request: req})
 	return nil
 }
 
@@ -212,10 +250,20 @@ func (p *Profiler) restoreRuntime() {
 }
 
 // Stop ends profiling: it collects the current, partial window of every
-// profile type, exports it and waits for that export, for no longer than
-// ctx allows. It restores the runtime's mutex and block profile rates and
-// frees the CPU profiler. Stop may be called more than once and from any
-// goroutine; every call waits for the same shutdown and returns its result.
+// profile type and exports it after the windows still queued, for no longer
+// than ctx allows. When ctx is done first, the export in flight is
+// cancelled, the rest is given up, and the error lists every window that
+// was not delivered, by its time range, and why. Stop restores the
+// runtime's mutex and block profile rates, frees the CPU profiler, and
+// returns only when the profiler's goroutines have ended.
+//
+// With a ctx that never ends, Stop waits until every queued window is
+// delivered or given up by the retry policy (see WithRetry), which can take
+// minutes while the receiver is unreachable: give Stop a deadline.
+//
+// Stop may be called more than once and from any goroutine; every call
+// waits for the same shutdown, bounded by the first call's ctx, and returns
+// its result.
 func (p *Profiler) Stop(ctx context.Context) error {
 	if p == nil || p.done == nil {
 		return nil // disabled
@@ -223,12 +271,8 @@ func (p *Profiler) Stop(ctx context.Context) error {
 	p.stopOnce.Do(func() {
 		p.stopRequests <- ctx
 	})
-	select {
-	case <-p.done:
-		return p.stopErr
-	case <-ctx.Done():
-		return fmt.Errorf("profiler: stop: %w", ctx.Err())
-	}
+	<-p.done
+	return p.stopErr
 }
 
 // executable returns the path and Go build id of the running binary, for the

@@ -1,0 +1,16 @@
+// Package delivery carries the requests of finished windows from the
+// profiler's collection loop to an exporter, so that collection never waits
+// on the network.
+//
+// A Sender keeps a bounded queue: at most a number of windows and a budget
+// of bytes (the protobuf size of their requests). When a new window does not
+// fit, the oldest queued windows are dropped first, because a recent window
+// tells more about the running program than an old one. Every drop is
+// counted, and logged at most once per interval with the number of drops
+// since the previous line.
+//
+// One goroutine exports the queue in order. A request larger than the
+// receiver's limit is split into valid requests that each fit (see
+// otlp.Split). Shutdown exports what is queued within its context's
+// deadline and reports, window by window, what it could not deliver.
+package delivery

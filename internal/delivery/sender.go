@@ -1,0 +1,413 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/internal/otlp"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMaxWindows lets a receiver be away for ten windows (ten
+	// minutes at the default period) before the first window is dropped.
+	DefaultMaxWindows = 10
+	// DefaultMaxBytes bounds the queue to 16 MiB of encoded requests. The
+	// decoded messages the queue holds take a few times that in memory.
+	DefaultMaxBytes = 16 << 20
+	// DefaultLogInterval is the shortest time between two log lines about
+	// drops, and between two about failed exports.
+	DefaultLogInterval = time.Minute
+)
+
+// Window is the request of one collection window.
+type Window struct {
+	// Start and End delimit the window; they name it in logs and errors.
+	Start, End time.Time
+	// Request is owned by the Sender once enqueued.
+	Request *collectorpb.ExportProfilesServiceRequest
+}
+
+// Stats counts what a Sender did. The fields are updated atomically and may
+// be read at any time.
+type Stats struct {
+	// Exported counts windows whose every part the exporter accepted.
+	Exported atomic.Int64
+	// Failed counts windows the exporter did not accept (permanent
+	// failures, retries exhausted, a window that cannot be split small
+	// enough, Shutdown's deadline); some of their parts may have arrived.
+	Failed atomic.Int64
+	// Dropped counts windows removed unsent to keep the queue within its
+	// bounds, and windows enqueued after Shutdown.
+	Dropped atomic.Int64
+	// Retries counts export attempts repeated after a retryable failure.
+	// The Sender does not retry; whoever wraps the exporter with a retry
+	// policy adds to it.
+	Retries atomic.Int64
+	// BytesSent sums the protobuf sizes of the requests the exporter
+	// accepted, before any compression.
+	BytesSent atomic.Int64
+}
+
+// Config configures a Sender.
+type Config struct {
+	// Exporter sends the requests. The Sender owns it: it serialises
+	// calls to Export and shuts it down in Shutdown.
+	Exporter export.Exporter
+	// MaxWindows bounds the number of queued windows; <= 0 takes
+	// DefaultMaxWindows. The window being exported is not counted.
+	MaxWindows int
+	// MaxBytes bounds the summed protobuf size of the queued requests;
+	// <= 0 takes DefaultMaxBytes. The newest window is kept even when it
+	// alone is larger, so that a small budget delays nothing.
+	MaxBytes int64
+	// MaxRequestBytes is the largest request sent whole; larger ones are
+	// split. <= 0 takes otlp.DefaultMaxRequestBytes.
+	MaxRequestBytes int
+	// Logger receives drops (warn, rate-limited), failed exports (warn,
+	// rate-limited) and exports (debug). Nil discards.
+	Logger *slog.Logger
+	// LogInterval rate-limits the warnings; <= 0 takes
+	// DefaultLogInterval.
+	LogInterval time.Duration
+	// Stats receives the counts; may be nil.
+	Stats *Stats
+	// Now reads the clock for the rate limits; nil is time.Now.
+	Now func() time.Time
+}
+
+// Sender queues windows and exports them from its own goroutine. Its
+// methods are safe for concurrent use.
+type Sender struct {
+	exp        export.Exporter
+	maxWindows int
+	maxBytes   int64
+	maxRequest int
+	logger     *slog.Logger
+	stats      *Stats
+
+	// wake tells the exporting goroutine that the queue or closing changed.
+	wake chan struct{}
+	done chan struct{}
+	// running is the context of exports; Shutdown cancels it when its own
+	// context is done.
+	running     context.Context
+	stopRunning context.CancelFunc
+
+	mu       sync.Mutex
+	queue    []queued // oldest first
+	bytes    int64
+	closing  bool
+	stopCtx  context.Context // Shutdown's, set with closing
+	dropLog  rateLimit
+	failLog  rateLimit
+	unsent   []Undelivered // windows lost after Shutdown began
+	shutOnce sync.Once
+	shutErr  error
+}
+
+type queued struct {
+	Window
+	size int64
+}
+
+// New starts a Sender.
+func New(cfg Config) *Sender {
+	s := &Sender{
+		exp:        cfg.Exporter,
+		maxWindows: cfg.MaxWindows,
+		maxBytes:   cfg.MaxBytes,
+		maxRequest: cfg.MaxRequestBytes,
+		logger:     cfg.Logger,
+		stats:      cfg.Stats,
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+	}
+	if s.maxWindows <= 0 {
+		s.maxWindows = DefaultMaxWindows
+	}
+	if s.maxBytes <= 0 {
+		s.maxBytes = DefaultMaxBytes
+	}
+	if s.maxRequest <= 0 {
+		s.maxRequest = otlp.DefaultMaxRequestBytes
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.stats == nil {
+		s.stats = new(Stats)
+	}
+	interval := cfg.LogInterval
+	if interval <= 0 {
+		interval = DefaultLogInterval
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	s.dropLog = rateLimit{every: interval, now: now}
+	s.failLog = rateLimit{every: interval, now: now}
+	s.running, s.stopRunning = context.WithCancel(context.Background())
+	go s.run()
+	return s
+}
+
+// Enqueue queues w for export and returns at once. When the queue is over
+// its bounds, the oldest windows are dropped. After Shutdown, w is dropped.
+func (s *Sender) Enqueue(w Window) {
+	size := int64(proto.Size(w.Request))
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		s.drop(1, "the sender is shut down")
+		return
+	}
+	s.queue = append(s.queue, queued{Window: w, size: size})
+	s.bytes += size
+	dropped := 0
+	for len(s.queue) > 1 && (len(s.queue) > s.maxWindows || s.bytes > s.maxBytes) {
+		s.bytes -= s.queue[0].size
+		s.queue[0] = queued{} // let the request be collected
+		s.queue = s.queue[1:]
+		dropped++
+	}
+	s.mu.Unlock()
+	if dropped > 0 {
+		s.drop(dropped, "the queue is full")
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Len returns the number of queued windows and their summed protobuf size.
+// The window being exported is not counted.
+func (s *Sender) Len() (windows int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue), s.bytes
+}
+
+func (s *Sender) drop(n int, why string) {
+	total := s.stats.Dropped.Add(int64(n))
+	s.mu.Lock()
+	since, ok := s.dropLog.note(n)
+	s.mu.Unlock()
+	if ok {
+		s.logger.Warn("pprofotel: profile windows dropped unsent",
+			"reason", why, "dropped", since, "dropped_total", total,
+			"max_windows", s.maxWindows, "max_bytes", s.maxBytes)
+	}
+}
+
+// run exports the queue, oldest first, until Shutdown.
+func (s *Sender) run() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return
+			}
+			<-s.wake
+			continue
+		}
+		w := s.queue[0]
+		s.queue[0] = queued{}
+		s.queue = s.queue[1:]
+		s.bytes -= w.size
+		ctx := s.running
+		if s.closing {
+			// Exports started by Shutdown see its deadline, so that a
+			// retry policy does not plan waits past it.
+			ctx = s.stopCtx
+		}
+		s.mu.Unlock()
+		s.send(ctx, w.Window)
+	}
+}
+
+// send exports w, split into parts if needed, and accounts for the result.
+func (s *Sender) send(ctx context.Context, w Window) {
+	if err := s.running.Err(); err != nil {
+		s.fail(w, fmt.Errorf("not attempted: %w", err))
+		return
+	}
+	parts, err := otlp.Split(w.Request, s.maxRequest)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	for i, part := range parts {
+		if err := s.exp.Export(ctx, part); err != nil {
+			if len(parts) > 1 {
+				err = fmt.Errorf("part %d of %d (%d arrived): %w", i+1, len(parts), i, err)
+			}
+			s.fail(w, err)
+			return
+		}
+		s.stats.BytesSent.Add(int64(proto.Size(part)))
+	}
+	s.stats.Exported.Add(1)
+	s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
+}
+
+func (s *Sender) fail(w Window, err error) {
+	total := s.stats.Failed.Add(1)
+	s.mu.Lock()
+	if s.closing {
+		s.unsent = append(s.unsent, Undelivered{Start: w.Start, End: w.End, Err: err})
+	}
+	since, ok := s.failLog.note(1)
+	s.mu.Unlock()
+	if ok {
+		s.logger.Warn("pprofotel: profile window not delivered",
+			"start", w.Start, "end", w.End, "error", err,
+			"failed", since, "failed_total", total)
+	}
+}
+
+// Shutdown stops accepting windows, exports the queued ones within ctx's
+// deadline, then shuts the exporter down. When ctx is done first, the
+// export in flight is cancelled and the rest of the queue is given up.
+// Shutdown returns once the exporting goroutine has ended; the error, an
+// *UndeliveredError when windows were lost, lists every window that was
+// queued or in flight and did not arrive. Later calls return the same
+// result.
+func (s *Sender) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.stopCtx = ctx
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+		stop := context.AfterFunc(ctx, s.stopRunning)
+		<-s.done
+		stop()
+		s.stopRunning()
+
+		s.mu.Lock()
+		unsent := s.unsent
+		dropsSince := s.dropLog.flush()
+		failsSince := s.failLog.flush()
+		s.mu.Unlock()
+		if dropsSince > 0 || failsSince > 0 {
+			s.logger.Warn("pprofotel: profile windows lost since the last report",
+				"dropped", dropsSince, "failed", failsSince,
+				"dropped_total", s.stats.Dropped.Load(), "failed_total", s.stats.Failed.Load())
+		}
+
+		var errs []error
+		if len(unsent) > 0 {
+			ue := &UndeliveredError{Windows: unsent}
+			if ctx.Err() != nil {
+				ue.Cause = ctx.Err()
+			}
+			errs = append(errs, ue)
+		}
+		if err := s.exp.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("delivery: shutting down the exporter: %w", err))
+		}
+		s.shutErr = errors.Join(errs...)
+	})
+	return s.shutErr
+}
+
+// Undelivered is a window that Shutdown could not deliver.
+type Undelivered struct {
+	Start, End time.Time
+	// Err says why.
+	Err error
+}
+
+// UndeliveredError lists the windows lost during Shutdown.
+type UndeliveredError struct {
+	Windows []Undelivered
+	// Cause is the error of Shutdown's context when it ended the
+	// exports, nil when the windows failed on their own.
+	Cause error
+}
+
+// Error names every window by its time range, with its reason.
+func (e *UndeliveredError) Error() string {
+	var b strings.Builder
+	n := len(e.Windows)
+	fmt.Fprintf(&b, "%d profile window", n)
+	if n != 1 {
+		b.WriteString("s")
+	}
+	b.WriteString(" not delivered")
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (%v)", e.Cause)
+	}
+	for i, w := range e.Windows {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "[%s, %s): %v", w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), w.Err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the context's error and each window's, so that errors.Is
+// finds context.DeadlineExceeded or an *export.ExportError.
+func (e *UndeliveredError) Unwrap() []error {
+	errs := make([]error, 0, len(e.Windows)+1)
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	for _, w := range e.Windows {
+		errs = append(errs, w.Err)
+	}
+	return errs
+}
+
+// rateLimit lets one report through per interval and counts the events in
+// between, so that the next report carries them. It is guarded by the
+// Sender's mutex.
+type rateLimit struct {
+	every   time.Duration
+	now     func() time.Time
+	last    time.Time
+	pending int
+}
+
+// note adds n events and reports whether to log now, with the events since
+// the last report.
+func (r *rateLimit) note(n int) (int, bool) {
+	r.pending += n
+	now := r.now()
+	if !r.last.IsZero() && now.Sub(r.last) < r.every {
+		return 0, false
+	}
+	r.last = now
+	since := r.pending
+	r.pending = 0
+	return since, true
+}
+
+// flush returns the events not reported yet.
+func (r *rateLimit) flush() int {
+	n := r.pending
+	r.pending = 0
+	return n
+}

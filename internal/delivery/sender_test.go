@@ -1,0 +1,486 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlptest"
+)
+
+var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// window returns window i: [epoch+i min, epoch+(i+1) min).
+func window(i int) Window {
+	start := epoch.Add(time.Duration(i) * time.Minute)
+	end := start.Add(time.Minute)
+	b := otlp.NewBuilder(nil, &commonpb.InstrumentationScope{Name: "test"})
+	return Window{Start: start, End: end, Request: b.Build(start, end, otlptest.FixtureInputs())}
+}
+
+// windowIndex tells which window a request (or a part of one) belongs to.
+func windowIndex(req *collectorpb.ExportProfilesServiceRequest) int {
+	ns := req.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].TimeUnixNano
+	return int(time.Unix(0, int64(ns)).Sub(epoch) / time.Minute)
+}
+
+// fakeExporter records what it receives. While gate is open (nil) it
+// accepts at once; otherwise each Export waits for gate to close or for
+// its context.
+type fakeExporter struct {
+	mu       sync.Mutex
+	gate     chan struct{}
+	fail     error
+	got      []*collectorpb.ExportProfilesServiceRequest
+	started  chan struct{}
+	shutdown atomic.Int32
+}
+
+func newFakeExporter(blocked bool) *fakeExporter {
+	e := &fakeExporter{started: make(chan struct{}, 1000)}
+	if blocked {
+		e.gate = make(chan struct{})
+	}
+	return e
+}
+
+func (e *fakeExporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
+	e.started <- struct{}{}
+	e.mu.Lock()
+	gate, fail := e.gate, e.fail
+	e.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fail != nil {
+		return fail
+	}
+	e.mu.Lock()
+	e.got = append(e.got, req)
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *fakeExporter) Shutdown(context.Context) error {
+	e.shutdown.Add(1)
+	return nil
+}
+
+func (e *fakeExporter) release() { close(e.gate) }
+
+func (e *fakeExporter) windows() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []int
+	for _, r := range e.got {
+		out = append(out, windowIndex(r))
+	}
+	return out
+}
+
+// waitStarted waits until the exporter has been called n more times.
+func (e *fakeExporter) waitStarted(t *testing.T, n int) {
+	t.Helper()
+	guard := time.After(20 * time.Second) // a guard against a hang
+	for range n {
+		select {
+		case <-e.started:
+		case <-guard:
+			t.Fatalf("Export was not called %d times", n)
+		}
+	}
+}
+
+// logRecorder keeps the log records it handles.
+type logRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.records = append(l.records, r.Clone())
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// find returns the int64 attribute key of every record whose message
+// contains msg.
+func (l *logRecorder) find(msg, key string) []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int64
+	for _, r := range l.records {
+		if !strings.Contains(r.Message, msg) {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				out = append(out, a.Value.Int64())
+			}
+			return true
+		})
+	}
+	return out
+}
+
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// checkNoGoroutine fails t if a Sender's goroutine is still running,
+// allowing goroutines that are ending a moment to go.
+func checkNoGoroutine(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for range 200 {
+		n := runtime.Stack(buf, true)
+		if !strings.Contains(string(buf[:n]), "delivery.(*Sender).run") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("a Sender goroutine is still running:\n%s", buf[:runtime.Stack(buf, true)])
+}
+
+// waitFor polls cond until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 2000 { // a guard against a hang, not a timing assertion
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("never saw %s", what)
+}
+
+func TestDropOldestFirst(t *testing.T) {
+	exp := newFakeExporter(true)
+	logs := &logRecorder{}
+	clock := &fakeClock{}
+	stats := &Stats{}
+	s := New(Config{Exporter: exp, MaxWindows: 3, Logger: slog.New(logs), Stats: stats, Now: clock.now})
+	defer checkNoGoroutine(t)
+
+	s.Enqueue(window(0))
+	exp.waitStarted(t, 1) // window 0 is in flight, the queue is empty
+	for i := 1; i <= 5; i++ {
+		s.Enqueue(window(i))
+	}
+	if n, _ := s.Len(); n != 3 {
+		t.Errorf("Len = %d windows, want 3", n)
+	}
+	if got := stats.Dropped.Load(); got != 2 {
+		t.Errorf("Dropped = %d, want 2", got)
+	}
+	// Two drops within one log interval: one line, for the first.
+	if got := logs.find("dropped", "dropped"); len(got) != 1 || got[0] != 1 {
+		t.Errorf("drop log lines carry %v, want [1]", got)
+	}
+	s.Enqueue(window(6)) // drops window 3, not logged yet
+	clock.advance(DefaultLogInterval)
+	s.Enqueue(window(7)) // drops window 4: the line counts windows 2, 3 and 4
+	if got := logs.find("dropped", "dropped"); len(got) != 2 || got[1] != 3 {
+		t.Errorf("drop log lines carry %v, want [1 3]", got)
+	}
+
+	exp.release()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if got, want := exp.windows(), []int{0, 5, 6, 7}; !equal(got, want) {
+		t.Errorf("exported windows %v, want %v", got, want)
+	}
+	if got := stats.Dropped.Load(); got != 4 {
+		t.Errorf("Dropped = %d, want 4", got)
+	}
+	if got := stats.Exported.Load(); got != 4 {
+		t.Errorf("Exported = %d, want 4", got)
+	}
+	if exp.shutdown.Load() != 1 {
+		t.Errorf("exporter shut down %d times, want 1", exp.shutdown.Load())
+	}
+}
+
+func equal(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestByteBudget(t *testing.T) {
+	size := int64(proto.Size(window(0).Request))
+	tests := []struct {
+		name       string
+		maxBytes   int64
+		enqueued   int
+		wantQueued int
+	}{
+		{"two and a half windows", size*5/2 + 1, 10, 2},
+		{"exactly three windows", 3 * size, 10, 3},
+		{"newest kept when alone too large", size / 2, 4, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := newFakeExporter(true)
+			stats := &Stats{}
+			s := New(Config{Exporter: exp, MaxWindows: 100, MaxBytes: tt.maxBytes, Stats: stats})
+			defer checkNoGoroutine(t)
+			s.Enqueue(window(0))
+			exp.waitStarted(t, 1)
+			maxSeen := int64(0)
+			for i := 1; i <= tt.enqueued; i++ {
+				s.Enqueue(window(i))
+				_, b := s.Len()
+				maxSeen = max(maxSeen, b)
+			}
+			n, b := s.Len()
+			if n != tt.wantQueued || b != int64(tt.wantQueued)*size {
+				t.Errorf("Len = %d windows, %d bytes; want %d, %d", n, b, tt.wantQueued, int64(tt.wantQueued)*size)
+			}
+			if tt.maxBytes >= size && maxSeen > tt.maxBytes {
+				t.Errorf("the queue held %d bytes, budget %d", maxSeen, tt.maxBytes)
+			}
+			if got, want := stats.Dropped.Load(), int64(tt.enqueued-tt.wantQueued); got != want {
+				t.Errorf("Dropped = %d, want %d", got, want)
+			}
+			exp.release()
+			if err := s.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want := []int{0}
+			for i := tt.enqueued - tt.wantQueued + 1; i <= tt.enqueued; i++ {
+				want = append(want, i)
+			}
+			if got := exp.windows(); !equal(got, want) {
+				t.Errorf("exported %v, want the newest: %v", got, want)
+			}
+		})
+	}
+}
+
+func TestEnqueueNeverBlocks(t *testing.T) {
+	exp := newFakeExporter(true) // hangs until its context ends
+	stats := &Stats{}
+	s := New(Config{Exporter: exp, MaxWindows: 4, Stats: stats})
+	defer checkNoGoroutine(t)
+	w := window(0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			s.Enqueue(w)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // a guard against a hang
+		t.Fatal("Enqueue blocked while the exporter hangs")
+	}
+	exp.waitStarted(t, 1)
+	if got := stats.Dropped.Load(); got != 1000-4-1 {
+		t.Errorf("Dropped = %d, want %d", got, 1000-4-1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Shutdown(ctx)
+	var ue *UndeliveredError
+	if !errors.As(err, &ue) || len(ue.Windows) != 5 {
+		t.Fatalf("Shutdown: %v; want 5 undelivered windows", err)
+	}
+}
+
+func TestShutdownGivesUpAtTheDeadline(t *testing.T) {
+	exp := newFakeExporter(true)
+	stats := &Stats{}
+	logs := &logRecorder{}
+	s := New(Config{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
+	defer checkNoGoroutine(t)
+	for i := range 3 {
+		s.Enqueue(window(i))
+	}
+	exp.waitStarted(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := s.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown: %v; want the context's deadline in the chain", err)
+	}
+	var ue *UndeliveredError
+	if !errors.As(err, &ue) {
+		t.Fatalf("Shutdown: %T %v; want an *UndeliveredError", err, err)
+	}
+	if len(ue.Windows) != 3 {
+		t.Fatalf("%d undelivered windows, want 3: %v", len(ue.Windows), err)
+	}
+	for i, w := range ue.Windows {
+		want := window(i)
+		if !w.Start.Equal(want.Start) || !w.End.Equal(want.End) {
+			t.Errorf("undelivered[%d] = [%v, %v), want [%v, %v)", i, w.Start, w.End, want.Start, want.End)
+		}
+		rng := want.Start.Format(time.RFC3339) + ", " + want.End.Format(time.RFC3339)
+		if !strings.Contains(err.Error(), rng) {
+			t.Errorf("error does not name window [%s): %v", rng, err)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), "3 profile windows not delivered") {
+		t.Errorf("error = %q", err)
+	}
+	if got := stats.Failed.Load(); got != 3 {
+		t.Errorf("Failed = %d, want 3", got)
+	}
+	if exp.shutdown.Load() != 1 {
+		t.Errorf("exporter shut down %d times, want 1", exp.shutdown.Load())
+	}
+	// A second Shutdown returns the same result without waiting.
+	if err2 := s.Shutdown(context.Background()); err2 != err {
+		t.Errorf("second Shutdown: %v, want %v", err2, err)
+	}
+	// The failures after the first were not logged individually; the
+	// final report carries them.
+	if got := logs.find("lost since the last report", "failed"); len(got) != 1 || got[0] != 2 {
+		t.Errorf("final report carries failed=%v, want [2]", got)
+	}
+}
+
+func TestEnqueueAfterShutdownDrops(t *testing.T) {
+	exp := newFakeExporter(false)
+	stats := &Stats{}
+	s := New(Config{Exporter: exp, Stats: stats})
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkNoGoroutine(t)
+	s.Enqueue(window(0))
+	if got := stats.Dropped.Load(); got != 1 {
+		t.Errorf("Dropped = %d, want 1", got)
+	}
+	if got := exp.windows(); len(got) != 0 {
+		t.Errorf("exported %v after Shutdown", got)
+	}
+}
+
+func TestFailedExportsAreCountedNotRetried(t *testing.T) {
+	exp := newFakeExporter(false)
+	exp.fail = errors.New("HTTP 400 Bad Request")
+	stats := &Stats{}
+	logs := &logRecorder{}
+	s := New(Config{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
+	for i := range 3 {
+		s.Enqueue(window(i))
+		exp.waitStarted(t, 1)
+	}
+	waitFor(t, "3 failures", func() bool { return stats.Failed.Load() == 3 })
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v; windows that failed before it are not its to report", err)
+	}
+	checkNoGoroutine(t)
+	if got := stats.Failed.Load(); got != 3 {
+		t.Errorf("Failed = %d, want 3", got)
+	}
+	if got := stats.Exported.Load(); got != 0 {
+		t.Errorf("Exported = %d, want 0", got)
+	}
+	if got := len(exp.started); got != 0 {
+		t.Errorf("%d extra Export calls; the Sender must not retry", got)
+	}
+	if got := logs.find("not delivered", "failed"); len(got) != 1 {
+		t.Errorf("%d failure lines within one interval, want 1", len(got))
+	}
+}
+
+func TestLargeRequestsAreSplit(t *testing.T) {
+	exp := newFakeExporter(false)
+	stats := &Stats{}
+	w := window(0)
+	limit := proto.Size(w.Request) * 2 / 3
+	s := New(Config{Exporter: exp, Stats: stats, MaxRequestBytes: limit})
+	s.Enqueue(w)
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkNoGoroutine(t)
+	exp.mu.Lock()
+	parts := exp.got
+	exp.mu.Unlock()
+	if len(parts) < 2 {
+		t.Fatalf("%d requests sent, want the window split in at least 2", len(parts))
+	}
+	sent := int64(0)
+	for i, p := range parts {
+		if size := proto.Size(p); size > limit {
+			t.Errorf("part %d: %d bytes over the limit of %d", i, size, limit)
+		}
+		if err := otlptest.Validate(p); err != nil {
+			t.Errorf("part %d: %v", i, err)
+		}
+		sent += int64(proto.Size(p))
+	}
+	if got := stats.BytesSent.Load(); got != sent {
+		t.Errorf("BytesSent = %d, want %d", got, sent)
+	}
+	if got := stats.Exported.Load(); got != 1 {
+		t.Errorf("Exported = %d windows, want 1", got)
+	}
+}
+
+func TestUnsplittableWindowFails(t *testing.T) {
+	exp := newFakeExporter(false)
+	stats := &Stats{}
+	logs := &logRecorder{}
+	s := New(Config{Exporter: exp, Stats: stats, MaxRequestBytes: 100, Logger: slog.New(logs)})
+	s.Enqueue(window(0))
+	if err := s.Shutdown(context.Background()); err != nil {
+		// Shutdown began before the window failed: it reports it.
+		if !strings.Contains(err.Error(), "maximum request size of 100 bytes") {
+			t.Errorf("Shutdown: %v; want the window reported as too large", err)
+		}
+	}
+	checkNoGoroutine(t)
+	if got := stats.Failed.Load(); got != 1 {
+		t.Errorf("Failed = %d, want 1", got)
+	}
+	if got := exp.windows(); len(got) != 0 {
+		t.Errorf("exported %v; a window that cannot be split small enough must not be cut", got)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	found := false
+	for _, r := range logs.records {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "error" && strings.Contains(a.Value.String(), "maximum request size of 100 bytes") {
+				found = true
+			}
+			return true
+		})
+	}
+	if !found {
+		t.Error("the failure was not logged with its reason")
+	}
+}

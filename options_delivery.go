@@ -1,0 +1,79 @@
+package profiler
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// minMaxRequestBytes is the smallest WithMaxRequestBytes accepts: below it
+// the resource, a scope and a single deep stack might not fit in one
+// request, and the window could not be sent at all.
+const minMaxRequestBytes = 64 << 10
+
+// deliveryOption is an Option for the queue, the request size and the
+// profiler's own metrics. newConfig passes over it; Start resolves it with
+// resolveDelivery.
+type deliveryOption func(*deliverySettings)
+
+func (deliveryOption) apply(*options) {}
+
+// deliverySettings is what the delivery options asked for. Zero values take
+// the defaults of package delivery.
+type deliverySettings struct {
+	maxWindows      int
+	maxBytes        int64
+	maxRequestBytes int
+	// meterProvider is nil unless WithMeterProvider was given.
+	meterProvider metric.MeterProvider
+	errs          []error
+}
+
+// resolveDelivery applies the delivery options of opts in order.
+func resolveDelivery(opts []Option) (deliverySettings, error) {
+	var d deliverySettings
+	for _, opt := range opts {
+		if o, ok := opt.(deliveryOption); ok && o != nil {
+			o(&d)
+		}
+	}
+	return d, errors.Join(d.errs...)
+}
+
+// WithQueueLimits bounds the windows waiting to be exported while the
+// receiver is slow or unreachable: at most windows of them, whose requests
+// take at most bytes in protobuf encoding (the decoded requests the queue
+// holds take a few times that in memory). When a new window does not fit,
+// the oldest queued windows are dropped; drops are counted (Stats) and
+// logged, at most one line a minute. The newest window is always kept,
+// even when it alone exceeds bytes. The window being exported is not
+// counted. The defaults are 10 windows and 16 MiB.
+func WithQueueLimits(windows int, bytes int64) Option {
+	return deliveryOption(func(d *deliverySettings) {
+		if windows <= 0 || bytes <= 0 {
+			d.errs = append(d.errs, fmt.Errorf("profiler: WithQueueLimits(%d, %d): both limits must be positive", windows, bytes))
+			return
+		}
+		d.maxWindows, d.maxBytes = windows, bytes
+	})
+}
+
+// WithMaxRequestBytes sets the largest request, in bytes of its protobuf
+// encoding, that is sent whole. A larger window is split into several
+// requests that each fit: by profile type first, then by samples, each with
+// the part of the dictionary it uses, so the receiver gets every sample
+// and nothing is cut. The default, 4 MiB, is the default receive limit of
+// gRPC servers and so of the OpenTelemetry Collector's OTLP/gRPC receiver
+// (its OTLP/HTTP receiver accepts 20 MiB); raise it together with the
+// receiver's limit (max_recv_msg_size_mib). OTLP/JSON bodies are larger than
+// the protobuf size measured here. The minimum is 64 KiB.
+func WithMaxRequestBytes(bytes int) Option {
+	return deliveryOption(func(d *deliverySettings) {
+		if bytes < minMaxRequestBytes {
+			d.errs = append(d.errs, fmt.Errorf("profiler: WithMaxRequestBytes(%d): must be at least %d (64 KiB)", bytes, minMaxRequestBytes))
+			return
+		}
+		d.maxRequestBytes = bytes
+	})
+}

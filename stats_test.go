@@ -1,0 +1,178 @@
+package profiler
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"google.golang.org/protobuf/proto"
+)
+
+// readMetrics collects the profiler's metrics from reader, keyed by name,
+// with their units.
+func readMetrics(t *testing.T, reader *sdkmetric.ManualReader) (values map[string]float64, units map[string]string) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	values = make(map[string]float64)
+	units = make(map[string]string)
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != ScopeName {
+			continue
+		}
+		if sm.Scope.Version != Version {
+			t.Errorf("meter version %q, want %q", sm.Scope.Version, Version)
+		}
+		for _, m := range sm.Metrics {
+			units[m.Name] = m.Unit
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if len(d.DataPoints) != 1 {
+					t.Fatalf("%s: %d data points", m.Name, len(d.DataPoints))
+				}
+				values[m.Name] = float64(d.DataPoints[0].Value)
+			case metricdata.Sum[float64]:
+				if len(d.DataPoints) != 1 {
+					t.Fatalf("%s: %d data points", m.Name, len(d.DataPoints))
+				}
+				values[m.Name] = d.DataPoints[0].Value
+			default:
+				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return values, units
+}
+
+// asMetrics gives s as the values its metrics must report.
+func asMetrics(s Stats) map[string]float64 {
+	return map[string]float64{
+		metricWindowsCollected: float64(s.WindowsCollected),
+		metricWindowsExported:  float64(s.WindowsExported),
+		metricWindowsFailed:    float64(s.WindowsFailed),
+		metricWindowsDropped:   float64(s.WindowsDropped),
+		metricWindowsQueued:    float64(s.WindowsQueued),
+		metricExportRetries:    float64(s.ExportRetries),
+		metricExportBytes:      float64(s.BytesSent),
+		metricCollectionTime:   s.CollectionTime.Seconds(),
+		metricConversionTime:   s.ConversionTime.Seconds(),
+	}
+}
+
+func TestStatsAndMetrics(t *testing.T) {
+	r := newReceiver()
+	endpoint := startReceiver(t, "http", r)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+
+	p, err := Start(WithExporter(ExporterOTLP), WithProtocol(ProtocolHTTPProtobuf),
+		WithEndpointURL(endpoint+"/v1development/profiles"),
+		WithPeriod(20*time.Millisecond), WithProfileTypes(GoroutineProfile, HeapProfile),
+		WithMeterProvider(mp), WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "three windows exported", func() bool { return p.Stats().WindowsExported >= 3 })
+
+	// The profiler keeps running, so a reading lies between the stats just
+	// before and just after it.
+	before := asMetrics(p.Stats())
+	got, units := readMetrics(t, reader)
+	after := asMetrics(p.Stats())
+	wantUnits := map[string]string{
+		metricWindowsCollected: "{window}", metricWindowsExported: "{window}",
+		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
+		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
+		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
+	}
+	for name, unit := range wantUnits {
+		v, ok := got[name]
+		if !ok {
+			t.Errorf("metric %s not reported", name)
+			continue
+		}
+		if units[name] != unit {
+			t.Errorf("%s: unit %q, want %q", name, units[name], unit)
+		}
+		lo, hi := min(before[name], after[name]), max(before[name], after[name])
+		if v < lo || v > hi {
+			t.Errorf("%s = %v, stats said %v then %v", name, v, before[name], after[name])
+		}
+	}
+	if got[metricWindowsCollected] < 3 || got[metricExportBytes] <= 0 || got[metricCollectionTime] <= 0 || got[metricConversionTime] <= 0 {
+		t.Errorf("metrics report nothing done: %v", got)
+	}
+
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := checkAccounting(t, p)
+	if s.WindowsFailed != 0 || s.WindowsDropped != 0 || s.ExportRetries != 0 {
+		t.Errorf("a healthy receiver: failed %d, dropped %d, retries %d", s.WindowsFailed, s.WindowsDropped, s.ExportRetries)
+	}
+	r.mu.Lock()
+	var bytes int64
+	for _, req := range r.requests {
+		bytes += int64(proto.Size(req))
+	}
+	n := int64(len(r.requests))
+	r.mu.Unlock()
+	if n != s.WindowsExported || bytes != s.BytesSent {
+		t.Errorf("the receiver got %d requests, %d bytes; stats say %d windows, %d bytes", n, bytes, s.WindowsExported, s.BytesSent)
+	}
+	if s.CollectionTime <= 0 || s.ConversionTime <= 0 {
+		t.Errorf("collection time %v, conversion time %v", s.CollectionTime, s.ConversionTime)
+	}
+
+	// Stop unregistered the metrics; Stats still answers.
+	if after, _ := readMetrics(t, reader); len(after) != 0 {
+		t.Errorf("metrics still reported after Stop: %v", after)
+	}
+	if p.Stats() != s {
+		t.Errorf("Stats changed after Stop: %+v, then %+v", s, p.Stats())
+	}
+	mp.Shutdown(context.Background())
+	checkNoProfilerGoroutines(t)
+}
+
+// checkNoProfilerGoroutines looks for the goroutines of a profiler (its
+// loop, its sender, the HTTP exporter's connections) among all goroutines,
+// allowing those that are ending a moment to go. The test's receiver runs
+// until cleanup, so counting goroutines would not do.
+func checkNoProfilerGoroutines(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	for range 300 {
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		if !strings.Contains(stacks, "profiler.(*Profiler).loop") &&
+			!strings.Contains(stacks, "delivery.(*Sender).run") &&
+			!strings.Contains(stacks, "(*persistConn)") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("profiler goroutines left after Stop:\n%s", buf[:runtime.Stack(buf, true)])
+}
+
+func TestStatsOfDisabledProfiler(t *testing.T) {
+	t.Setenv("PPROFOTEL_ENABLED", "false")
+	p, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s != (Stats{}) {
+		t.Errorf("a disabled profiler counts %+v", s)
+	}
+	var nilProfiler *Profiler
+	if s := nilProfiler.Stats(); s != (Stats{}) {
+		t.Errorf("a nil profiler counts %+v", s)
+	}
+}
