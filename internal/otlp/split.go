@@ -30,7 +30,8 @@ const DefaultMaxRequestBytes = 4 << 20
 //
 // Split reports an error when some sample cannot be sent within maxBytes
 // even alone; it never drops samples. It does not modify req, and the parts
-// share read-only messages (resources, scopes, links) with it.
+// share messages that hold no dictionary indices (resources, scopes, links,
+// attribute values) with it, so neither may be modified afterwards.
 func Split(req *collectorpb.ExportProfilesServiceRequest, maxBytes int) ([]*collectorpb.ExportProfilesServiceRequest, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("otlp: split: maximum request size %d bytes must be positive", maxBytes)
@@ -439,8 +440,8 @@ func (p *pruner) finish() *profilespb.ProfilesDictionary {
 	return out
 }
 
-// remapAll rewrites idxs, which the caller owns, or returns a new slice
-// when idxs belongs to the source dictionary.
+// remapAll returns idxs renumbered through table, in a new slice: idxs
+// belongs to the source dictionary, which Split must not modify.
 func (p *pruner) remapAll(table []int32, idxs []int32) []int32 {
 	if len(idxs) == 0 {
 		return nil
