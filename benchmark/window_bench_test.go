@@ -1,0 +1,257 @@
+package benchmark
+
+import (
+	"bytes"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/grafana/pyroscope-go/godeltaprof"
+
+	"github.com/pprofotel/profiler/benchmark/internal/gen"
+)
+
+// advanceFraction is the share of each kind's stacks that runs again in a
+// benchmark window: most stacks of a service are quiet in any one window.
+const advanceFraction = 0.1
+
+var (
+	sourceOnce sync.Once
+	source     *gen.Source
+)
+
+// largeSource returns the process's generated runtime state, creating it on
+// first use. It lives as long as the test binary.
+func largeSource() *gen.Source {
+	sourceOnce.Do(func() { source = gen.New(gen.Large) })
+	return source
+}
+
+// kinds are the inputs of the per-window benchmarks; "all" is one window
+// of the three profiles, exported as one request.
+var kinds = []struct {
+	name  string
+	names []string
+}{
+	{"heap", []string{"heap"}},
+	{"mutex", []string{"mutex"}},
+	{"block", []string{"block"}},
+	{"all", []string{"heap", "mutex", "block"}},
+}
+
+// deltaProfiler is godeltaprof's profiler of one kind.
+type deltaProfiler interface{ Profile(io.Writer) error }
+
+func newDeltaProfilers(names []string) []deltaProfiler {
+	var out []deltaProfiler
+	for _, n := range names {
+		switch n {
+		case "heap":
+			out = append(out, godeltaprof.NewHeapProfiler())
+		case "mutex":
+			out = append(out, godeltaprof.NewMutexProfiler())
+		case "block":
+			out = append(out, godeltaprof.NewBlockProfiler())
+		}
+	}
+	return out
+}
+
+func sum(data map[string][]byte) int {
+	n := 0
+	for _, b := range data {
+		n += len(b)
+	}
+	return n
+}
+
+// BenchmarkWindow measures one window's work on the generated runtime
+// state. Between iterations, with the timer stopped, a tenth of the stacks
+// run again and a GC publishes them, so every window has real deltas. ours
+// and naive replay the same recorded windows (see sequence).
+//
+//   - write: the runtime writing the profiles (pprof.Lookup(name).WriteTo),
+//     which every profiler on public APIs pays; reports the gzipped bytes
+//     the runtime wrote (pprof-gz-B).
+//   - ours: the profiler's work on that output: decode, delta, OTLP
+//     request and dictionary, serialisation, gzip (otlp-gz-B).
+//   - naive: google/pprof Parse, ScaleN/Merge delta, OTLP conversion,
+//     serialisation, gzip (otlp-gz-B).
+//   - godeltaprof: pyroscope-go's delta profilers, which read the runtime's
+//     records through //go:linkname and write gzipped pprof (pprof-gz-B).
+func BenchmarkWindow(b *testing.B) {
+	src := largeSource()
+	seqs := make(map[string]*sequence)
+	for _, k := range kinds {
+		seqs[k.name] = &sequence{src: src, names: k.names}
+		b.Run(k.name+"/write", func(b *testing.B) {
+			b.ReportAllocs()
+			var buf bytes.Buffer
+			n := 0
+			for range b.N {
+				b.StopTimer()
+				src.Advance(advanceFraction)
+				n = 0
+				b.StartTimer()
+				for _, name := range k.names {
+					buf.Reset()
+					if err := pprofLookup(name).WriteTo(&buf, 0); err != nil {
+						b.Fatal(err)
+					}
+					n += buf.Len()
+				}
+			}
+			b.ReportMetric(float64(n), "pprof-gz-B")
+		})
+		b.Run(k.name+"/godeltaprof", func(b *testing.B) {
+			profs := newDeltaProfilers(k.names)
+			var buf bytes.Buffer
+			for _, p := range profs { // the baseline
+				if err := p.Profile(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				src.Advance(advanceFraction)
+				buf.Reset()
+				b.StartTimer()
+				for _, p := range profs {
+					if err := p.Profile(&buf); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(buf.Len()), "pprof-gz-B")
+		})
+		b.Run(k.name+"/ours", func(b *testing.B) {
+			benchPipeline(b, seqs[k.name], func(base map[string][]byte) (pipeline, error) { return newOurs(k.names, base) })
+		})
+		b.Run(k.name+"/naive", func(b *testing.B) {
+			benchPipeline(b, seqs[k.name], func(base map[string][]byte) (pipeline, error) { return newNaive(k.names, base) })
+		})
+	}
+}
+
+type pipeline interface {
+	window(map[string][]byte) (int, error)
+}
+
+// sequence records the runtime's output for successive windows, so that
+// ours and naive process exactly the same input: both allocate, and what
+// they allocate would otherwise enter the heap profile the other reads.
+type sequence struct {
+	src     *gen.Source
+	names   []string
+	windows []map[string][]byte // [0] is the baseline
+}
+
+// window returns the runtime's output at the end of window i, recording
+// windows up to i as needed.
+func (s *sequence) window(i int) (map[string][]byte, error) {
+	for len(s.windows) <= i {
+		if len(s.windows) > 0 {
+			s.src.Advance(advanceFraction)
+		}
+		data, err := snapshot(s.names)
+		if err != nil {
+			return nil, err
+		}
+		s.windows = append(s.windows, data)
+	}
+	return s.windows[i], nil
+}
+
+func benchPipeline(b *testing.B, seq *sequence, newPipeline func(map[string][]byte) (pipeline, error)) {
+	b.StopTimer()
+	base, err := seq.window(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := newPipeline(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One window untimed, so the benchmark sees the steady state.
+	data, err := seq.window(1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.window(data); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	size, in := 0, 0
+	for i := range b.N {
+		if data, err = seq.window(2 + i); err != nil {
+			b.Fatal(err)
+		}
+		in = sum(data)
+		b.StartTimer()
+		if size, err = p.window(data); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+	}
+	b.ReportMetric(float64(size), "otlp-gz-B")
+	b.ReportMetric(float64(in), "pprof-gz-B")
+}
+
+// BenchmarkRetained runs the profiler's pipeline for 1,000 windows of the
+// heap profile and reports its retained heap (HeapAlloc after two GCs, less
+// what it was before the pipeline existed) at windows 100 and 1,000, and
+// the runtime's own profiling memory, MemStats.BuckHashSys. Each window a
+// hundredth of the heap stacks runs again.
+func BenchmarkRetained(b *testing.B) {
+	src := largeSource()
+	names := []string{"heap"}
+	for range b.N {
+		var ms runtime.MemStats
+		retained := func() int64 {
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			return int64(ms.HeapAlloc)
+		}
+		// The pipeline's input is allocated for each window by snapshot;
+		// it is not the pipeline's, so it is dropped before measuring.
+		base, err := snapshot(names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := retained()
+		p, err := newOurs(names, base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base = nil
+		var at100, at1000 int64
+		for w := 1; w <= 1000; w++ {
+			src.Advance(0.01)
+			data, err := snapshot(names)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := p.window(data); err != nil {
+				b.Fatal(err)
+			}
+			switch w {
+			case 100:
+				p.req, p.data = nil, nil
+				at100 = retained() - before
+			case 1000:
+				p.req, p.data = nil, nil
+				at1000 = retained() - before
+			}
+		}
+		runtime.KeepAlive(p)
+		b.ReportMetric(float64(at100), "retained-B@100")
+		b.ReportMetric(float64(at1000), "retained-B@1000")
+		b.ReportMetric(float64(at1000-at100), "growth-B")
+		b.ReportMetric(float64(ms.BuckHashSys), "BuckHashSys-B")
+		b.ReportMetric(float64(at1000)/float64(ms.BuckHashSys), "retained/BuckHashSys")
+	}
+}
