@@ -15,6 +15,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
+	"github.com/pprofotel/profiler/internal/cputest"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -30,13 +31,8 @@ func spinParentAgain(d time.Duration) int { return spin(d) }
 
 //go:noinline
 func spin(d time.Duration) int {
-	x := 0
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		for i := range 5000 {
-			x += i ^ x
-		}
-	}
-	return x
+	cputest.Spin(d)
+	return 0
 }
 
 // linkedSample is what a CPU sample of the exported request says about

@@ -3,6 +3,7 @@ package labels
 import (
 	"bytes"
 	"context"
+	"github.com/pprofotel/profiler/internal/cputest"
 	"maps"
 	"runtime/pprof"
 	"slices"
@@ -22,18 +23,8 @@ const burnFor = 200 * time.Millisecond
 // labelled samples to mean something.
 const minSamples = 5
 
-var sink uint64
-
-// spin keeps a CPU busy for d.
-func spin(d time.Duration) {
-	x := sink
-	for start := time.Now(); time.Since(start) < d; {
-		for i := 0; i < 10000; i++ {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-	}
-	sink = x
-}
+// spin keeps a CPU busy for d of CPU time.
+func spin(d time.Duration) { cputest.Spin(d) }
 
 // One function per phase, so that the profile tells the phases apart.
 
