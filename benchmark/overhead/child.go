@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// snapshot is what the child reports at the start and at the end of the
+// measured interval; the parent subtracts the two.
+type snapshot struct {
+	NumGC        uint32
+	PauseTotalNs uint64
+	HeapAlloc    uint64
+	HeapSys      uint64
+	Sys          uint64
+	// CPUNanos is the child's user plus system CPU time: the whole process,
+	// profiler included.
+	CPUNanos int64
+}
+
+func takeSnapshot() snapshot {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return snapshot{
+		NumGC:        ms.NumGC,
+		PauseTotalNs: ms.PauseTotalNs,
+		HeapAlloc:    ms.HeapAlloc,
+		HeapSys:      ms.HeapSys,
+		Sys:          ms.Sys,
+		CPUNanos:     ru.Utime.Nano() + ru.Stime.Nano(),
+	}
+}
+
+// childOptions are what the parent passes to a child on its command line.
+type childOptions struct {
+	setup      string
+	stubAddr   string
+	period     time.Duration
+	liveMB     int
+	hashRounds int
+}
+
+// runChild is the process under test: it builds the service's live heap,
+// starts the configured profiler, serves on a loopback port that it prints
+// on stdout, and exits when the parent closes its stdin.
+func runChild(o childOptions) error {
+	st, ok := setupByName(o.setup)
+	if !ok {
+		return fmt.Errorf("-child %q: unknown configuration", o.setup)
+	}
+	svc := newService(o.liveMB, 2, o.hashRounds)
+	runtime.GC()
+
+	stop, err := st.start(o.stubAddr, o.period)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", st.name, err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/work", svc)
+	mux.HandleFunc("/_bench/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(takeSnapshot())
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Printf("listening %s\n", ln.Addr())
+
+	// The parent closes stdin when it has measured what it needs; if the
+	// parent dies, stdin closes too and the child does not linger.
+	io.Copy(io.Discard, os.Stdin)
+	srv.Close()
+	done := make(chan struct{})
+	go func() { stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
+	return nil
+}

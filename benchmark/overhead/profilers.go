@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	ddprofiler "github.com/DataDog/dd-trace-go/v2/profiler"
+	"github.com/grafana/pyroscope-go"
+
+	"github.com/pprofotel/profiler"
+)
+
+// The sampling rates every profiler that collects mutex and block profiles
+// runs with: pprofotel's defaults, given explicitly to the peers (whose
+// defaults differ: dd-trace-go samples blocking once per 100 ms, and
+// pyroscope-go leaves both rates to the application).
+const (
+	mutexFraction = 10
+	blockRateNS   = 10000
+)
+
+// setup is one configuration under test: a name for the table and a
+// function that starts the profiler in the child process and returns a
+// function that stops it.
+type setup struct {
+	name  string
+	label string
+	start func(stubAddr string, period time.Duration) (stop func(), err error)
+}
+
+var setups = []setup{
+	{"none", "no profiler", startNone},
+	{"pprofotel", "pprofotel, defaults (cpu, heap, goroutine)", startPprofotelDefaults},
+	{"pprofotel-all", "pprofotel, all five types", startPprofotelAll},
+	{"pyroscope", "pyroscope-go, all five types", startPyroscope},
+	{"datadog", "dd-trace-go profiler, all five types", startDatadog},
+}
+
+func setupByName(name string) (setup, bool) {
+	for _, s := range setups {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return setup{}, false
+}
+
+func startNone(string, time.Duration) (func(), error) { return func() {}, nil }
+
+func startPprofotel(stubAddr string, period time.Duration, opts ...profiler.Option) (func(), error) {
+	opts = append([]profiler.Option{
+		profiler.WithServiceName("overhead-bench"),
+		profiler.WithPeriod(period),
+		profiler.WithEndpointURL("http://" + stubAddr + "/v1development/profiles"),
+		profiler.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	}, opts...)
+	p, err := profiler.Start(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Stop(ctx)
+	}, nil
+}
+
+func startPprofotelDefaults(stubAddr string, period time.Duration) (func(), error) {
+	return startPprofotel(stubAddr, period)
+}
+
+func startPprofotelAll(stubAddr string, period time.Duration) (func(), error) {
+	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
+		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
+		profiler.MutexProfile, profiler.BlockProfile))
+}
+
+// startPyroscope asks pyroscope-go for the same five profiles. It does not
+// set the mutex and block rates itself; its documentation tells the
+// application to, so we do, with the shared rates.
+func startPyroscope(stubAddr string, period time.Duration) (func(), error) {
+	runtime.SetMutexProfileFraction(mutexFraction)
+	runtime.SetBlockProfileRate(blockRateNS)
+	p, err := pyroscope.Start(pyroscope.Config{
+		ApplicationName: "overhead-bench",
+		ServerAddress:   "http://" + stubAddr,
+		UploadRate:      period,
+		ProfileTypes: []pyroscope.ProfileType{
+			pyroscope.ProfileCPU,
+			pyroscope.ProfileAllocObjects, pyroscope.ProfileAllocSpace,
+			pyroscope.ProfileInuseObjects, pyroscope.ProfileInuseSpace,
+			pyroscope.ProfileGoroutines,
+			pyroscope.ProfileMutexCount, pyroscope.ProfileMutexDuration,
+			pyroscope.ProfileBlockCount, pyroscope.ProfileBlockDuration,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { p.Stop() }, nil
+}
+
+// startDatadog asks dd-trace-go's profiler for the same five profiles with
+// a CPU profile that covers the whole period, as the others do. Execution
+// tracing (on by default on amd64, one trace per 15 minutes) and
+// instrumentation telemetry are not profiles and are switched off through
+// their environment variables by the parent; see childEnv.
+func startDatadog(stubAddr string, period time.Duration) (func(), error) {
+	err := ddprofiler.Start(
+		ddprofiler.WithService("overhead-bench"),
+		ddprofiler.WithAgentAddr(stubAddr),
+		ddprofiler.WithPeriod(period),
+		ddprofiler.CPUDuration(period),
+		ddprofiler.WithProfileTypes(
+			ddprofiler.CPUProfile, ddprofiler.HeapProfile, ddprofiler.GoroutineProfile,
+			ddprofiler.MutexProfile, ddprofiler.BlockProfile),
+		ddprofiler.MutexProfileFraction(mutexFraction),
+		ddprofiler.BlockProfileRate(blockRateNS),
+		ddprofiler.WithLogStartup(false),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return ddprofiler.Stop, nil
+}
+
+// childEnv is the environment of every child, whatever its configuration,
+// so that no configuration differs from another by a variable.
+func childEnv() []string {
+	return append(os.Environ(),
+		"DD_PROFILING_EXECUTION_TRACE_ENABLED=false",
+		"DD_INSTRUMENTATION_TELEMETRY_ENABLED=false",
+		"DD_TRACE_STARTUP_LOGS=false",
+	)
+}
+
+func describeRates() string {
+	return fmt.Sprintf("mutex fraction %d, block rate %d ns", mutexFraction, blockRateNS)
+}
