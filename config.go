@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/internal/splunk"
 )
 
 // The environment variables the profiler reads. This file is the only place
@@ -102,7 +104,10 @@ type config struct {
 	file      export.FileConfig
 	otlp      export.OTLPConfig
 	// retry is the policy for failed OTLP exports; see WithRetry.
-	retry    export.RetryConfig
+	retry export.RetryConfig
+	// splunk is the Splunk encoding's configuration, set when exporter is
+	// ExporterSplunk.
+	splunk   splunk.Config
 	resource *resource.Resource
 	logger   *slog.Logger
 }
@@ -132,9 +137,11 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 
 	c.period = defaultPeriod
+	periodSet := o.period != nil
 	if o.period != nil {
 		c.period = *o.period
 	} else if name, v, ok := env.lookup(envPeriod); ok {
+		periodSet = true
 		d, err := time.ParseDuration(v)
 		switch {
 		case err != nil:
@@ -147,9 +154,11 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 
 	types := defaultProfileTypes
+	typesSet := o.profileTypes != nil
 	if o.profileTypes != nil {
 		types = o.profileTypes
 	} else if name, v, ok := env.lookup(envProfiles); ok {
+		typesSet = true
 		if t, err := parseProfileList(v); err != nil {
 			env.fail(name, v, err)
 		} else {
@@ -172,6 +181,10 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		c.blockRate = n
 	}
 
+	// SPLUNK_PROFILER_* are read here too, through the same getenv; their
+	// errors count only when the Splunk encoding is on, so that a stray
+	// Splunk variable cannot stop a profiler that does not use it.
+	splunkCfg, splunkErr := splunk.ConfigFromEnv(getenv)
 	c.exporter = ExporterOTLP
 	if o.exporter != nil {
 		c.exporter = *o.exporter
@@ -179,8 +192,17 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		if k := ExporterKind(strings.ToLower(v)); k.valid() {
 			c.exporter = k
 		} else {
-			env.fail(name, v, errors.New(`exporter must be "otlp", "file" or "none"`))
+			env.fail(name, v, errors.New(`exporter must be "otlp", "file", "none" or "splunk"`))
 		}
+	} else if splunkCfg.Enabled {
+		c.exporter = ExporterSplunk
+	}
+	if c.exporter == ExporterSplunk {
+		if splunkErr != nil {
+			env.errs = append(env.errs, fmt.Errorf("profiler: %w", splunkErr))
+		}
+		c.splunk = splunkCfg
+		c.profileTypes, c.period = splunkDefaults(&c.splunk, c.profileTypes, typesSet, c.period, periodSet)
 	}
 
 	c.file.Dir = filepath.Join(os.TempDir(), fileDirName)
@@ -202,6 +224,9 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 
 	c.otlp = resolveOTLP(&o, env)
+	if c.exporter == ExporterSplunk {
+		c.otlp = c.splunk.OTLP(c.otlp)
+	}
 	c.retry = resolveRetry(o.retry)
 
 	var in resourceInputs
@@ -634,4 +659,29 @@ func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h minLevelHandler) WithGroup(name string) slog.Handler {
 	return minLevelHandler{h.min, h.next.WithGroup(name)}
+}
+
+// splunkDefaults applies the Splunk mode's defaults where the profiler's
+// own settings are silent. The profile types default to what the Splunk
+// encoding carries: cpu, plus heap for allocations when
+// SPLUNK_PROFILER_MEMORY_ENABLED is true; naming the heap profile in
+// WithProfileTypes or PPROFOTEL_PROFILES turns allocations on as well. The
+// period defaults to SPLUNK_PROFILER_CALL_STACK_INTERVAL, else to
+// splunk.DefaultCallStackInterval, as in Splunk's other profilers.
+func splunkDefaults(s *splunk.Config, types []ProfileType, typesSet bool, period time.Duration, periodSet bool) ([]ProfileType, time.Duration) {
+	if !typesSet {
+		types = []ProfileType{CPUProfile}
+		if s.MemoryEnabled {
+			types = append(types, HeapProfile)
+		}
+	} else if slices.Contains(types, HeapProfile) {
+		s.MemoryEnabled = true
+	}
+	if !periodSet {
+		period = s.CallStackInterval
+		if period == 0 {
+			period = splunk.DefaultCallStackInterval
+		}
+	}
+	return types, period
 }

@@ -82,10 +82,15 @@ const (
 	// ExporterNone collects profiles and discards them. It measures the
 	// profiler's own overhead without a collector.
 	ExporterNone ExporterKind = "none"
+	// ExporterSplunk sends CPU (and, with the heap profile, allocation)
+	// profiles as OTLP logs over gRPC in Splunk's AlwaysOn Profiling
+	// format, pprof-gzip-base64. SPLUNK_PROFILER_ENABLED=true selects it
+	// too; README lists the SPLUNK_PROFILER_* variables it reads.
+	ExporterSplunk ExporterKind = "splunk"
 )
 
 func (k ExporterKind) valid() bool {
-	return k == ExporterOTLP || k == ExporterFile || k == ExporterNone
+	return k == ExporterOTLP || k == ExporterFile || k == ExporterNone || k == ExporterSplunk
 }
 
 // Protocol is the OTLP transport, spelled as in OTEL_EXPORTER_OTLP_PROTOCOL.
@@ -261,7 +266,7 @@ func WithBlockProfileRate(rate int) Option {
 func WithExporter(kind ExporterKind) Option {
 	return optionFunc(func(o *options) {
 		if !kind.valid() {
-			o.fail("WithExporter", strconv.Quote(string(kind)), `exporter must be "otlp", "file" or "none"`)
+			o.fail("WithExporter", strconv.Quote(string(kind)), `exporter must be "otlp", "file", "none" or "splunk"`)
 			return
 		}
 		o.exporter = &kind

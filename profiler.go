@@ -11,11 +11,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/delivery"
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlp"
 )
 
@@ -39,10 +37,9 @@ var running atomic.Bool
 type Profiler struct {
 	cfg       *config
 	collector *collect.Collector
-	builder   *otlp.Builder
-	// sender exports the windows from its own goroutine, so that the loop
-	// never waits on the network.
-	sender  *delivery.Sender
+	// pipe converts the windows and exports them from its own goroutine,
+	// so that the loop never waits on the network.
+	pipe    pipeline
 	stats   collect.Stats
 	sent    delivery.Stats
 	metrics metric.Registration
@@ -105,18 +102,11 @@ func start(cfg *config, ds deliverySettings) (*Profiler, error) {
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
 	}
-	exp, err := newExporter(cfg, func(int, time.Duration, error) { p.sent.Retries.Add(1) })
+	var err error
+	p.pipe, err = newPipeline(cfg, ds, &p.sent, func(int, time.Duration, error) { p.sent.Retries.Add(1) })
 	if err != nil {
 		return nil, err
 	}
-	p.sender = delivery.New(delivery.Config{
-		Exporter:        exp,
-		MaxWindows:      ds.maxWindows,
-		MaxBytes:        ds.maxBytes,
-		MaxRequestBytes: ds.maxRequestBytes,
-		Logger:          cfg.logger,
-		Stats:           &p.sent,
-	})
 	names := make([]string, len(cfg.profileTypes))
 	for i, t := range cfg.profileTypes {
 		names[i] = t.String()
@@ -129,12 +119,9 @@ func start(cfg *config, ds deliverySettings) (*Profiler, error) {
 		Stats:    &p.stats,
 	})
 	if err != nil {
-		p.sender.Shutdown(context.Background())
+		p.pipe.shutdown(context.Background())
 		return nil, err
 	}
-	p.builder = otlp.NewBuilder(toProtoResource(cfg.resource),
-		&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
-		otlp.WithExecutable(executable()))
 
 	for _, t := range cfg.profileTypes {
 		switch t {
@@ -156,23 +143,6 @@ func start(cfg *config, ds deliverySettings) (*Profiler, error) {
 	return p, nil
 }
 
-// newExporter returns the configured exporter. An OTLP exporter retries as
-// the configuration says, calling onRetry before each retry.
-func newExporter(cfg *config, onRetry func(attempt int, delay time.Duration, err error)) (export.Exporter, error) {
-	switch cfg.exporter {
-	case ExporterFile:
-		return export.NewFile(cfg.file)
-	case ExporterNone:
-		return export.NewNone(), nil
-	default:
-		exp, err := export.NewOTLP(cfg.otlp)
-		if err != nil {
-			return nil, err
-		}
-		return export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)), nil
-	}
-}
-
 // loop ends a window every period until Stop asks for the last one. It
 // hands each window to the sender and goes on: it never waits on the
 // network.
@@ -191,7 +161,7 @@ func (p *Profiler) loop() {
 			if lastErr != nil {
 				errs = append(errs, lastErr)
 			}
-			if err := p.sender.Shutdown(ctx); err != nil {
+			if err := p.pipe.shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("profiler: stop: %w", err))
 			}
 			if p.metrics != nil {
@@ -224,15 +194,16 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 		w = p.collector.Collect(now)
 	}
 	collected := time.Now()
-	inputs := make([]otlp.Input, len(w.Profiles))
-	for i, prof := range w.Profiles {
-		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data}
-	}
-	req := p.builder.Build(w.Start, w.End, inputs)
+	err = p.pipe.send(w)
 	p.collectNanos.Add(int64(collected.Sub(began)))
 	p.convertNanos.Add(int64(time.Since(collected)))
 	p.collected.Add(1)
-	p.sender.Enqueue(delivery.Window{Start: w.Start, End: w.End, Request: req})
+	if err != nil {
+		p.sent.Failed.Add(1)
+		p.cfg.logger.Warn("pprofotel: window not converted", "start", w.Start, "end", w.End, "error", err)
+		return fmt.Errorf("profiler: window %s–%s not converted: %w",
+			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
+	}
 	return nil
 }
 

@@ -48,10 +48,10 @@ type Stats struct {
 // Stats returns the profiler's counts so far. It may be called at any time,
 // also after Stop; a disabled profiler counts nothing.
 func (p *Profiler) Stats() Stats {
-	if p == nil || p.sender == nil {
+	if p == nil || p.pipe == nil {
 		return Stats{}
 	}
-	queued, _ := p.sender.Len()
+	queued := p.pipe.queued()
 	return Stats{
 		WindowsCollected: p.collected.Load(),
 		WindowsExported:  p.sent.Exported.Load(),

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/export"
@@ -30,12 +29,13 @@ const (
 	DefaultLogInterval = time.Minute
 )
 
-// Window is the request of one collection window.
-type Window struct {
+// Window is the request of one collection window: an OTLP profiles
+// request, or an OTLP logs request in the Splunk encoding.
+type Window[R proto.Message] struct {
 	// Start and End delimit the window; they name it in logs and errors.
 	Start, End time.Time
 	// Request is owned by the Sender once enqueued.
-	Request *collectorpb.ExportProfilesServiceRequest
+	Request R
 }
 
 // Stats counts what a Sender did. The fields are updated atomically and may
@@ -60,10 +60,14 @@ type Stats struct {
 }
 
 // Config configures a Sender.
-type Config struct {
+type Config[R proto.Message] struct {
 	// Exporter sends the requests. The Sender owns it: it serialises
 	// calls to Export and shuts it down in Shutdown.
-	Exporter export.Exporter
+	Exporter export.Sender[R]
+	// Split cuts a request larger than MaxRequestBytes into requests that
+	// are not, or fails; it never drops data. Nil sends every request
+	// whole.
+	Split func(req R, maxBytes int) ([]R, error)
 	// MaxWindows bounds the number of queued windows; <= 0 takes
 	// DefaultMaxWindows. The window being exported is not counted.
 	MaxWindows int
@@ -88,8 +92,9 @@ type Config struct {
 
 // Sender queues windows and exports them from its own goroutine. Its
 // methods are safe for concurrent use.
-type Sender struct {
-	exp        export.Exporter
+type Sender[R proto.Message] struct {
+	exp        export.Sender[R]
+	split      func(R, int) ([]R, error)
 	maxWindows int
 	maxBytes   int64
 	maxRequest int
@@ -105,7 +110,7 @@ type Sender struct {
 	stopRunning context.CancelFunc
 
 	mu       sync.Mutex
-	queue    []queued // oldest first
+	queue    []queued[R] // oldest first
 	bytes    int64
 	closing  bool
 	stopCtx  context.Context // Shutdown's, set with closing
@@ -116,15 +121,16 @@ type Sender struct {
 	shutErr  error
 }
 
-type queued struct {
-	Window
+type queued[R proto.Message] struct {
+	Window[R]
 	size int64
 }
 
 // New starts a Sender.
-func New(cfg Config) *Sender {
-	s := &Sender{
+func New[R proto.Message](cfg Config[R]) *Sender[R] {
+	s := &Sender[R]{
 		exp:        cfg.Exporter,
+		split:      cfg.Split,
 		maxWindows: cfg.MaxWindows,
 		maxBytes:   cfg.MaxBytes,
 		maxRequest: cfg.MaxRequestBytes,
@@ -165,7 +171,7 @@ func New(cfg Config) *Sender {
 
 // Enqueue queues w for export and returns at once. When the queue is over
 // its bounds, the oldest windows are dropped. After Shutdown, w is dropped.
-func (s *Sender) Enqueue(w Window) {
+func (s *Sender[R]) Enqueue(w Window[R]) {
 	size := int64(proto.Size(w.Request))
 	s.mu.Lock()
 	if s.closing {
@@ -173,12 +179,12 @@ func (s *Sender) Enqueue(w Window) {
 		s.drop(1, "the sender is shut down")
 		return
 	}
-	s.queue = append(s.queue, queued{Window: w, size: size})
+	s.queue = append(s.queue, queued[R]{Window: w, size: size})
 	s.bytes += size
 	dropped := 0
 	for len(s.queue) > 1 && (len(s.queue) > s.maxWindows || s.bytes > s.maxBytes) {
 		s.bytes -= s.queue[0].size
-		s.queue[0] = queued{} // let the request be collected
+		s.queue[0] = queued[R]{} // let the request be collected
 		s.queue = s.queue[1:]
 		dropped++
 	}
@@ -194,13 +200,13 @@ func (s *Sender) Enqueue(w Window) {
 
 // Len returns the number of queued windows and their summed protobuf size.
 // The window being exported is not counted.
-func (s *Sender) Len() (windows int, bytes int64) {
+func (s *Sender[R]) Len() (windows int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue), s.bytes
 }
 
-func (s *Sender) drop(n int, why string) {
+func (s *Sender[R]) drop(n int, why string) {
 	total := s.stats.Dropped.Add(int64(n))
 	s.mu.Lock()
 	since, ok := s.dropLog.note(n)
@@ -213,7 +219,7 @@ func (s *Sender) drop(n int, why string) {
 }
 
 // run exports the queue, oldest first, until Shutdown.
-func (s *Sender) run() {
+func (s *Sender[R]) run() {
 	defer close(s.done)
 	for {
 		s.mu.Lock()
@@ -227,7 +233,7 @@ func (s *Sender) run() {
 			continue
 		}
 		w := s.queue[0]
-		s.queue[0] = queued{}
+		s.queue[0] = queued[R]{}
 		s.queue = s.queue[1:]
 		s.bytes -= w.size
 		ctx := s.running
@@ -237,20 +243,24 @@ func (s *Sender) run() {
 			ctx = s.stopCtx
 		}
 		s.mu.Unlock()
-		s.send(ctx, w.Window)
+		s.send(ctx, w)
 	}
 }
 
 // send exports w, split into parts if needed, and accounts for the result.
-func (s *Sender) send(ctx context.Context, w Window) {
+func (s *Sender[R]) send(ctx context.Context, q queued[R]) {
+	w := q.Window
 	if err := s.running.Err(); err != nil {
 		s.fail(w, fmt.Errorf("not attempted: %w", err))
 		return
 	}
-	parts, err := otlp.Split(w.Request, s.maxRequest)
-	if err != nil {
-		s.fail(w, err)
-		return
+	parts := []R{w.Request}
+	if s.split != nil && q.size > int64(s.maxRequest) {
+		var err error
+		if parts, err = s.split(w.Request, s.maxRequest); err != nil {
+			s.fail(w, err)
+			return
+		}
 	}
 	for i, part := range parts {
 		if err := s.exp.Export(ctx, part); err != nil {
@@ -266,7 +276,7 @@ func (s *Sender) send(ctx context.Context, w Window) {
 	s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
 }
 
-func (s *Sender) fail(w Window, err error) {
+func (s *Sender[R]) fail(w Window[R], err error) {
 	total := s.stats.Failed.Add(1)
 	s.mu.Lock()
 	if s.closing {
@@ -288,7 +298,7 @@ func (s *Sender) fail(w Window, err error) {
 // *UndeliveredError when windows were lost, lists every window that was
 // queued or in flight and did not arrive. Later calls return the same
 // result.
-func (s *Sender) Shutdown(ctx context.Context) error {
+func (s *Sender[R]) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true

@@ -22,11 +22,22 @@ import (
 var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // window returns window i: [epoch+i min, epoch+(i+1) min).
-func window(i int) Window {
+// The profiler's Sender: profiles requests, split by otlp.Split.
+type (
+	profilesConfig = Config[*collectorpb.ExportProfilesServiceRequest]
+	profilesWindow = Window[*collectorpb.ExportProfilesServiceRequest]
+)
+
+func newProfilesSender(cfg profilesConfig) *Sender[*collectorpb.ExportProfilesServiceRequest] {
+	cfg.Split = otlp.Split
+	return New(cfg)
+}
+
+func window(i int) profilesWindow {
 	start := epoch.Add(time.Duration(i) * time.Minute)
 	end := start.Add(time.Minute)
 	b := otlp.NewBuilder(nil, &commonpb.InstrumentationScope{Name: "test"})
-	return Window{Start: start, End: end, Request: b.Build(start, end, otlptest.FixtureInputs())}
+	return profilesWindow{Start: start, End: end, Request: b.Build(start, end, otlptest.FixtureInputs())}
 }
 
 // windowIndex tells which window a request (or a part of one) belongs to.
@@ -154,7 +165,7 @@ func checkNoGoroutine(t *testing.T) {
 	buf := make([]byte, 1<<20)
 	for range 200 {
 		n := runtime.Stack(buf, true)
-		if !strings.Contains(string(buf[:n]), "delivery.(*Sender).run") {
+		if !strings.Contains(string(buf[:n]), "delivery.(*Sender[...]).run") {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -179,7 +190,7 @@ func TestDropOldestFirst(t *testing.T) {
 	logs := &logRecorder{}
 	clock := &fakeClock{}
 	stats := &Stats{}
-	s := New(Config{Exporter: exp, MaxWindows: 3, Logger: slog.New(logs), Stats: stats, Now: clock.now})
+	s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 3, Logger: slog.New(logs), Stats: stats, Now: clock.now})
 	defer checkNoGoroutine(t)
 
 	s.Enqueue(window(0))
@@ -250,7 +261,7 @@ func TestByteBudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			exp := newFakeExporter(true)
 			stats := &Stats{}
-			s := New(Config{Exporter: exp, MaxWindows: 100, MaxBytes: tt.maxBytes, Stats: stats})
+			s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 100, MaxBytes: tt.maxBytes, Stats: stats})
 			defer checkNoGoroutine(t)
 			s.Enqueue(window(0))
 			exp.waitStarted(t, 1)
@@ -288,7 +299,7 @@ func TestByteBudget(t *testing.T) {
 func TestEnqueueNeverBlocks(t *testing.T) {
 	exp := newFakeExporter(true) // hangs until its context ends
 	stats := &Stats{}
-	s := New(Config{Exporter: exp, MaxWindows: 4, Stats: stats})
+	s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 4, Stats: stats})
 	defer checkNoGoroutine(t)
 	w := window(0)
 	done := make(chan struct{})
@@ -320,7 +331,7 @@ func TestShutdownGivesUpAtTheDeadline(t *testing.T) {
 	exp := newFakeExporter(true)
 	stats := &Stats{}
 	logs := &logRecorder{}
-	s := New(Config{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
 	defer checkNoGoroutine(t)
 	for i := range 3 {
 		s.Enqueue(window(i))
@@ -372,7 +383,7 @@ func TestShutdownGivesUpAtTheDeadline(t *testing.T) {
 func TestEnqueueAfterShutdownDrops(t *testing.T) {
 	exp := newFakeExporter(false)
 	stats := &Stats{}
-	s := New(Config{Exporter: exp, Stats: stats})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats})
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +402,7 @@ func TestFailedExportsAreCountedNotRetried(t *testing.T) {
 	exp.fail = errors.New("HTTP 400 Bad Request")
 	stats := &Stats{}
 	logs := &logRecorder{}
-	s := New(Config{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
 	for i := range 3 {
 		s.Enqueue(window(i))
 		exp.waitStarted(t, 1)
@@ -420,7 +431,7 @@ func TestLargeRequestsAreSplit(t *testing.T) {
 	stats := &Stats{}
 	w := window(0)
 	limit := proto.Size(w.Request) * 2 / 3
-	s := New(Config{Exporter: exp, Stats: stats, MaxRequestBytes: limit})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, MaxRequestBytes: limit})
 	s.Enqueue(w)
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -454,7 +465,7 @@ func TestUnsplittableWindowFails(t *testing.T) {
 	exp := newFakeExporter(false)
 	stats := &Stats{}
 	logs := &logRecorder{}
-	s := New(Config{Exporter: exp, Stats: stats, MaxRequestBytes: 100, Logger: slog.New(logs)})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, MaxRequestBytes: 100, Logger: slog.New(logs)})
 	s.Enqueue(window(0))
 	if err := s.Shutdown(context.Background()); err != nil {
 		// Shutdown began before the window failed: it reports it.

@@ -1,0 +1,124 @@
+package profiler
+
+import (
+	"context"
+	"time"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+
+	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/delivery"
+	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/splunk"
+)
+
+// pipeline turns the collector's windows into requests of one encoding and
+// queues them for delivery. The OTLP profiles encoding and the Splunk logs
+// encoding share the queue, the retries and the transport settings; only
+// the conversion differs.
+type pipeline interface {
+	// send converts w and queues it. It never waits on the network.
+	send(w collect.Window) error
+	// queued returns the number of windows waiting for export.
+	queued() int
+	// shutdown delivers what is queued within ctx's deadline, then closes
+	// the exporter; the error names what was not delivered.
+	shutdown(ctx context.Context) error
+}
+
+// newPipeline builds the configured encoding with its exporter and queue.
+// Exports over the network retry as cfg.retry says, calling onRetry before
+// each retry.
+func newPipeline(cfg *config, ds deliverySettings, stats *delivery.Stats, onRetry func(int, time.Duration, error)) (pipeline, error) {
+	res := toProtoResource(cfg.resource)
+	if cfg.exporter == ExporterSplunk {
+		exp, err := splunk.NewLogsExporter(cfg.otlp)
+		if err != nil {
+			return nil, err
+		}
+		return &splunkPipeline{
+			resource: res,
+			options:  cfg.splunk.EncodeOptions(),
+			sender: delivery.New(delivery.Config[*collogspb.ExportLogsServiceRequest]{
+				Exporter:   export.WithRetry(export.Sender[*collogspb.ExportLogsServiceRequest](exp), cfg.retry, export.OnRetry(onRetry)),
+				Split:      splunk.Split,
+				MaxWindows: ds.maxWindows, MaxBytes: ds.maxBytes, MaxRequestBytes: ds.maxRequestBytes,
+				Logger: cfg.logger, Stats: stats,
+			}),
+		}, nil
+	}
+
+	var exp export.Exporter
+	switch cfg.exporter {
+	case ExporterFile:
+		e, err := export.NewFile(cfg.file)
+		if err != nil {
+			return nil, err
+		}
+		exp = e
+	case ExporterNone:
+		exp = export.NewNone()
+	default:
+		e, err := export.NewOTLP(cfg.otlp)
+		if err != nil {
+			return nil, err
+		}
+		exp = export.WithRetry(e, cfg.retry, export.OnRetry(onRetry))
+	}
+	return &otlpPipeline{
+		builder: otlp.NewBuilder(res,
+			&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
+			otlp.WithExecutable(executable())),
+		sender: delivery.New(delivery.Config[*collectorpb.ExportProfilesServiceRequest]{
+			Exporter:   exp,
+			Split:      otlp.Split,
+			MaxWindows: ds.maxWindows, MaxBytes: ds.maxBytes, MaxRequestBytes: ds.maxRequestBytes,
+			Logger: cfg.logger, Stats: stats,
+		}),
+	}, nil
+}
+
+// otlpPipeline sends each window as one OTLP profiles request.
+type otlpPipeline struct {
+	builder *otlp.Builder
+	sender  *delivery.Sender[*collectorpb.ExportProfilesServiceRequest]
+}
+
+func (o *otlpPipeline) send(w collect.Window) error {
+	inputs := make([]otlp.Input, len(w.Profiles))
+	for i, prof := range w.Profiles {
+		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data}
+	}
+	req := o.builder.Build(w.Start, w.End, inputs)
+	o.sender.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{Start: w.Start, End: w.End, Request: req})
+	return nil
+}
+
+func (o *otlpPipeline) shutdown(ctx context.Context) error { return o.sender.Shutdown(ctx) }
+
+func (o *otlpPipeline) queued() int { n, _ := o.sender.Len(); return n }
+
+// splunkPipeline sends each window as OTLP logs in Splunk's profiling
+// format.
+type splunkPipeline struct {
+	resource *resourcepb.Resource
+	options  splunk.EncodeOptions
+	sender   *delivery.Sender[*collogspb.ExportLogsServiceRequest]
+}
+
+func (s *splunkPipeline) send(w collect.Window) error {
+	req, err := splunk.Encode(w, s.resource, s.options)
+	if err != nil || req == nil { // nil: nothing in the window to send
+		return err
+	}
+	s.sender.Enqueue(delivery.Window[*collogspb.ExportLogsServiceRequest]{Start: w.Start, End: w.End, Request: req})
+	return nil
+}
+
+func (s *splunkPipeline) shutdown(ctx context.Context) error { return s.sender.Shutdown(ctx) }
+
+func (s *splunkPipeline) queued() int { n, _ := s.sender.Len(); return n }
