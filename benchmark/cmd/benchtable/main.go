@@ -108,10 +108,12 @@ func main() {
 		fmt.Println()
 		fmt.Println("### Retained memory, 1,000 windows of the heap profile")
 		fmt.Println()
-		fmt.Println("| retained at window 100 | retained at window 1,000 | growth 100 → 1,000 | MemStats.BuckHashSys | retained ÷ BuckHashSys |")
-		fmt.Println("|---:|---:|---:|---:|---:|")
-		fmt.Printf("| %.0f B | %.0f B | %.0f B | %.0f B | %.2f |\n",
+		fmt.Println("| retained at window 100 | retained at window 1,000 | growth 100 → 1,000 | MemStats.BuckHashSys | retained ÷ BuckHashSys | heap input gz B at 100 → 1,000 | samples sent at 100 → 1,000 |")
+		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Printf("| %.0f B | %.0f B | %.0f B | %.0f B | %.2f | %.0f → %.0f | %.0f → %.0f |\n",
 			r.get("Retained", "retained-B@100"), r.get("Retained", "retained-B@1000"), r.get("Retained", "growth-B"),
-			r.get("Retained", "BuckHashSys-B"), r.get("Retained", "retained/BuckHashSys"))
+			r.get("Retained", "BuckHashSys-B"), r.get("Retained", "retained/BuckHashSys"),
+			r.get("Retained", "input-gz-B@100"), r.get("Retained", "input-gz-B@1000"),
+			r.get("Retained", "samples@100"), r.get("Retained", "samples@1000"))
 	}
 }
