@@ -107,7 +107,9 @@ type config struct {
 	retry export.RetryConfig
 	// splunk is the Splunk encoding's configuration, set when exporter is
 	// ExporterSplunk.
-	splunk   splunk.Config
+	splunk splunk.Config
+	// delivery holds the queue and request limits and the MeterProvider.
+	delivery deliverySettings
 	resource *resource.Resource
 	logger   *slog.Logger
 }
@@ -247,7 +249,8 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		}
 	}
 
-	if errs := append(o.errs, env.errs...); len(errs) > 0 {
+	c.delivery = o.delivery
+	if errs := slices.Concat(o.errs, o.delivery.errs, env.errs); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	c.resource = buildResource(context.Background(), in, c.logger)

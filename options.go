@@ -161,7 +161,8 @@ type options struct {
 	tlsConfig   *tls.Config
 	retry       *RetryConfig
 
-	logger *slog.Logger
+	delivery deliverySettings
+	logger   *slog.Logger
 
 	errs []error
 }

@@ -1,7 +1,6 @@
 package profiler
 
 import (
-	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
@@ -13,11 +12,10 @@ import (
 const minMaxRequestBytes = 64 << 10
 
 // deliveryOption is an Option for the queue, the request size and the
-// profiler's own metrics. newConfig passes over it; Start resolves it with
-// resolveDelivery.
+// profiler's own metrics.
 type deliveryOption func(*deliverySettings)
 
-func (deliveryOption) apply(*options) {}
+func (f deliveryOption) apply(o *options) { f(&o.delivery) }
 
 // deliverySettings is what the delivery options asked for. Zero values take
 // the defaults of package delivery.
@@ -28,17 +26,6 @@ type deliverySettings struct {
 	// meterProvider is nil unless WithMeterProvider was given.
 	meterProvider metric.MeterProvider
 	errs          []error
-}
-
-// resolveDelivery applies the delivery options of opts in order.
-func resolveDelivery(opts []Option) (deliverySettings, error) {
-	var d deliverySettings
-	for _, opt := range opts {
-		if o, ok := opt.(deliveryOption); ok && o != nil {
-			o(&d)
-		}
-	}
-	return d, errors.Join(d.errs...)
 }
 
 // WithQueueLimits bounds the windows waiting to be exported while the

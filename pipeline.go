@@ -33,8 +33,9 @@ type pipeline interface {
 // newPipeline builds the configured encoding with its exporter and queue.
 // Exports over the network retry as cfg.retry says, calling onRetry before
 // each retry.
-func newPipeline(cfg *config, ds deliverySettings, stats *delivery.Stats, onRetry func(int, time.Duration, error)) (pipeline, error) {
+func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Duration, error)) (pipeline, error) {
 	res := toProtoResource(cfg.resource)
+	ds := cfg.delivery
 	if cfg.exporter == ExporterSplunk {
 		exp, err := splunk.NewLogsExporter(cfg.otlp)
 		if err != nil {

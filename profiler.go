@@ -75,20 +75,16 @@ type Profiler struct {
 // sends.
 func Start(opts ...Option) (*Profiler, error) {
 	cfg, err := newConfig(opts, os.Getenv)
-	ds, dsErr := resolveDelivery(opts)
 	if err != nil {
-		return nil, errors.Join(err, dsErr)
+		return nil, err
 	}
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil
 	}
-	if dsErr != nil {
-		return nil, dsErr
-	}
 	if !running.CompareAndSwap(false, true) {
 		return nil, errors.New("profiler: another profiler is already running in this process; Stop it first")
 	}
-	p, err := start(cfg, ds)
+	p, err := start(cfg)
 	if err != nil {
 		running.Store(false)
 		return nil, err
@@ -96,14 +92,14 @@ func Start(opts ...Option) (*Profiler, error) {
 	return p, nil
 }
 
-func start(cfg *config, ds deliverySettings) (*Profiler, error) {
+func start(cfg *config) (*Profiler, error) {
 	p := &Profiler{
 		cfg:          cfg,
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
 	}
 	var err error
-	p.pipe, err = newPipeline(cfg, ds, &p.sent, func(int, time.Duration, error) { p.sent.Retries.Add(1) })
+	p.pipe, err = newPipeline(cfg, &p.sent, func(int, time.Duration, error) { p.sent.Retries.Add(1) })
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +130,7 @@ func start(cfg *config, ds deliverySettings) (*Profiler, error) {
 			p.setBlockRate = true
 		}
 	}
-	if p.metrics, err = p.registerMetrics(ds.meterProvider); err != nil {
+	if p.metrics, err = p.registerMetrics(cfg.delivery.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
