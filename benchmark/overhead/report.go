@@ -148,6 +148,9 @@ func verdict(w io.Writer, p *parent) {
 		fmt.Fprintf(w, "; better than %s (%.3f ×): %s", peer, pr, yesNo(better))
 	}
 	fmt.Fprintf(w, ". Overall: %s.\n", map[bool]string{true: "met", false: "not met"}[met])
+	if sp := spreadOf(ratios(ours, base, throughput)); sp.hi-sp.lo > 0.02 {
+		fmt.Fprintf(w, "\nInconclusive on this run: pprofotel-all's throughput ratio spread over %.3f–%.3f across rounds, wider than the 0.01 the target must resolve; read the CPU-per-request ratios and perf.sh instead.\n", sp.lo, sp.hi)
+	}
 }
 
 func metText(met bool, margin float64) string {
