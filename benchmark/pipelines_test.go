@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlp"
 )
 
@@ -38,7 +39,7 @@ func snapshot(names []string) (map[string][]byte, error) {
 
 // ours is the profiler's per-window work on profiles already written by the
 // runtime: decode, delta, OTLP request with its dictionary, protobuf
-// serialisation and gzip, as the OTLP exporter sends it.
+// serialisation and gzip, as the OTLP exporters send it.
 type ours struct {
 	names []string
 	data  map[string][]byte
@@ -48,8 +49,7 @@ type ours struct {
 	req   *collectorpb.ExportProfilesServiceRequest
 
 	raw []byte
-	out bytes.Buffer
-	zw  *gzip.Writer
+	gz  export.Gzip
 }
 
 func newOurs(names []string, baseline map[string][]byte) (*ours, error) {
@@ -66,8 +66,6 @@ func newOurs(names []string, baseline map[string][]byte) (*ours, error) {
 		return nil, err
 	}
 	p.b = otlp.NewBuilder(&resourcepb.Resource{}, &commonpb.InstrumentationScope{Name: "bench"})
-	// The exporter compresses with gzip's default level.
-	p.zw, _ = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
 	p.c.Start(p.now)
 	return p, nil
 }
@@ -87,15 +85,11 @@ func (p *ours) window(data map[string][]byte) (int, error) {
 	if p.raw, err = (proto.MarshalOptions{}).MarshalAppend(p.raw[:0], p.req); err != nil {
 		return 0, err
 	}
-	p.out.Reset()
-	p.zw.Reset(&p.out)
-	if _, err := p.zw.Write(p.raw); err != nil {
-		return 0, err
-	}
-	if err := p.zw.Close(); err != nil {
-		return 0, err
-	}
-	return p.out.Len(), nil
+	// The OTLP exporters' own compression, at the level both HTTP and
+	// gRPC use, into a new body as the HTTP exporter's: its transport may
+	// still read a body after the request returns.
+	out := p.gz.Append(nil, p.raw)
+	return len(out), nil
 }
 
 // naive is what the profiler would be built from off-the-shelf parts:

@@ -13,7 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/encoding/gzip"
+	// Registers gzip for the responses a collector chooses to compress.
+	_ "google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -23,7 +24,6 @@ type grpcExporter struct {
 	conn      *grpc.ClientConn
 	client    collectorpb.ProfilesServiceClient
 	headers   []string // metadata key/value pairs
-	callOpts  []grpc.CallOption
 	timeout   time.Duration
 	onPartial func(int64, string)
 	shutdown  atomic.Bool
@@ -44,6 +44,10 @@ func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, erro
 		creds = insecure.NewCredentials()
 	}
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if cfg.Compression == compressionGzip {
+		// See grpcGzip for why this is not grpc.UseCompressor.
+		opts = append(opts, grpc.WithCompressor(new(grpcGzip))) //nolint:staticcheck // the only per-connection compressor
+	}
 	if cfg.UserAgent != "" {
 		opts = append(opts, grpc.WithUserAgent(cfg.UserAgent))
 	}
@@ -53,15 +57,10 @@ func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, erro
 	if err != nil {
 		return nil, fmt.Errorf("otlp endpoint %q: %w", cfg.Endpoint, err)
 	}
-	var callOpts []grpc.CallOption
-	if cfg.Compression == compressionGzip {
-		callOpts = append(callOpts, grpc.UseCompressor(gzip.Name))
-	}
 	return &grpcExporter{
 		conn:      conn,
 		client:    collectorpb.NewProfilesServiceClient(conn),
 		headers:   headers,
-		callOpts:  callOpts,
 		timeout:   cfg.Timeout,
 		onPartial: cfg.OnPartialSuccess,
 	}, nil
@@ -107,7 +106,7 @@ func (e *grpcExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 	if len(e.headers) > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, e.headers...)
 	}
-	resp, err := e.client.Export(ctx, req, e.callOpts...)
+	resp, err := e.client.Export(ctx, req)
 	if err != nil {
 		// FromError gives UNKNOWN for an error that carries no status.
 		st, _ := status.FromError(err)

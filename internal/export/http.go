@@ -2,7 +2,6 @@ package export
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -44,6 +44,14 @@ type httpExporter struct {
 	timeout   time.Duration
 	onPartial func(int64, string)
 	shutdown  atomic.Bool
+
+	// encMu guards the encoding state reused from one request to the next:
+	// the gzip writer and the buffer the protobuf encoding is marshalled
+	// into before compression. The compressed body itself is new for every
+	// request, because the transport may still read it after Do returns.
+	encMu sync.Mutex
+	gz    Gzip
+	raw   []byte
 }
 
 // newHTTPExporter builds the exporter. tlsConfig is used for https URLs;
@@ -160,28 +168,35 @@ func (e *httpExporter) protocol() string {
 
 // encode marshals req for the wire, compressed if asked.
 func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]byte, error) {
+	if e.gzip {
+		e.encMu.Lock()
+		defer e.encMu.Unlock()
+	}
 	var body []byte
 	var err error
-	if e.json {
+	switch {
+	case e.json:
 		body, err = marshalJSON(req, false)
-	} else {
+	case e.gzip:
+		// Only the compressed copy leaves encode, so the encoding can be
+		// marshalled into the buffer kept for that.
+		body, err = proto.MarshalOptions{}.MarshalAppend(e.raw[:0], req)
+		if err == nil {
+			e.raw = body
+		}
+	default:
 		body, err = proto.Marshal(req)
-		if err != nil {
+	}
+	if err != nil {
+		if !e.json {
 			err = fmt.Errorf("otlp protobuf: %w", err)
 		}
+		return nil, err
 	}
-	if err != nil || !e.gzip {
-		return body, err
+	if !e.gzip {
+		return body, nil
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(body); err != nil {
-		return nil, fmt.Errorf("otlp gzip: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("otlp gzip: %w", err)
-	}
-	return buf.Bytes(), nil
+	return e.gz.Append(nil, body), nil
 }
 
 // decodeResponse decodes a success body in the format its Content-Type
