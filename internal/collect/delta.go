@@ -1,7 +1,9 @@
 package collect
 
 import (
+	"bytes"
 	"encoding/binary"
+	"hash/maphash"
 
 	"github.com/pprofotel/profiler/internal/profile"
 )
@@ -12,26 +14,89 @@ import (
 // Stacks are identified by their program counters and labels, not by pprof
 // location ids: the runtime numbers locations afresh on every write, but a
 // program counter names the same code for the life of the process.
+//
+// The totals reported so far live in two tables that take turns: apply
+// reads the previous profile's table and writes the current profile's
+// stacks, with their totals, into the other. A stack the runtime no longer
+// reports is thus forgotten without a deletion pass, and once the tables
+// have grown to the size of a profile, apply allocates nothing, however
+// many stacks come and go.
 type deltaState struct {
 	// isDelta[i] tells whether sample value i is cumulative. Heap profiles
 	// mix cumulative (alloc_*) and snapshot (inuse_*) values.
 	isDelta []bool
-	// last holds, per stack, the cumulative values already reported.
-	last map[string]*stackTotals
-	// generation marks the entries seen in the current profile, so entries
-	// of stacks the runtime no longer reports can be forgotten without
-	// rebuilding the map.
-	generation uint64
-	key        []byte
-	entries    []*stackTotals
+	seed    maphash.Seed
+	// prev holds the totals reported up to the previous profile; cur is
+	// filled from it by apply and then swapped with it.
+	prev, cur stackTable
+	key       []byte
 }
 
-type stackTotals struct {
-	values     []int64
-	generation uint64
-	// position is the stack's index among the current profile's merged
-	// samples, valid while generation is current.
-	position int
+// stackTable maps stack keys to the cumulative values reported for them.
+// Keys are kept in one arena and the map is keyed by their hash, so that
+// adding a stack allocates nothing once the buffers have grown; entries
+// with the same hash are chained and told apart by comparing keys.
+type stackTable struct {
+	heads  map[uint64]int32 // hash -> latest entry with that hash
+	prev   []int32          // entry -> earlier entry with the same hash, or -1
+	ends   []int            // entry -> end of its key in keys
+	keys   []byte
+	values []int64 // entry e's totals are values[e*n : e*n+n]
+}
+
+func (t *stackTable) reset() {
+	if t.heads == nil {
+		t.heads = make(map[uint64]int32)
+	}
+	clear(t.heads)
+	t.prev = t.prev[:0]
+	t.ends = t.ends[:0]
+	t.keys = t.keys[:0]
+	t.values = t.values[:0]
+}
+
+func (t *stackTable) key(e int32) []byte {
+	start := 0
+	if e > 0 {
+		start = t.ends[e-1]
+	}
+	return t.keys[start:t.ends[e]]
+}
+
+// find returns the entry of key, whose hash is h, or -1.
+func (t *stackTable) find(h uint64, key []byte) int32 {
+	head, ok := t.heads[h]
+	if !ok {
+		return -1
+	}
+	for e := head; e >= 0; e = t.prev[e] {
+		if bytes.Equal(t.key(e), key) {
+			return e
+		}
+	}
+	return -1
+}
+
+// add appends an entry for key, whose hash is h and which must not be in
+// the table yet, with the first n values of totals, or zeros if totals is
+// nil.
+func (t *stackTable) add(h uint64, key []byte, totals []int64, n int) {
+	e := int32(len(t.ends))
+	head, ok := t.heads[h]
+	if !ok {
+		head = -1
+	}
+	t.heads[h] = e
+	t.prev = append(t.prev, head)
+	t.keys = append(t.keys, key...)
+	t.ends = append(t.ends, len(t.keys))
+	if totals != nil {
+		t.values = append(t.values, totals[:n]...)
+	} else {
+		for range n {
+			t.values = append(t.values, 0)
+		}
+	}
 }
 
 // newDeltaState returns the state for a profile whose values at the given
@@ -41,19 +106,22 @@ func newDeltaState(numValues int, cumulative ...int) *deltaState {
 	for _, i := range cumulative {
 		isDelta[i] = true
 	}
-	return &deltaState{isDelta: isDelta, last: make(map[string]*stackTotals)}
+	d := &deltaState{isDelta: isDelta, seed: maphash.MakeSeed()}
+	d.prev.reset()
+	d.cur.reset()
+	return d
 }
 
 // reset forgets every reported total, so that the next profile becomes the
 // baseline.
 func (d *deltaState) reset() {
-	clear(d.last)
+	d.prev.reset()
 }
 
 // apply rewrites p in place: cumulative values become the change since the
 // previous call, and samples whose values are all zero are removed. The
-// first call after reset records the baseline and leaves p with only its
-// snapshot values.
+// first call after reset records the baseline; what it leaves in p is what
+// the runtime reported since the program started.
 //
 // A cumulative value that is lower than what was already reported cannot
 // come from the runtime's own counters, which only grow; it would come from
@@ -61,53 +129,53 @@ func (d *deltaState) reset() {
 // total is kept as the baseline, so that no window is negative and the sum
 // of all windows still equals the runtime's final total.
 func (d *deltaState) apply(p *profile.Profile) {
-	if len(p.SampleTypes) != len(d.isDelta) {
+	n := len(d.isDelta)
+	if len(p.SampleTypes) != n {
 		// A profile of another shape than expected (a future runtime):
 		// report it as it is rather than subtract mismatched values.
 		return
 	}
-	d.generation++
+	cur, prev := &d.cur, &d.prev
+	cur.reset()
 
 	// First merge samples of the same stack. The runtime writes each stack
 	// once today, but subtracting per occurrence would be wrong if it ever
-	// split one, so sum them before taking the difference.
+	// split one, so sum them before taking the difference. Entry e of cur
+	// is merged sample e.
 	merged := p.Samples[:0]
-	d.entries = d.entries[:0]
 	for i := range p.Samples {
 		s := p.Samples[i]
-		if len(s.Values) != len(d.isDelta) {
+		if len(s.Values) != n {
 			continue
 		}
 		d.key = appendStackKey(d.key[:0], p, &s)
-		t, seen := d.last[string(d.key)]
-		if !seen {
-			t = &stackTotals{values: make([]int64, len(s.Values))}
-			d.last[string(d.key)] = t
-		}
-		if seen && t.generation == d.generation {
-			dst := merged[t.position].Values
+		h := maphash.Bytes(d.seed, d.key)
+		if e := cur.find(h, d.key); e >= 0 {
+			dst := merged[e].Values
 			for j, v := range s.Values {
 				dst[j] += v
 			}
 			continue
 		}
-		t.generation = d.generation
-		t.position = len(merged)
+		var totals []int64
+		if e := prev.find(h, d.key); e >= 0 {
+			totals = prev.values[int(e)*n:]
+		}
+		cur.add(h, d.key, totals, n)
 		merged = append(merged, s)
-		d.entries = append(d.entries, t)
 	}
 
 	kept := merged[:0]
 	for i, s := range merged {
-		t := d.entries[i]
+		totals := cur.values[i*n : i*n+n]
 		nonZero := false
 		for j, v := range s.Values {
 			if d.isDelta[j] {
-				diff := v - t.values[j]
+				diff := v - totals[j]
 				if diff < 0 {
 					diff = 0
 				} else {
-					t.values[j] = v
+					totals[j] = v
 				}
 				s.Values[j] = diff
 			}
@@ -121,13 +189,7 @@ func (d *deltaState) apply(p *profile.Profile) {
 	}
 	clear(p.Samples[len(kept):])
 	p.Samples = kept
-
-	for k, t := range d.last {
-		if t.generation != d.generation {
-			delete(d.last, k)
-		}
-	}
-	clear(d.entries)
+	d.prev, d.cur = d.cur, d.prev
 }
 
 // appendStackKey appends the identity of s: its program counters, then its

@@ -62,6 +62,14 @@ func TestDeltaState(t *testing.T) {
 			want: []step{{1: {0, 20}}, {1: {2, 10}}},
 		},
 		{
+			// Stack 2 is missing from window 2, so its totals are forgotten
+			// and its return in window 3 counts from zero, as for any stack
+			// the runtime reports anew.
+			name: "stacks come and go", numValues: 2, cumulative: []int{0, 1},
+			in:   []step{{1: {1, 1}, 2: {5, 5}}, {1: {2, 2}, 3: {4, 4}}, {1: {2, 2}, 2: {6, 6}, 3: {7, 7}}},
+			want: []step{{1: {1, 1}, 3: {4, 4}}, {2: {6, 6}, 3: {3, 3}}},
+		},
+		{
 			name: "a stack seen for the first time reports all it has", numValues: 2, cumulative: []int{0, 1},
 			in:   []step{{}, {7: {3, 3}}},
 			want: []step{{7: {3, 3}}},
@@ -123,6 +131,53 @@ func TestDeltaStateLabelsSeparateStacks(t *testing.T) {
 	d.apply(p)
 	if len(p.Samples) != 1 || p.Samples[0].Values[0] != 2 || p.Samples[0].Labels[0].Num != 16 {
 		t.Fatalf("got %+v, want only the 16-byte stack with delta 2", p.Samples)
+	}
+}
+
+func TestDeltaStateAllocatesNothingOnceWarm(t *testing.T) {
+	// Every window a different tenth of 1,000 stacks is missing, so
+	// stacks keep leaving and coming back.
+	const stacks = 1000
+	d := newDeltaState(2, 0, 1)
+	window := func(w int) *profile.Profile {
+		in := make(map[uint64][]int64, stacks)
+		for i := range stacks {
+			if i%10 != w%10 {
+				in[uint64(i+1)] = []int64{int64(w), int64(w)}
+			}
+		}
+		return stackProfile(2, in)
+	}
+	const windows = 20
+	profiles := make([]*profile.Profile, windows)
+	for w := range profiles {
+		profiles[w] = window(w)
+	}
+	for _, p := range profiles[:2] {
+		d.apply(p)
+	}
+	next := 2
+	allocs := testing.AllocsPerRun(windows-3, func() {
+		d.apply(profiles[next])
+		next++
+	})
+	if allocs != 0 {
+		t.Errorf("apply allocated %v times per profile once warm, want 0", allocs)
+	}
+	// The last window still reports the right deltas: stacks present in
+	// the window before grew by 1, the returning tenth reports its total.
+	last := byAddress(profiles[windows-1])
+	for addr, v := range last {
+		want := int64(1)
+		if int(addr-1)%10 == (windows-2)%10 {
+			want = windows - 1
+		}
+		if v[0] != want || v[1] != want {
+			t.Fatalf("stack %d: got %v, want [%d %d]", addr, v, want, want)
+		}
+	}
+	if len(last) != stacks-stacks/10 {
+		t.Errorf("last window has %d stacks, want %d", len(last), stacks-stacks/10)
 	}
 }
 
