@@ -74,8 +74,8 @@ type dictionary struct {
 
 	out *profilespb.ProfilesDictionary
 	// Backing storage for the current request.
-	i32       []int32
-	linePtrs  []*profilespb.Line
+	i32       slab[int32]
+	linePtrs  slab[*profilespb.Line]
 	lineMsgs  slab[profilespb.Line]
 	locMsgs   slab[profilespb.Location]
 	stackMsgs slab[profilespb.Stack]
@@ -108,14 +108,14 @@ func (d *dictionary) reset() {
 	d.stacks.reset()
 	clear(d.attributes)
 	clear(d.links)
-	d.i32 = nil
-	d.linePtrs = nil
-	d.lineMsgs = slab[profilespb.Line]{}
-	d.locMsgs = slab[profilespb.Location]{}
-	d.stackMsgs = slab[profilespb.Stack]{}
-	d.attrMsgs = slab[profilespb.KeyValueAndUnit]{}
-	d.anyMsgs = slab[commonpb.AnyValue]{}
-	d.funcMsgs = slab[profilespb.Function]{}
+	d.i32.reset()
+	d.linePtrs.reset()
+	d.lineMsgs.reset()
+	d.locMsgs.reset()
+	d.stackMsgs.reset()
+	d.attrMsgs.reset()
+	d.anyMsgs.reset()
+	d.funcMsgs.reset()
 
 	h := d.hint
 	d.out = &profilespb.ProfilesDictionary{
@@ -159,29 +159,44 @@ func (d *dictionary) finish() *profilespb.ProfilesDictionary {
 
 // int32s returns n int32s owned by the current request.
 func (d *dictionary) int32s(n int) []int32 {
-	return carve(&d.i32, n, 4096)
+	return d.i32.take(n)
 }
 
-func carve[T any](arena *[]T, n, chunk int) []T {
-	a := *arena
-	if cap(a)-len(a) < n {
-		a = make([]T, 0, max(n, chunk))
+// slab hands out the elements of the current request in chunks, the first
+// of them as large as the previous request needed, so that a window like
+// the one before costs one allocation per slab however many elements it
+// holds. The chunks belong to the request: reset drops them.
+type slab[T any] struct {
+	free []T
+	// used counts the elements handed out for the current request, last
+	// those of the previous one.
+	used, last int
+}
+
+// minChunk is the smallest chunk a slab allocates.
+const minChunk = 256
+
+func (s *slab[T]) reset() {
+	s.free = nil
+	s.last = s.used
+	s.used = 0
+}
+
+// take returns n zeroed elements, contiguous and with capacity n.
+func (s *slab[T]) take(n int) []T {
+	if len(s.free) < n {
+		// Start with what the previous request needed; past that, grow
+		// by a quarter of what is in use.
+		s.free = make([]T, max(n, minChunk, s.last-s.used, s.used/4))
 	}
-	s := a[len(a) : len(a)+n : len(a)+n]
-	*arena = a[:len(a)+n]
-	return s
+	out := s.free[:n:n]
+	s.free = s.free[n:]
+	s.used += n
+	return out
 }
-
-// slab hands out messages allocated in chunks.
-type slab[T any] struct{ free []T }
 
 func (s *slab[T]) new() *T {
-	if len(s.free) == 0 {
-		s.free = make([]T, 256)
-	}
-	m := &s.free[0]
-	s.free = s.free[1:]
-	return m
+	return &s.take(1)[0]
 }
 
 func (d *dictionary) str(s string) int32 {
@@ -297,7 +312,7 @@ func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
 		m.AttributeIndices[0] = k.folded
 	}
 	if len(lines) > 0 {
-		m.Lines = carve(&d.linePtrs, len(lines), 1024)
+		m.Lines = d.linePtrs.take(len(lines))
 		for j, l := range lines {
 			ln := d.lineMsgs.new()
 			ln.FunctionIndex = l.function
