@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -180,6 +182,7 @@ func TestConfiguredOnlyThroughEnvironment(t *testing.T) {
 			if len(r.requests) < 3 {
 				t.Fatalf("got %d requests, want 2 periods and the partial window of Stop", len(r.requests))
 			}
+			buildID := wantBuildID(t)
 			var prevEnd uint64
 			for i, req := range r.requests {
 				if err := otlptest.Validate(req); err != nil {
@@ -187,6 +190,9 @@ func TestConfiguredOnlyThroughEnvironment(t *testing.T) {
 				}
 				if got := serviceName(req); got != "env-only" {
 					t.Errorf("request %d: service.name = %q, want env-only", i, got)
+				}
+				if got := mainBuildID(req); got != buildID {
+					t.Errorf("request %d: the main mapping's process.executable.build_id.go = %q, want %q", i, got, buildID)
 				}
 				if got := scopeNames(req); strings.Join(got, ",") != strings.Join(allTypes, ",") {
 					t.Errorf("request %d: scopes %v, want %v", i, got, allTypes)
@@ -433,4 +439,37 @@ func hangingEndpoint(t *testing.T) string {
 	}))
 	t.Cleanup(func() { close(release); srv.Close() })
 	return srv.URL + "/v1development/profiles"
+}
+
+// mainBuildID returns the process.executable.build_id.go of the mapping of
+// the running executable.
+func mainBuildID(req *collectorpb.ExportProfilesServiceRequest) string {
+	d := req.GetDictionary()
+	exe, _ := os.Executable()
+	for _, m := range d.GetMappingTable() {
+		if d.GetStringTable()[m.GetFilenameStrindex()] != exe {
+			continue
+		}
+		for _, ai := range m.GetAttributeIndices() {
+			a := d.GetAttributeTable()[ai]
+			if d.GetStringTable()[a.GetKeyStrindex()] == "process.executable.build_id.go" {
+				return a.GetValue().GetStringValue()
+			}
+		}
+	}
+	return ""
+}
+
+// wantBuildID is the test binary's Go build id as the go tool reports it.
+func wantBuildID(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "tool", "buildid", exe).Output()
+	if err != nil {
+		t.Skipf("go tool buildid: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
