@@ -250,6 +250,14 @@ func (s *Sender[R]) run() {
 // send exports w, split into parts if needed, and accounts for the result.
 func (s *Sender[R]) send(ctx context.Context, q queued[R]) {
 	w := q.Window
+	// A panic here, in splitting or in an exporter, is the profiler's bug;
+	// on this goroutine it would end the application. Lose the window
+	// instead, and say so.
+	defer func() {
+		if r := recover(); r != nil {
+			s.fail(w, fmt.Errorf("internal error: %v", r))
+		}
+	}()
 	if err := s.running.Err(); err != nil {
 		s.fail(w, fmt.Errorf("not attempted: %w", err))
 		return

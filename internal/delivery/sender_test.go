@@ -495,3 +495,39 @@ func TestUnsplittableWindowFails(t *testing.T) {
 		t.Error("the failure was not logged with its reason")
 	}
 }
+
+// panickingExporter panics on its first Export, as a bug in a transport
+// would, and accepts the rest.
+type panickingExporter struct{ calls atomic.Int64 }
+
+func (p *panickingExporter) Export(context.Context, *collectorpb.ExportProfilesServiceRequest) error {
+	if p.calls.Add(1) == 1 {
+		panic("exporter bug")
+	}
+	return nil
+}
+
+func (p *panickingExporter) Shutdown(context.Context) error { return nil }
+
+func TestSenderSurvivesAPanickingExporter(t *testing.T) {
+	stats := new(Stats)
+	exp := &panickingExporter{}
+	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats})
+	s.Enqueue(window(0))
+	for deadline := time.Now().Add(10 * time.Second); stats.Failed.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the panicking export was never counted as failed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.Enqueue(window(1))
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if got := stats.Failed.Load(); got != 1 {
+		t.Errorf("Failed = %d, want 1 (the window whose export panicked)", got)
+	}
+	if got := stats.Exported.Load(); got != 1 {
+		t.Errorf("Exported = %d, want 1: the sender must go on after a panic", got)
+	}
+}
