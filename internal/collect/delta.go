@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 
 	"github.com/pprofotel/profiler/internal/profile"
 )
@@ -53,6 +54,15 @@ func (t *stackTable) reset() {
 	t.ends = t.ends[:0]
 	t.keys = t.keys[:0]
 	t.values = t.values[:0]
+}
+
+// reserve makes room for as many entries and key bytes as like holds, so
+// that a table filled for a profile like the last one grows at most once.
+func (t *stackTable) reserve(like *stackTable) {
+	t.prev = slices.Grow(t.prev, len(like.prev))
+	t.ends = slices.Grow(t.ends, len(like.ends))
+	t.keys = slices.Grow(t.keys, len(like.keys))
+	t.values = slices.Grow(t.values, len(like.values))
 }
 
 func (t *stackTable) key(e int32) []byte {
@@ -137,6 +147,7 @@ func (d *deltaState) apply(p *profile.Profile) {
 	}
 	cur, prev := &d.cur, &d.prev
 	cur.reset()
+	cur.reserve(prev)
 
 	// First merge samples of the same stack. The runtime writes each stack
 	// once today, but subtracting per occurrence would be wrong if it ever

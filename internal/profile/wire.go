@@ -1,6 +1,9 @@
 package profile
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Protocol buffer wire types used by profile.proto.
 const (
@@ -64,9 +67,25 @@ func (r *reader) varintSlow() (uint64, error) {
 
 // uvarintAt is varint for loops that keep their position in a local
 // variable, which the compiler can hold in a register.
+// One- and two-byte varints (location ids up to 16383) are decoded inline;
+// longer ones, such as heap byte counts, by binary.Uvarint, which accepts
+// exactly the varints varintSlow does; only errors go through the reader,
+// for their message.
 func uvarintAt(b []byte, pos, end int) (uint64, int, error) {
+	if pos < end {
+		c := b[pos]
+		if c < 0x80 {
+			return uint64(c), pos + 1, nil
+		}
+		if pos+1 < end && b[pos+1] < 0x80 {
+			return uint64(c&0x7f) | uint64(b[pos+1])<<7, pos + 2, nil
+		}
+		if v, n := binary.Uvarint(b[pos:end]); n > 0 {
+			return v, pos + n, nil
+		}
+	}
 	r := reader{b: b, pos: pos, end: end}
-	v, err := r.varint()
+	v, err := r.varintSlow()
 	return v, r.pos, err
 }
 
