@@ -31,6 +31,14 @@ type deltaState struct {
 	// filled from it by apply and then swapped with it.
 	prev, cur stackTable
 	key       []byte
+	// pcNumbers numbers every program counter seen, in order of first
+	// sight, so that a stack key holds a varint of one or two bytes per
+	// frame rather than an 8-byte address. Program counters keep their
+	// meaning for the life of the process, and there are only as many as
+	// the binary has call sites, so the numbering is never reset.
+	pcNumbers map[uint64]uint32
+	// pcs holds the number of each location of the profile being applied.
+	pcs []uint32
 }
 
 // stackTable maps stack keys to the cumulative values reported for them.
@@ -56,13 +64,14 @@ func (t *stackTable) reset() {
 	t.values = t.values[:0]
 }
 
-// reserve makes room for as many entries and key bytes as like holds, so
-// that a table filled for a profile like the last one grows at most once.
+// reserve makes room for the entries and key bytes like holds and an
+// eighth more, so that a table filled for a profile like the last one, or
+// slightly larger, does not grow: growing copies all the keys.
 func (t *stackTable) reserve(like *stackTable) {
-	t.prev = slices.Grow(t.prev, len(like.prev))
-	t.ends = slices.Grow(t.ends, len(like.ends))
-	t.keys = slices.Grow(t.keys, len(like.keys))
-	t.values = slices.Grow(t.values, len(like.values))
+	t.prev = slices.Grow(t.prev, len(like.prev)+len(like.prev)/8)
+	t.ends = slices.Grow(t.ends, len(like.ends)+len(like.ends)/8)
+	t.keys = slices.Grow(t.keys, len(like.keys)+len(like.keys)/8)
+	t.values = slices.Grow(t.values, len(like.values)+len(like.values)/8)
 }
 
 func (t *stackTable) key(e int32) []byte {
@@ -116,7 +125,7 @@ func newDeltaState(numValues int, cumulative ...int) *deltaState {
 	for _, i := range cumulative {
 		isDelta[i] = true
 	}
-	d := &deltaState{isDelta: isDelta, seed: maphash.MakeSeed()}
+	d := &deltaState{isDelta: isDelta, seed: maphash.MakeSeed(), pcNumbers: make(map[uint64]uint32)}
 	d.prev.reset()
 	d.cur.reset()
 	return d
@@ -145,6 +154,16 @@ func (d *deltaState) apply(p *profile.Profile) {
 		// report it as it is rather than subtract mismatched values.
 		return
 	}
+	d.pcs = d.pcs[:0]
+	for i := range p.Locations {
+		pc := p.Locations[i].Address
+		num, ok := d.pcNumbers[pc]
+		if !ok {
+			num = uint32(len(d.pcNumbers))
+			d.pcNumbers[pc] = num
+		}
+		d.pcs = append(d.pcs, num)
+	}
 	cur, prev := &d.cur, &d.prev
 	cur.reset()
 	cur.reserve(prev)
@@ -159,7 +178,7 @@ func (d *deltaState) apply(p *profile.Profile) {
 		if len(s.Values) != n {
 			continue
 		}
-		d.key = appendStackKey(d.key[:0], p, &s)
+		d.key = appendStackKey(d.key[:0], d.pcs, &s)
 		h := maphash.Bytes(d.seed, d.key)
 		if e := cur.find(h, d.key); e >= 0 {
 			dst := merged[e].Values
@@ -203,13 +222,14 @@ func (d *deltaState) apply(p *profile.Profile) {
 	d.prev, d.cur = d.cur, d.prev
 }
 
-// appendStackKey appends the identity of s: its program counters, then its
-// labels.
-func appendStackKey(key []byte, p *profile.Profile, s *profile.Sample) []byte {
+// appendStackKey appends the identity of s: its program counters, by
+// their numbers in pcs, then its labels.
+func appendStackKey(key []byte, pcs []uint32, s *profile.Sample) []byte {
+	// The count makes the key unambiguous: the labels start after it.
+	key = binary.AppendUvarint(key, uint64(len(s.Locations)))
 	for _, li := range s.Locations {
-		key = binary.LittleEndian.AppendUint64(key, p.Locations[li].Address)
+		key = binary.AppendUvarint(key, uint64(pcs[li]))
 	}
-	key = append(key, 0xff) // separates the stack from the labels
 	for _, l := range s.Labels {
 		key = appendString(key, l.Key)
 		if l.IsNum {
