@@ -144,6 +144,9 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 	for _, in := range inputs {
 		rp.ScopeProfiles = append(rp.ScopeProfiles, b.scopeProfiles(in, win))
 	}
+	// The attribute lists point into the request's memory; the Builder must
+	// not keep the request alive until the next Build.
+	clear(b.attrs)
 	return &collectorpb.ExportProfilesServiceRequest{
 		ResourceProfiles: []*profilespb.ResourceProfiles{rp},
 		Dictionary:       b.d.finish(),

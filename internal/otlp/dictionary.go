@@ -150,6 +150,17 @@ func (d *dictionary) reset() {
 func (d *dictionary) finish() *profilespb.ProfilesDictionary {
 	out := d.out
 	d.out = nil
+	// The rest of each slab's chunk shares its array with the messages
+	// handed to the request: dropping it lets the request be collected
+	// when its sender is done with it.
+	d.i32.release()
+	d.linePtrs.release()
+	d.lineMsgs.release()
+	d.locMsgs.release()
+	d.stackMsgs.release()
+	d.attrMsgs.release()
+	d.anyMsgs.release()
+	d.funcMsgs.release()
 	d.hint = [7]int{
 		len(out.MappingTable), len(out.LocationTable), len(out.FunctionTable),
 		len(out.LinkTable), len(out.StringTable), len(out.AttributeTable), len(out.StackTable),
@@ -180,6 +191,12 @@ func (s *slab[T]) reset() {
 	s.free = nil
 	s.last = s.used
 	s.used = 0
+}
+
+// release drops the current chunk, keeping the count that sizes the next
+// request's.
+func (s *slab[T]) release() {
+	s.free = nil
 }
 
 // take returns n zeroed elements, contiguous and with capacity n.
