@@ -37,7 +37,7 @@ func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Dura
 	res := toProtoResource(cfg.resource)
 	ds := cfg.delivery
 	if cfg.exporter == ExporterSplunk {
-		exp, err := splunk.NewLogsExporter(cfg.otlp)
+		exp, err := export.NewLogsGRPC(cfg.otlp)
 		if err != nil {
 			return nil, err
 		}
@@ -45,7 +45,7 @@ func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Dura
 			resource: res,
 			options:  cfg.splunk.EncodeOptions(),
 			sender: delivery.New(delivery.Config[*collogspb.ExportLogsServiceRequest]{
-				Exporter:   export.WithRetry(export.Sender[*collogspb.ExportLogsServiceRequest](exp), cfg.retry, export.OnRetry(onRetry)),
+				Exporter:   export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)),
 				Split:      splunk.Split,
 				MaxWindows: ds.maxWindows, MaxBytes: ds.maxBytes, MaxRequestBytes: ds.maxRequestBytes,
 				Logger: cfg.logger, Stats: stats,

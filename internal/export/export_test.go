@@ -79,7 +79,7 @@ func TestNewOTLPRejectsSettings(t *testing.T) {
 		{"unknown protocol", OTLPConfig{Protocol: "http/xml", Endpoint: "localhost:4317"}, `otlp protocol "http/xml"`},
 		{"empty protocol", OTLPConfig{Endpoint: "localhost:4317"}, `otlp protocol ""`},
 		{"grpc bad endpoint", OTLPConfig{Protocol: ProtocolGRPC, Endpoint: "::bad"}, `otlp endpoint "::bad"`},
-		{"grpc empty endpoint", OTLPConfig{Protocol: ProtocolGRPC}, `otlp endpoint is empty`},
+		{"grpc empty endpoint", OTLPConfig{Protocol: ProtocolGRPC}, `otlp endpoint "" is empty`},
 		{"grpc no port", OTLPConfig{Protocol: ProtocolGRPC, Endpoint: "collector"}, `otlp endpoint "collector"`},
 		{"grpc named port", OTLPConfig{Protocol: ProtocolGRPC, Endpoint: "collector:otlp"}, `port "otlp"`},
 		{"grpc url", OTLPConfig{Protocol: ProtocolGRPC, Endpoint: "http://collector:4317"}, `otlp endpoint "http://collector:4317"`},

@@ -19,20 +19,35 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// grpcExporter calls ProfilesService/Export over one client connection.
-type grpcExporter struct {
+// grpcConn is what the OTLP/gRPC exporters of every signal share: one
+// client connection, the metadata sent with each call, the attempt timeout,
+// and the way a failed call becomes an *ExportError.
+type grpcConn struct {
 	conn      *grpc.ClientConn
-	client    collectorpb.ProfilesServiceClient
 	headers   []string // metadata key/value pairs
 	timeout   time.Duration
 	onPartial func(int64, string)
 	shutdown  atomic.Bool
 }
 
-// newGRPCExporter builds the exporter. tlsConfig is used unless
-// cfg.Insecure; tests pass one that trusts their server.
+// grpcExporter calls ProfilesService/Export.
+type grpcExporter struct {
+	*grpcConn
+	client collectorpb.ProfilesServiceClient
+}
+
 func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, error) {
-	if err := checkGRPCEndpoint(cfg.Endpoint); err != nil {
+	c, err := newGRPCConn(cfg, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	return &grpcExporter{grpcConn: c, client: collectorpb.NewProfilesServiceClient(c.conn)}, nil
+}
+
+// newGRPCConn builds the connection. tlsConfig is used unless
+// cfg.Insecure; tests pass one that trusts their server.
+func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
+	if err := CheckGRPCEndpoint(cfg.Endpoint); err != nil {
 		return nil, err
 	}
 	headers, err := grpcMetadata(cfg.Headers)
@@ -57,9 +72,8 @@ func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, erro
 	if err != nil {
 		return nil, fmt.Errorf("otlp endpoint %q: %w", cfg.Endpoint, err)
 	}
-	return &grpcExporter{
+	return &grpcConn{
 		conn:      conn,
-		client:    collectorpb.NewProfilesServiceClient(conn),
 		headers:   headers,
 		timeout:   cfg.Timeout,
 		onPartial: cfg.OnPartialSuccess,
@@ -95,18 +109,28 @@ func grpcMetadata(headers map[string]string) ([]string, error) {
 // Export makes one call. A failed call returns an *ExportError holding the
 // call's status.
 func (e *grpcExporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
-	if e.shutdown.Load() {
-		return ErrShutdown
-	}
 	if req == nil {
 		return errNilRequest
 	}
-	ctx, cancel := attemptContext(ctx, e.timeout)
-	defer cancel()
-	if len(e.headers) > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, e.headers...)
+	return e.call(ctx, func(ctx context.Context) (int64, string, error) {
+		resp, err := e.client.Export(ctx, req)
+		ps := resp.GetPartialSuccess()
+		return ps.GetRejectedProfiles(), ps.GetErrorMessage(), err
+	})
+}
+
+// call makes one attempt through invoke, which performs the RPC and returns
+// the partial success the response reported.
+func (c *grpcConn) call(ctx context.Context, invoke func(context.Context) (rejected int64, message string, err error)) error {
+	if c.shutdown.Load() {
+		return ErrShutdown
 	}
-	resp, err := e.client.Export(ctx, req)
+	ctx, cancel := attemptContext(ctx, c.timeout)
+	defer cancel()
+	if len(c.headers) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, c.headers...)
+	}
+	rejected, message, err := invoke(ctx)
 	if err != nil {
 		// FromError gives UNKNOWN for an error that carries no status.
 		st, _ := status.FromError(err)
@@ -119,16 +143,16 @@ func (e *grpcExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 		}
 		return &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctxErr}
 	}
-	reportPartialSuccess(e.onPartial, resp.GetPartialSuccess())
+	reportPartialSuccess(c.onPartial, rejected, message)
 	return nil
 }
 
 // Shutdown closes the connection. Calls in flight fail with CANCELLED.
-func (e *grpcExporter) Shutdown(ctx context.Context) error {
-	if e.shutdown.Swap(true) {
+func (c *grpcConn) Shutdown(ctx context.Context) error {
+	if c.shutdown.Swap(true) {
 		return nil
 	}
-	if err := e.conn.Close(); err != nil {
+	if err := c.conn.Close(); err != nil {
 		return fmt.Errorf("otlp grpc shutdown: %w", err)
 	}
 	return nil

@@ -146,7 +146,8 @@ func (e *httpExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 		// read or decoded must not turn into an error that would make a
 		// retry policy send it again.
 		if readErr == nil {
-			reportPartialSuccess(e.onPartial, e.decodeResponse(resp.Header.Get("Content-Type"), data).GetPartialSuccess())
+			ps := e.decodeResponse(resp.Header.Get("Content-Type"), data).GetPartialSuccess()
+			reportPartialSuccess(e.onPartial, ps.GetRejectedProfiles(), ps.GetErrorMessage())
 		}
 		return nil
 	}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -31,16 +30,7 @@ func NewOTLP(cfg OTLPConfig) (Exporter, error) {
 	if err := checkCommon(cfg); err != nil {
 		return nil, err
 	}
-	// A private TLS configuration per exporter: the transports fill in
-	// fields of it (NextProtos, ServerName) and may keep state in it
-	// (session caches); the caller's must stay as it was given.
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.TLS != nil {
-		tlsConfig = cfg.TLS.Clone()
-		if tlsConfig.MinVersion == 0 {
-			tlsConfig.MinVersion = tls.VersionTLS12
-		}
-	}
+	tlsConfig := privateTLS(cfg.TLS)
 	switch cfg.Protocol {
 	case ProtocolGRPC:
 		return newGRPCExporter(cfg, tlsConfig)
@@ -49,6 +39,20 @@ func NewOTLP(cfg OTLPConfig) (Exporter, error) {
 	}
 	return nil, fmt.Errorf("otlp protocol %q: want %q, %q or %q",
 		cfg.Protocol, ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON)
+}
+
+// privateTLS returns a TLS configuration for one exporter: the transports
+// fill in fields of it (NextProtos, ServerName) and may keep state in it
+// (session caches), so the caller's must stay as it was given.
+func privateTLS(given *tls.Config) *tls.Config {
+	if given == nil {
+		return &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	c := given.Clone()
+	if c.MinVersion == 0 {
+		c.MinVersion = tls.VersionTLS12
+	}
+	return c
 }
 
 // checkCommon validates the settings that do not depend on the protocol.
@@ -75,10 +79,11 @@ func checkCommon(cfg OTLPConfig) error {
 	return nil
 }
 
-// checkGRPCEndpoint accepts "host:port" with a numeric port.
-func checkGRPCEndpoint(endpoint string) error {
+// CheckGRPCEndpoint accepts "host:port" with a port in 1-65535, the form
+// gRPC endpoints take once resolved.
+func CheckGRPCEndpoint(endpoint string) error {
 	if endpoint == "" {
-		return errors.New("otlp endpoint is empty: want host:port")
+		return errors.New(`otlp endpoint "" is empty: want host:port`)
 	}
 	_, port, err := net.SplitHostPort(endpoint)
 	if err != nil {
@@ -129,14 +134,11 @@ func attemptContext(ctx context.Context, timeout time.Duration) (context.Context
 // reportPartialSuccess hands a partial success to fn. A response whose
 // partial_success is unset, or has no rejections and no message, is a full
 // success.
-func reportPartialSuccess(fn func(int64, string), ps *collectorpb.ExportProfilesPartialSuccess) {
-	if fn == nil || ps == nil {
+func reportPartialSuccess(fn func(int64, string), rejected int64, message string) {
+	if fn == nil || rejected == 0 && message == "" {
 		return
 	}
-	if ps.GetRejectedProfiles() == 0 && ps.GetErrorMessage() == "" {
-		return
-	}
-	fn(ps.GetRejectedProfiles(), ps.GetErrorMessage())
+	fn(rejected, message)
 }
 
 // sortedKeys returns the header names in a stable order, so that requests

@@ -152,7 +152,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // and whether it is plaintext.
 func parseEndpoint(v string, insecureFlag func() bool) (string, bool, error) {
 	if !strings.Contains(v, "://") {
-		if err := checkHostPort(v); err != nil {
+		if err := export.CheckGRPCEndpoint(v); err != nil {
 			return "", false, fmt.Errorf("want a URL such as http://localhost:4317 or host:port: %w", err)
 		}
 		return v, insecureFlag(), nil

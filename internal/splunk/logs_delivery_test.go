@@ -73,9 +73,9 @@ func startLogsServer(t *testing.T, s *logsServer) string {
 	return lis.Addr().String()
 }
 
-func newTestExporter(t *testing.T, cfg export.OTLPConfig) *LogsExporter {
+func newTestExporter(t *testing.T, cfg export.OTLPConfig) export.Sender[*collogspb.ExportLogsServiceRequest] {
 	t.Helper()
-	e, err := NewLogsExporter(cfg)
+	e, err := export.NewLogsGRPC(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestNewLogsExporterInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := NewLogsExporter(tt.cfg)
+			e, err := export.NewLogsGRPC(tt.cfg)
 			if err == nil {
 				_ = e.Shutdown(context.Background())
 				t.Fatal("no error")
