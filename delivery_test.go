@@ -85,7 +85,9 @@ func checkAccounting(t *testing.T, p *Profiler) Stats {
 
 // TestReceiverDownThenUp starts the profiler against a closed port, lets
 // windows fail and the queue overflow, then opens the receiver on the same
-// port: windows arrive again, each once, and every loss is counted.
+// port, takes it down again for a while mid-run and brings it back: windows
+// arrive whenever it is up, each once and in order, and every loss is
+// counted.
 func TestReceiverDownThenUp(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -132,6 +134,28 @@ func TestReceiverDownThenUp(t *testing.T) {
 		maxQueue = max(maxQueue, s.WindowsQueued)
 		return s.WindowsExported >= 3
 	})
+
+	// Down again, mid-run, until windows fail again.
+	srv.Close()
+	upOnce := p.Stats()
+	poll(t, "failures while the receiver is down mid-run", func() bool {
+		s := p.Stats()
+		maxQueue = max(maxQueue, s.WindowsQueued)
+		return s.WindowsFailed > upOnce.WindowsFailed
+	})
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s was taken by someone else meanwhile: %v", addr, err)
+	}
+	srv = &http.Server{Handler: r}
+	go srv.Serve(ln)
+	downAgain := p.Stats()
+	poll(t, "windows arriving after the receiver came back", func() bool {
+		s := p.Stats()
+		maxQueue = max(maxQueue, s.WindowsQueued)
+		return s.WindowsExported >= downAgain.WindowsExported+3
+	})
+
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := stopWithin(t, p, ctx); err != nil {
