@@ -1,11 +1,14 @@
 // Package splunk encodes collection windows as the profiling logs of
-// Splunk AlwaysOn Profiling and sends them over OTLP/gRPC.
+// Splunk AlwaysOn Profiling.
 //
 // Splunk Observability ingests profiling data as OTLP logs following the
 // "Profiling ResourceLogs Message" section of Splunk's semantic
 // conventions, in the pprof-gzip-base64 format its Java and Node.js
-// profilers emit. [Encode] builds such a request from a window, [LogsExporter]
-// sends it, and [ConfigFromEnv] reads Splunk's environment variables.
+// profilers emit. [Encode] builds such a request from a window, [Split]
+// divides one that is too large, and [ConfigFromEnv] reads Splunk's
+// environment variables. The request travels over OTLP/gRPC through the
+// profiler's shared logs sender (export.NewLogsGRPC), with its queue and
+// retries.
 //
 // # Records
 //
