@@ -15,6 +15,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/cputest"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -32,22 +33,15 @@ const (
 )
 
 var (
-	burnSink  uint64
 	allocSink = make([][]byte, allocCount) // allocated once, outside the window
 )
 
-// splunkBurn spins for d of wall time, which is CPU time on its goroutine.
+// splunkBurn keeps its goroutine busy until the process has used d of CPU
+// time, so that the CPU profiler gets its ticks however loaded the machine
+// is.
 //
 //go:noinline
-func splunkBurn(d time.Duration) {
-	x := burnSink
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		for i := 0; i < 1000; i++ {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-	}
-	burnSink = x
-}
+func splunkBurn(d time.Duration) { cputest.Spin(d) }
 
 // splunkAlloc makes allocCount allocations of allocSize bytes.
 //
@@ -61,7 +55,7 @@ func splunkAlloc() {
 // TestLiveWindowOverGRPC runs the whole path on the live runtime: CPU
 // burnt and memory allocated inside spans of the real SDK, wrapped by
 // labels.WrapTracerProvider, collected by internal/collect, encoded,
-// delivered by LogsExporter to a gRPC logs receiver, and decoded there.
+// delivered by export.NewLogsGRPC's sender to a gRPC logs receiver, and decoded there.
 func TestLiveWindowOverGRPC(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
