@@ -225,8 +225,10 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		}
 	}
 
-	c.otlp = resolveOTLP(&o, env)
-	if c.exporter == ExporterSplunk {
+	c.otlp = resolveOTLP(&o, env, c.exporter == ExporterSplunk)
+	if c.exporter == ExporterSplunk && o.endpoint == nil {
+		// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
+		// else localhost:4317; an endpoint option wins over all three.
 		c.otlp = c.splunk.OTLP(c.otlp)
 	}
 	c.retry = resolveRetry(o.retry)
@@ -263,7 +265,10 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 // OTEL_EXPORTER_OTLP_ENDPOINT, the default. An endpoint given as a URL is
 // secured according to its scheme; one given as host:port uses WithInsecure,
 // else the INSECURE variables, else TLS.
-func resolveOTLP(o *options, env *envReader) export.OTLPConfig {
+//
+// Splunk's profiling logs travel over gRPC only, so with splunkLogs set the
+// protocol is gRPC whatever the options and variables say.
+func resolveOTLP(o *options, env *envReader, splunkLogs bool) export.OTLPConfig {
 	cfg := export.OTLPConfig{
 		Protocol:    string(ProtocolHTTPProtobuf),
 		Timeout:     defaultOTLPTimeout,
@@ -271,7 +276,9 @@ func resolveOTLP(o *options, env *envReader) export.OTLPConfig {
 		UserAgent:   "pprofotel-go/" + Version,
 	}
 
-	if o.protocol != nil {
+	if splunkLogs {
+		cfg.Protocol = export.ProtocolGRPC
+	} else if o.protocol != nil {
 		cfg.Protocol = string(*o.protocol)
 	} else if name, v, ok := env.lookupOTLP("PROTOCOL"); ok {
 		if p := Protocol(strings.ToLower(v)); p.valid() {
