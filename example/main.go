@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -77,11 +78,12 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
 	var summaries sync.WaitGroup
+	windows := &windowPrinter{out: os.Stdout, dir: *dir, seen: map[string]bool{}}
 	if toFiles {
 		summaries.Add(1)
 		go func() {
 			defer summaries.Done()
-			watch(ctx, *dir)
+			watch(ctx, windows)
 		}()
 	}
 	requests := load(ctx, "http://"+ln.Addr().String())
@@ -94,7 +96,7 @@ func main() {
 	}
 	summaries.Wait()
 	if toFiles {
-		printNew(*dir, map[string]bool{}) // the last, partial window written by Stop
+		windows.printNew() // the last, partial window written by Stop
 		fmt.Printf("windows are in %s\n", *dir)
 	}
 }
@@ -203,8 +205,7 @@ func load(ctx context.Context, base string) int64 {
 }
 
 // watch prints a summary of every window file as it appears.
-func watch(ctx context.Context, dir string) {
-	seen := map[string]bool{}
+func watch(ctx context.Context, p *windowPrinter) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -212,28 +213,38 @@ func watch(ctx context.Context, dir string) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			printNew(dir, seen)
+			p.printNew()
 		}
 	}
 }
 
-func printNew(dir string, seen map[string]bool) {
-	entries, err := os.ReadDir(dir)
+// windowPrinter prints the summary of each window file in dir once: the
+// files it has printed are in seen, so that the call after Stop prints only
+// the window Stop wrote.
+type windowPrinter struct {
+	out  io.Writer
+	dir  string
+	seen map[string]bool
+}
+
+// printNew prints the summaries of the window files not printed yet.
+func (p *windowPrinter) printNew() {
+	entries, err := os.ReadDir(p.dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if seen[name] || !(strings.HasSuffix(name, ".pb") || strings.HasSuffix(name, ".json")) {
+		if p.seen[name] || !(strings.HasSuffix(name, ".pb") || strings.HasSuffix(name, ".json")) {
 			continue
 		}
-		seen[name] = true
-		req, err := readRequest(dir + string(os.PathSeparator) + name)
+		p.seen[name] = true
+		req, err := readRequest(filepath.Join(p.dir, name))
 		if err != nil {
 			log.Printf("%s: %v", name, err)
 			continue
 		}
-		fmt.Print(summarize(name, req))
+		fmt.Fprint(p.out, summarize(name, req))
 	}
 }
 
