@@ -36,8 +36,15 @@ type pipeline interface {
 func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Duration, error)) (pipeline, error) {
 	res := toProtoResource(cfg.resource)
 	ds := cfg.delivery
+	otlpCfg := cfg.otlp
+	// A partial success is not an error, so neither the retries nor the
+	// sender see it; without this the receiver's rejections would vanish.
+	otlpCfg.OnPartialSuccess = func(rejected int64, message string) {
+		cfg.logger.Warn("pprofotel: the receiver accepted the request in part",
+			"rejected", rejected, "message", message)
+	}
 	if cfg.exporter == ExporterSplunk {
-		exp, err := export.NewLogsGRPC(cfg.otlp)
+		exp, err := export.NewLogsGRPC(otlpCfg)
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +71,7 @@ func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Dura
 	case ExporterNone:
 		exp = export.NewNone()
 	default:
-		e, err := export.NewOTLP(cfg.otlp)
+		e, err := export.NewOTLP(otlpCfg)
 		if err != nil {
 			return nil, err
 		}
