@@ -45,7 +45,10 @@
 // the span was started, provided the goroutine calling End still carries the
 // label set the span installed. This makes nested spans, ended in order,
 // return to their parent's labels, and the outermost span to the
-// application's own.
+// application's own. A span that ends after its parent skips the labels of
+// every enclosing span that has already ended: the goroutine returns to the
+// innermost enclosing span still running, or to the application's labels,
+// and no sample taken afterwards names an ended span.
 //
 // In every other case End leaves labels as they are:
 //

@@ -2,6 +2,7 @@ package labels
 
 import (
 	"context"
+	"fmt"
 	"runtime/pprof"
 	"testing"
 
@@ -517,4 +518,47 @@ func TestWithoutSpanContextKey(t *testing.T) {
 	defer func() { spanContextKey = saved }()
 	TestNestedSpans(t)
 	TestReturnedContext(t)
+}
+
+// TestNestedSpansEndedInAnyOrder ends three nested spans, started on one
+// goroutine, in every order. After each End the goroutine must carry the
+// labels of the innermost span still running, or the application's own
+// once none runs, and never those of a span that has ended; an End on a
+// span whose labels the goroutine does not carry changes nothing.
+func TestNestedSpansEndedInAnyOrder(t *testing.T) {
+	orders := [][]int{{2, 1, 0}, {2, 0, 1}, {1, 2, 0}, {1, 0, 2}, {0, 2, 1}, {0, 1, 2}}
+	for _, order := range orders {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+			tr := WrapTracerProvider(sdk).Tracer("test")
+			withAppLabels(func(ctx context.Context) {
+				var spans [3]trace.Span
+				want := [3]map[string]string{}
+				parentWant := appLabels
+				for i := range spans {
+					ctx, spans[i] = tr.Start(ctx, fmt.Sprint("span", i))
+					want[i] = spanLabels(spans[i].SpanContext(), parentWant)
+					parentWant = want[i]
+				}
+
+				// carrying is the span whose labels the goroutine has,
+				// -1 for the application's.
+				carrying := 2
+				var ended [3]bool
+				for _, i := range order {
+					spans[i].End()
+					ended[i] = true
+					if carrying == i {
+						for carrying--; carrying >= 0 && ended[carrying]; carrying-- {
+						}
+					}
+					expected := appLabels
+					if carrying >= 0 {
+						expected = want[carrying]
+					}
+					checkLabels(t, fmt.Sprintf("goroutine after span%d End", i), currentLabels(t), expected)
+				}
+			})
+		})
+	}
 }

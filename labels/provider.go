@@ -56,11 +56,12 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	// Show the wrapped tracer its own span as the parent: the SDK keeps
 	// per-parent bookkeeping (child span counts) only for its own type.
 	parentCtx := ctx
-	if parent, ok := ctx.(*labeledSpan); ok {
+	parent, ok := ctx.(*labeledSpan)
+	if ok {
 		// The context returned with the parent: the one under it differs
 		// only in its current span, which is the wrapped one.
 		ctx = parent.Context
-	} else if parent, ok := trace.SpanFromContext(ctx).(*labeledSpan); ok {
+	} else if parent, ok = trace.SpanFromContext(ctx).(*labeledSpan); ok {
 		ctx = trace.ContextWithSpan(ctx, parent.Span)
 	}
 	ctx, span := t.wrapped.Start(ctx, name, opts...)
@@ -99,6 +100,9 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 
 	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider}
 	s.previous = goroutineLabelSet()
+	if parent != nil && s.previous == parent.installed {
+		s.parent = parent
+	}
 	pprof.SetGoroutineLabels(ctx)
 	s.installed = goroutineLabelSet()
 	if spanContextKey == nil {

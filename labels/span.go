@@ -28,15 +28,25 @@ type labeledSpan struct {
 	previous  unsafe.Pointer
 	installed unsafe.Pointer
 
+	// parent is the labelled span whose labels previous is, when the span
+	// was started under it on a goroutine carrying them; nil otherwise.
+	parent *labeledSpan
+
 	ended atomic.Bool
 }
 
 // End gives the goroutine back its labels from before Start if it still
 // carries the ones Start installed and this is the first End, then ends the
-// wrapped span.
+// wrapped span. Labels of enclosing spans that have already ended are
+// skipped, so that a parent ended before its child is not named by the
+// samples taken after both.
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	if s.ended.CompareAndSwap(false, true) && goroutineLabelSet() == s.installed {
-		setGoroutineLabelSet(s.previous)
+		restore := s.previous
+		for p := s.parent; p != nil && p.ended.Load(); p = p.parent {
+			restore = p.previous
+		}
+		setGoroutineLabelSet(restore)
 	}
 
 	// With "defer span.End()", a panicking function reaches this End, and
