@@ -54,6 +54,9 @@ type Decoder struct {
 	functionSpans   []span
 	comments        []uint64
 
+	// reuse tells that the profile being decoded came from DecodeInto.
+	reuse bool
+
 	strs []string // string table; substrings of one allocation per profile
 	ids  []uint64
 
@@ -92,12 +95,46 @@ func (d *Decoder) Decode(data []byte) (*Profile, error) {
 	if len(b) == 0 {
 		return nil, errors.New("profile: empty input")
 	}
-	p, err := d.decode(b)
+	p := new(Profile)
+	err := d.decode(b, p, false)
 	d.release()
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// DecodeInto decodes one profile into p, like Decode, but reuses memory
+// instead of allocating it: the backing arrays of p's Samples, Locations,
+// Functions, Mappings, SampleTypes and Comments, and the Decoder's own
+// buffers, which hold every sample's locations, values and labels and
+// every location's lines. Decoding a profile like the previous one into
+// the same p thus allocates little beyond its string table.
+//
+// The result therefore shares memory with the Decoder and with what p held
+// before: it is valid until the next call of Decode or DecodeInto on the
+// same Decoder, and slices taken from p before the call must not be used
+// after it. Its strings, as with Decode, are new for every call and may be
+// kept. Code that keeps profiles longer, or decodes several profiles to
+// use at once, should use Decode or one Decoder per live profile.
+//
+// On error, p holds no valid profile.
+func (d *Decoder) DecodeInto(p *Profile, data []byte) error {
+	b := data
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		var err error
+		if b, err = d.gunzip(data); err != nil {
+			return err
+		}
+	}
+	if len(b) == 0 {
+		return errors.New("profile: empty input")
+	}
+	// The last profile's strings are dropped from the scratch table; its
+	// labels are p's own now and stay.
+	err := d.decode(b, p, true)
+	clear(d.strs[:cap(d.strs)])
+	return err
 }
 
 func (d *Decoder) gunzip(data []byte) ([]byte, error) {
@@ -190,9 +227,21 @@ const (
 	fieldDocURL            = 15
 )
 
-func (d *Decoder) decode(b []byte) (*Profile, error) {
+// decode fills p, which is zero or, when reuse is set, a profile whose
+// memory may be reused; see DecodeInto.
+func (d *Decoder) decode(b []byte, p *Profile, reuse bool) error {
 	d.resetScratch()
-	p := new(Profile)
+	d.reuse = reuse
+	if reuse {
+		*p = Profile{
+			SampleTypes: p.SampleTypes[:0],
+			Comments:    p.Comments[:0],
+			Samples:     p.Samples[:0],
+			Locations:   p.Locations[:0],
+			Functions:   p.Functions[:0],
+			Mappings:    p.Mappings[:0],
+		}
+	}
 
 	// String indices of Profile fields this package has no place for are
 	// still checked, so that a profile is accepted only if it is coherent.
@@ -202,7 +251,7 @@ func (d *Decoder) decode(b []byte) (*Profile, error) {
 	for r.more() {
 		field, wire, err := r.key()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var s span
 		switch field {
@@ -260,16 +309,16 @@ func (d *Decoder) decode(b []byte) (*Profile, error) {
 			err = r.skip(wire)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// Indices are int32; only an input of several GiB could exceed that.
 	if len(d.locationSpans) > math.MaxInt32 || len(d.functionSpans) > math.MaxInt32 || len(d.mappingSpans) > math.MaxInt32 {
-		return nil, errors.New("profile: too many locations, functions or mappings")
+		return errors.New("profile: too many locations, functions or mappings")
 	}
 
 	if err := d.buildStrings(b); err != nil {
-		return nil, err
+		return err
 	}
 	for _, x := range []struct {
 		name string
@@ -280,48 +329,64 @@ func (d *Decoder) decode(b []byte) (*Profile, error) {
 		{"doc_url", docURL},
 	} {
 		if _, ok := d.str(x.idx); !ok {
-			return nil, d.badString("Profile."+x.name, x.idx)
+			return d.badString("Profile."+x.name, x.idx)
 		}
 	}
 	var ok bool
 	if p.DefaultSampleType, ok = d.str(defaultSampleType); !ok {
-		return nil, d.badString("Profile.default_sample_type", defaultSampleType)
+		return d.badString("Profile.default_sample_type", defaultSampleType)
 	}
 	if len(d.comments) > 0 {
-		p.Comments = make([]string, len(d.comments))
+		p.Comments = sized(d.reuse, p.Comments, len(d.comments))
 		for i, x := range d.comments {
 			if p.Comments[i], ok = d.str(x); !ok {
-				return nil, d.badString(fmt.Sprintf("Profile.comment[%d]", i), x)
+				return d.badString(fmt.Sprintf("Profile.comment[%d]", i), x)
 			}
 		}
 	}
 	for _, s := range d.periodTypeSpans {
 		if err := d.decodeValueType(b, s, &p.PeriodType, "Profile.period_type"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(d.sampleTypeSpans) > 0 {
-		p.SampleTypes = make([]ValueType, len(d.sampleTypeSpans))
+		p.SampleTypes = sized(d.reuse, p.SampleTypes, len(d.sampleTypeSpans))
 		for i, s := range d.sampleTypeSpans {
 			if err := d.decodeValueType(b, s, &p.SampleTypes[i], "Profile.sample_type"); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 
 	if err := d.decodeMappings(b, p); err != nil {
-		return nil, err
+		return err
 	}
 	if err := d.decodeFunctions(b, p); err != nil {
-		return nil, err
+		return err
 	}
 	if err := d.decodeLocations(b, p); err != nil {
-		return nil, err
+		return err
 	}
 	if err := d.decodeSamples(b, p); err != nil {
-		return nil, err
+		return err
 	}
-	return p, nil
+	if reuse {
+		// Decode leaves absent tables nil; so does DecodeInto.
+		p.SampleTypes = nilIfEmpty(p.SampleTypes)
+		p.Comments = nilIfEmpty(p.Comments)
+		p.Samples = nilIfEmpty(p.Samples)
+		p.Locations = nilIfEmpty(p.Locations)
+		p.Functions = nilIfEmpty(p.Functions)
+		p.Mappings = nilIfEmpty(p.Mappings)
+	}
+	return nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 func (d *Decoder) readComments(r *reader, wire int) error {
@@ -436,7 +501,7 @@ func (d *Decoder) decodeMappings(b []byte, p *Profile) error {
 	if len(d.mappingSpans) == 0 {
 		return d.mappingIDs.build(nil, "mapping")
 	}
-	p.Mappings = make([]Mapping, len(d.mappingSpans))
+	p.Mappings = sized(d.reuse, p.Mappings, len(d.mappingSpans))
 	d.ids = d.ids[:0]
 	for i, s := range d.mappingSpans {
 		m := &p.Mappings[i]
@@ -495,7 +560,7 @@ func (d *Decoder) decodeFunctions(b []byte, p *Profile) error {
 	if len(d.functionSpans) == 0 {
 		return d.functionIDs.build(nil, "function")
 	}
-	p.Functions = make([]Function, len(d.functionSpans))
+	p.Functions = sized(d.reuse, p.Functions, len(d.functionSpans))
 	d.ids = d.ids[:0]
 	for i, s := range d.functionSpans {
 		f := &p.Functions[i]
@@ -544,7 +609,7 @@ func (d *Decoder) decodeLocations(b []byte, p *Profile) error {
 	if len(d.locationSpans) == 0 {
 		return d.locationIDs.build(nil, "location")
 	}
-	p.Locations = make([]Location, len(d.locationSpans))
+	p.Locations = sized(d.reuse, p.Locations, len(d.locationSpans))
 	d.ids = d.ids[:0]
 	for i, s := range d.locationSpans {
 		loc := &p.Locations[i]
@@ -597,7 +662,7 @@ func (d *Decoder) decodeLocations(b []byte, p *Profile) error {
 	if err := d.locationIDs.build(d.ids, "location"); err != nil {
 		return err
 	}
-	lines := slices.Clone(d.lines)
+	lines := owned(d.reuse, d.lines)
 	start := 0
 	for i := range p.Locations {
 		end := d.lineEnds[i]
@@ -659,7 +724,7 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 	if len(d.sampleSpans) == 0 {
 		return nil
 	}
-	p.Samples = make([]Sample, len(d.sampleSpans))
+	p.Samples = sized(d.reuse, p.Samples, len(d.sampleSpans))
 	nTypes := len(p.SampleTypes)
 	for i, s := range d.sampleSpans {
 		valStart := len(d.vals)
@@ -743,9 +808,9 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 		d.sampleEnds = append(d.sampleEnds, sampleEnd{locs: len(d.locs), vals: len(d.vals), labels: len(d.labels)})
 	}
 
-	locs := slices.Clone(d.locs)
-	vals := slices.Clone(d.vals)
-	labels := slices.Clone(d.labels)
+	locs := owned(d.reuse, d.locs)
+	vals := owned(d.reuse, d.vals)
+	labels := owned(d.reuse, d.labels)
 	var prev sampleEnd
 	for i, end := range d.sampleEnds {
 		smp := &p.Samples[i]
@@ -833,6 +898,26 @@ func (d *Decoder) decodeLabel(b []byte, s span, sample int) error {
 	}
 	d.labels = append(d.labels, l)
 	return nil
+}
+
+// sized returns a slice of n zero values: s's backing array when reuse is
+// set and it is large enough, a new one otherwise.
+func sized[T any](reuse bool, s []T, n int) []T {
+	if !reuse || cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// owned returns the contents of a Decoder buffer for the profile: the
+// buffer itself when reuse is set, a copy otherwise.
+func owned[T any](reuse bool, s []T) []T {
+	if reuse {
+		return s
+	}
+	return slices.Clone(s)
 }
 
 // subslice returns s[from:to] with its capacity clipped, so that appending

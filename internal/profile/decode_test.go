@@ -288,3 +288,71 @@ func TestDecoderResultOwnsMemory(t *testing.T) {
 		t.Errorf("append to sample 0 overwrote sample 1")
 	}
 }
+
+// TestDecodeIntoMatchesDecode decodes profiles of every kind, one after the
+// other, into the same reused Profile and checks each against Decode.
+func TestDecodeIntoMatchesDecode(t *testing.T) {
+	files := []string{"heap", "goroutine", "cpu", "heap", "heap"}
+	var d Decoder
+	var p Profile
+	for i, name := range files {
+		data, err := os.ReadFile("testdata/" + name + ".pb.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 4 { // the uncompressed form too
+			if data, err = gunzipAll(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := Parse(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.DecodeInto(&p, data); err != nil {
+			t.Fatalf("%s: DecodeInto: %v", name, err)
+		}
+		if !reflect.DeepEqual(&p, want) {
+			t.Errorf("%s (call %d): DecodeInto differs from Decode:\n%s\nwant:\n%s", name, i, render(&p), render(want))
+		}
+	}
+	if err := d.DecodeInto(&p, []byte{0x1f, 0x8b}); err == nil {
+		t.Error("DecodeInto accepted a truncated gzip header")
+	}
+}
+
+// TestDecodeIntoReusesMemory checks that decoding a profile like the last
+// one into the same Profile allocates only the string table.
+func TestDecodeIntoReusesMemory(t *testing.T) {
+	gz, err := os.ReadFile("testdata/heap.pb.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := gunzipAll(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Decoder
+	var p Profile
+	if err := d.DecodeInto(&p, data); err != nil {
+		t.Fatal(err)
+	}
+	samples := len(p.Samples)
+	allocs := testing.AllocsPerRun(10, func() {
+		if err := d.DecodeInto(&p, data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("DecodeInto of %d samples into a reused Profile: %v allocations, want 1 (the string table)", samples, allocs)
+	}
+	// Decode of the same input allocates the profile's own memory.
+	decodeAllocs := testing.AllocsPerRun(10, func() {
+		if _, err := d.Decode(data); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if decodeAllocs <= allocs {
+		t.Errorf("Decode: %v allocations, DecodeInto: %v; want DecodeInto to allocate less", decodeAllocs, allocs)
+	}
+}

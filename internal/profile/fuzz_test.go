@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime/pprof"
 	"slices"
 	"testing"
@@ -37,13 +38,25 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x1f, 0x8b})
 
-	var d Decoder
+	var d, dInto Decoder
+	var into Profile // reused across inputs, as the collector reuses it
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d.MaxDecompressedSize = 4 << 20 // keep the fuzzer's memory small
+		dInto.MaxDecompressedSize = d.MaxDecompressedSize
 		input := slices.Clone(data)
 		p, err := d.Decode(data)
 		if !bytes.Equal(data, input) {
 			t.Fatal("Decode modified its input")
+		}
+		errInto := dInto.DecodeInto(&into, data)
+		if !bytes.Equal(data, input) {
+			t.Fatal("DecodeInto modified its input")
+		}
+		if (err == nil) != (errInto == nil) {
+			t.Fatalf("Decode error %v, DecodeInto error %v", err, errInto)
+		}
+		if err == nil && !reflect.DeepEqual(p, &into) {
+			t.Fatalf("DecodeInto into a reused profile differs from Decode:\n%s\nwant:\n%s", render(&into), render(p))
 		}
 		if err != nil {
 			if p != nil {
