@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/collect"
 )
 
 func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
@@ -113,4 +115,40 @@ func TestStopIsBoundedByItsContext(t *testing.T) {
 		t.Errorf("Stop's error should say what was not delivered: %v", err)
 	}
 	<-p.done // the export gave up with the context; the next test may start
+}
+
+// TestPanicWhileStartingIsAnError has the baseline read panic, as a bug in
+// the decoder would, on the application's goroutine: Start returns an error
+// instead, and leaves the process as it found it.
+func TestPanicWhileStartingIsAnError(t *testing.T) {
+	for _, typ := range []ProfileType{HeapProfile, MutexProfile, BlockProfile} {
+		t.Run(typ.String(), func(t *testing.T) {
+			profileSource = func(name string, w io.Writer) error {
+				if name == typ.String() {
+					panic("decoder bug")
+				}
+				return collect.RuntimeSource(name, w)
+			}
+			defer func() { profileSource = collect.RuntimeSource }()
+			prevFraction := runtime.SetMutexProfileFraction(-1)
+
+			p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour),
+				WithProfileTypes(CPUProfile, typ), WithMutexProfileFraction(7))
+			if err == nil || !strings.Contains(err.Error(), "decoder bug") {
+				p.Stop(context.Background())
+				t.Fatalf("Start: %v; want an error carrying the panic", err)
+			}
+			if got := runtime.SetMutexProfileFraction(-1); got != prevFraction {
+				t.Errorf("mutex fraction after the failed Start = %d, want %d", got, prevFraction)
+			}
+			profileSource = collect.RuntimeSource
+			p, err = Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+			if err != nil {
+				t.Fatalf("Start after the failed Start: %v", err)
+			}
+			if err := p.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -134,9 +134,29 @@ func start(cfg *config) (*Profiler, error) {
 		// The profiles matter more than the metrics about them.
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
-	p.collector.Start(time.Now())
+	if err := p.startCollector(); err != nil {
+		p.restoreRuntime()
+		if p.metrics != nil {
+			_ = p.metrics.Unregister()
+		}
+		p.pipe.shutdown(context.Background())
+		return nil, err
+	}
 	go p.loop()
 	return p, nil
+}
+
+// startCollector reads the baselines and starts the CPU profile. It runs on
+// the application's goroutine, so a panic in it, the profiler's bug, is
+// turned into Start's error instead of ending the application.
+func (p *Profiler) startCollector() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("profiler: internal error while starting: %v", r)
+		}
+	}()
+	p.collector.Start(time.Now())
+	return nil
 }
 
 // loop ends a window every period until Stop asks for the last one. It
