@@ -21,8 +21,10 @@ import (
 // encoding share the queue, the retries and the transport settings; only
 // the conversion differs.
 type pipeline interface {
-	// send converts w and queues it. It never waits on the network.
-	send(w collect.Window) error
+	// send converts w and queues it, reporting whether there was a request
+	// to queue: an encoding may have nothing to send for a window. It
+	// never waits on the network.
+	send(w collect.Window) (queued bool, err error)
 	// queued returns the number of windows waiting for export.
 	queued() int
 	// shutdown delivers what is queued within ctx's deadline, then closes
@@ -96,14 +98,14 @@ type otlpPipeline struct {
 	sender  *delivery.Sender[*collectorpb.ExportProfilesServiceRequest]
 }
 
-func (o *otlpPipeline) send(w collect.Window) error {
+func (o *otlpPipeline) send(w collect.Window) (bool, error) {
 	inputs := make([]otlp.Input, len(w.Profiles))
 	for i, prof := range w.Profiles {
 		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data}
 	}
 	req := o.builder.Build(w.Start, w.End, inputs)
 	o.sender.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{Start: w.Start, End: w.End, Request: req})
-	return nil
+	return true, nil
 }
 
 func (o *otlpPipeline) shutdown(ctx context.Context) error { return o.sender.Shutdown(ctx) }
@@ -118,13 +120,13 @@ type splunkPipeline struct {
 	sender   *delivery.Sender[*collogspb.ExportLogsServiceRequest]
 }
 
-func (s *splunkPipeline) send(w collect.Window) error {
+func (s *splunkPipeline) send(w collect.Window) (bool, error) {
 	req, err := splunk.Encode(w, s.resource, s.options)
 	if err != nil || req == nil { // nil: nothing in the window to send
-		return err
+		return false, err
 	}
 	s.sender.Enqueue(delivery.Window[*collogspb.ExportLogsServiceRequest]{Start: w.Start, End: w.End, Request: req})
-	return nil
+	return true, nil
 }
 
 func (s *splunkPipeline) shutdown(ctx context.Context) error { return s.sender.Shutdown(ctx) }

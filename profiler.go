@@ -210,10 +210,14 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 		w = p.collector.Collect(now)
 	}
 	collected := time.Now()
-	err = p.pipe.send(w)
+	queued, err := p.pipe.send(w)
 	p.collectNanos.Add(int64(collected.Sub(began)))
 	p.convertNanos.Add(int64(time.Since(collected)))
-	p.collected.Add(1)
+	// A window with nothing to send is not counted, so that every counted
+	// window ends exported, failed or dropped, as Stats says.
+	if queued || err != nil {
+		p.collected.Add(1)
+	}
 	if err != nil {
 		p.sent.Failed.Add(1)
 		p.cfg.logger.Warn("pprofotel: window not converted", "start", w.Start, "end", w.End, "error", err)

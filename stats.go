@@ -14,7 +14,9 @@ import (
 // WindowsDropped + WindowsQueued.
 type Stats struct {
 	// WindowsCollected counts windows collected and converted into a
-	// request, the last, partial one at Stop included.
+	// request, the last, partial one at Stop included. A window in which
+	// the encoding finds nothing to send (the Splunk encoding, when no
+	// sample was taken) is not counted.
 	WindowsCollected int64
 	// WindowsExported counts windows the receiver accepted in full.
 	WindowsExported int64

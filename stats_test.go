@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/pprofotel/profiler/internal/collect"
 )
 
 // readMetrics collects the profiler's metrics from reader, keyed by name,
@@ -174,5 +177,43 @@ func TestStatsOfDisabledProfiler(t *testing.T) {
 	var nilProfiler *Profiler
 	if s := nilProfiler.Stats(); s != (Stats{}) {
 		t.Errorf("a nil profiler counts %+v", s)
+	}
+}
+
+// TestWindowsWithNothingToSend runs windows in which the CPU profiler
+// records nothing: the Splunk encoding has no request to send for them,
+// and they must not count as collected windows that never end, while the
+// OTLP encoding still sends (and counts) every window.
+func TestWindowsWithNothingToSend(t *testing.T) {
+	for _, tt := range []struct {
+		exporter      ExporterKind
+		wantCollected bool
+	}{
+		{ExporterSplunk, false},
+		{ExporterNone, true},
+	} {
+		t.Run(string(tt.exporter), func(t *testing.T) {
+			// A CPU profiler that writes nothing: no CPU profile in any
+			// window.
+			cpuProfiler = collect.CPUProfiler{Start: func(io.Writer) error { return nil }, Stop: func() {}}
+			defer func() { cpuProfiler = collect.CPUProfiler{} }()
+			p, err := Start(WithExporter(tt.exporter), WithProfileTypes(CPUProfile),
+				WithPeriod(5*time.Millisecond), WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(30 * time.Millisecond) // a few windows; any number will do
+			if err := p.Stop(context.Background()); err != nil {
+				t.Fatalf("Stop: %v", err)
+			}
+			s := p.Stats()
+			if s.WindowsCollected != s.WindowsExported+s.WindowsFailed+s.WindowsDropped+s.WindowsQueued {
+				t.Errorf("collected %d windows, but exported %d + failed %d + dropped %d + queued %d",
+					s.WindowsCollected, s.WindowsExported, s.WindowsFailed, s.WindowsDropped, s.WindowsQueued)
+			}
+			if got := s.WindowsCollected > 0; got != tt.wantCollected {
+				t.Errorf("collected %d windows; want some: %v", s.WindowsCollected, tt.wantCollected)
+			}
+		})
 	}
 }
