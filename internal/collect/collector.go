@@ -31,6 +31,11 @@ type Profile struct {
 }
 
 // Window is what the runtime recorded between Start and End.
+//
+// Its profiles, except the CPU profile, are decoded into memory the
+// Collector reuses: they are valid until the next call of Start, Collect
+// or Stop, which is long enough to convert them, and must not be kept
+// longer. Their strings may be kept.
 type Window struct {
 	Start, End time.Time
 	Profiles   []Profile
@@ -75,8 +80,13 @@ type Collector struct {
 	logger  *slog.Logger
 	stats   *Stats
 
-	decoder profile.Decoder
-	buf     bytes.Buffer
+	// decoder decodes CPU profiles. Every other profile has its own
+	// Decoder and a Profile it decodes into again every window, so that
+	// decoding allocates little once warm; one Decoder per profile
+	// because a Decoder's buffers back the profile decoded last.
+	decoder  profile.Decoder
+	reusable map[string]*reusedProfile
+	buf      bytes.Buffer
 	// The CPU profile of one window is decoded while the next one records,
 	// so two buffers take turns; cpuBufs[cpuCur] is the one recording.
 	cpuBufs [2]bytes.Buffer
@@ -111,6 +121,8 @@ func New(cfg Config) (*Collector, error) {
 		logger:  cfg.Logger,
 		stats:   cfg.Stats,
 		deltas:  make(map[string]*deltaState),
+
+		reusable: make(map[string]*reusedProfile),
 	}
 	if c.source == nil {
 		c.source = RuntimeSource
@@ -242,13 +254,28 @@ func (c *Collector) startCPU() {
 	c.cpuOn = true
 }
 
-// read writes the named profile into a reused buffer and decodes it.
+// read writes the named profile into a reused buffer and decodes it into
+// the profile's reused memory.
 func (c *Collector) read(name string) (*profile.Profile, error) {
 	c.buf.Reset()
 	if err := c.source(name, &c.buf); err != nil {
 		return nil, err
 	}
-	return c.decoder.Decode(c.buf.Bytes())
+	r := c.reusable[name]
+	if r == nil {
+		r = new(reusedProfile)
+		c.reusable[name] = r
+	}
+	if err := r.decoder.DecodeInto(&r.profile, c.buf.Bytes()); err != nil {
+		return nil, err
+	}
+	return &r.profile, nil
+}
+
+// reusedProfile is a profile decoded into the same memory every window.
+type reusedProfile struct {
+	decoder profile.Decoder
+	profile profile.Profile
 }
 
 func (c *Collector) fail(name string, err error) {

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -182,27 +183,51 @@ func TestDeltasAddUpToRuntimeTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Unix(1000, 0)
-	c.Start(start)
-	var got []Window
-	for w := 1; w < windows; w++ {
-		got = append(got, c.Collect(start.Add(time.Duration(w)*time.Second)))
-	}
-	got = append(got, c.Stop(start.Add(windows*time.Second)))
-
+	// A window's profiles are valid until the next call, so each window
+	// is tallied before the next one is collected.
 	cumulative := map[string][]int{Heap: {0, 1}, Mutex: {0, 1}, Block: {0, 1}}
+	sums := make(map[string][]map[string]int64)
 	for _, name := range names {
-		for _, vi := range cumulative[name] {
-			sum := make(map[string]int64)
-			for _, w := range got {
-				p := findProfile(t, w, name)
+		for range cumulative[name] {
+			sums[name] = append(sums[name], make(map[string]int64))
+		}
+	}
+	funcs := map[string][]string{Heap: {"allocateSmall", "allocateLarge"}, Mutex: {"contend"}, Block: {"blockOnChannel"}}
+	seen := make(map[string]map[string]bool)
+	lastInuse := make(map[int]map[string]int64)
+	tally := func(w Window, last bool) {
+		for _, name := range names {
+			p := findProfile(t, w, name)
+			for i, vi := range cumulative[name] {
 				for _, s := range p.Samples {
 					if s.Values[vi] < 0 {
 						t.Fatalf("%s value %d: negative delta %d", name, vi, s.Values[vi])
 					}
 				}
-				ourTotals(p, vi, sum)
+				ourTotals(p, vi, sums[name][i])
 			}
+			if seen[name] == nil {
+				seen[name] = make(map[string]bool)
+			}
+			markFunctions(p, funcs[name], seen[name])
+			if name == Heap && last {
+				for _, vi := range []int{2, 3} {
+					lastInuse[vi] = make(map[string]int64)
+					ourTotals(p, vi, lastInuse[vi])
+				}
+			}
+		}
+	}
+	start := time.Unix(1000, 0)
+	c.Start(start)
+	for w := 1; w < windows; w++ {
+		tally(c.Collect(start.Add(time.Duration(w)*time.Second)), false)
+	}
+	tally(c.Stop(start.Add(windows*time.Second)), true)
+
+	for _, name := range names {
+		for i, vi := range cumulative[name] {
+			sum := sums[name][i]
 			first := runtimeTotals(t, src.snapshots[name][0], vi)
 			last := runtimeTotals(t, src.snapshots[name][windows], vi)
 			want := make(map[string]int64)
@@ -223,22 +248,19 @@ func TestDeltasAddUpToRuntimeTotals(t *testing.T) {
 				t.Errorf("%s value %d: deltas do not add up to the runtime's totals\n%s", name, vi, diffTotals(sum, want))
 			}
 		}
-		if name == Heap {
-			// In-use values are a snapshot: the last window holds the
-			// runtime's last state.
-			lastWindow := findProfile(t, got[len(got)-1], Heap)
-			for _, vi := range []int{2, 3} {
-				have := make(map[string]int64)
-				ourTotals(lastWindow, vi, have)
-				if !equalTotals(nonZero(have), nonZero(runtimeTotals(t, src.snapshots[Heap][windows], vi))) {
-					t.Errorf("heap value %d: the last window is not the runtime's last snapshot", vi)
-				}
+		for _, f := range funcs[name] {
+			if !seen[name][f] {
+				t.Errorf("%s profile: no stack through %s", name, f)
 			}
 		}
 	}
-	checkFunctions(t, got, Heap, "allocateSmall", "allocateLarge")
-	checkFunctions(t, got, Mutex, "contend")
-	checkFunctions(t, got, Block, "blockOnChannel")
+	// In-use values are a snapshot: the last window holds the runtime's
+	// last state.
+	for _, vi := range []int{2, 3} {
+		if !equalTotals(nonZero(lastInuse[vi]), nonZero(runtimeTotals(t, src.snapshots[Heap][windows], vi))) {
+			t.Errorf("heap value %d: the last window is not the runtime's last snapshot", vi)
+		}
+	}
 }
 
 func nonZero(m map[string]int64) map[string]int64 {
@@ -288,29 +310,18 @@ func findProfile(t *testing.T, w Window, name string) *profile.Profile {
 	return nil
 }
 
-// checkFunctions asserts that the named functions appear in the profile's
-// stacks in at least one window.
-func checkFunctions(t *testing.T, windows []Window, name string, funcs ...string) {
-	t.Helper()
-	seen := make(map[string]bool)
-	for _, w := range windows {
-		p := findProfile(t, w, name)
-		for _, s := range p.Samples {
-			for _, li := range s.Locations {
-				for _, ln := range p.Locations[li].Lines {
-					fn := p.Functions[ln.Function].Name
-					for _, f := range funcs {
-						if strings.HasSuffix(fn, "."+f) || strings.Contains(fn, "."+f+".func") {
-							seen[f] = true
-						}
+// markFunctions records in seen which of funcs appear in p's stacks.
+func markFunctions(p *profile.Profile, funcs []string, seen map[string]bool) {
+	for _, s := range p.Samples {
+		for _, li := range s.Locations {
+			for _, ln := range p.Locations[li].Lines {
+				fn := p.Functions[ln.Function].Name
+				for _, f := range funcs {
+					if strings.HasSuffix(fn, "."+f) || strings.Contains(fn, "."+f+".func") {
+						seen[f] = true
 					}
 				}
 			}
-		}
-	}
-	for _, f := range funcs {
-		if !seen[f] {
-			t.Errorf("%s profile: no stack through %s", name, f)
 		}
 	}
 }
@@ -433,4 +444,62 @@ func TestCollectorOnTheLiveRuntime(t *testing.T) {
 		t.Fatalf("CPU profiler still held after Stop: %v", err)
 	}
 	pprof.StopCPUProfile()
+}
+
+// TestCollectAllocatesLittleOnceWarm checks that a window of profiles like
+// the last one is decoded into the memory of the last one: what a window
+// allocates is its list of profiles and one string table per profile,
+// however many samples they hold.
+func TestCollectAllocatesLittleOnceWarm(t *testing.T) {
+	defer runtime.SetMutexProfileFraction(runtime.SetMutexProfileFraction(1))
+	runtime.SetBlockProfileRate(1)
+	defer runtime.SetBlockProfileRate(0)
+	contend(20)
+	blockOnChannel(20)
+	names := []string{Heap, Mutex, Block}
+	// Uncompressed, as gunzip allocates per deflate block of its input.
+	data := make(map[string][]byte)
+	samples := 0
+	for _, name := range names {
+		raw := rawProfile(t, name)
+		data[name] = raw
+		p, err := profile.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples += len(p.Samples)
+	}
+	c, err := New(Config{Profiles: names, Source: func(name string, w io.Writer) error {
+		_, err := w.Write(data[name])
+		return err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(0, 0)
+	c.Start(now)
+	c.Collect(now)
+	allocs := testing.AllocsPerRun(20, func() {
+		now = now.Add(time.Second)
+		if w := c.Collect(now); len(w.Profiles) != len(names) {
+			t.Fatalf("%d profiles, want %d", len(w.Profiles), len(names))
+		}
+	})
+	if want := float64(1 + len(names)); allocs > want {
+		t.Errorf("Collect of %d profiles (%d samples): %v allocations per window, want at most %v", len(names), samples, allocs, want)
+	}
+}
+
+// rawProfile returns the named runtime profile as uncompressed protobuf.
+func rawProfile(t *testing.T, name string) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(snapshot(t, name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
