@@ -128,7 +128,8 @@ func (c Compression) valid() bool { return c == GzipCompression || c == NoCompre
 // Option configures the profiler. Options given in code take precedence over
 // environment variables, which take precedence over defaults. An option
 // given an invalid value makes Start return an error that names the option
-// and the value. When the same option is given twice, the last one wins.
+// and the value. When the same option is given twice, the last one wins; an invalid
+// value is reported even when a later option replaces it.
 type Option interface {
 	apply(*options)
 }
