@@ -228,7 +228,16 @@ func appendStackKey(key []byte, pcs []uint32, s *profile.Sample) []byte {
 	// The count makes the key unambiguous: the labels start after it.
 	key = binary.AppendUvarint(key, uint64(len(s.Locations)))
 	for _, li := range s.Locations {
-		key = binary.AppendUvarint(key, uint64(pcs[li]))
+		// Numbers below 16,384 (every call site of most programs) take
+		// one or two bytes, written inline.
+		switch n := pcs[li]; {
+		case n < 1<<7:
+			key = append(key, byte(n))
+		case n < 1<<14:
+			key = append(key, byte(n)|0x80, byte(n>>7))
+		default:
+			key = binary.AppendUvarint(key, uint64(n))
+		}
 	}
 	for _, l := range s.Labels {
 		key = appendString(key, l.Key)

@@ -363,7 +363,15 @@ func (d *dictionary) stack(locs []int32) int32 {
 	return i
 }
 
+// appendUvarint appends v as a varint, the one- and two-byte forms inline:
+// keys are mostly indices below 16,384.
 func appendUvarint(b []byte, v uint64) []byte {
+	switch {
+	case v < 1<<7:
+		return append(b, byte(v))
+	case v < 1<<14:
+		return append(b, byte(v)|0x80, byte(v>>7))
+	}
 	return binary.AppendUvarint(b, v)
 }
 

@@ -823,23 +823,34 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 }
 
 // appendLocationIDs resolves a packed run of location ids into d.locs.
-// This is the innermost loop of decoding, so it works on locals and handles
-// one-byte varints inline rather than going through reader.
+// This is the innermost loop of decoding, so it works on locals, handles
+// varints of one and two bytes (ids up to 16,383) inline rather than going
+// through reader, and turns the runtime's dense ids into indices without a
+// lookup.
 func (d *Decoder) appendLocationIDs(b []byte, s span, sample int) error {
 	n := len(d.locs)
 	// Every varint takes at least one byte, which bounds the count.
 	locs := slices.Grow(d.locs, s.end-s.start)[:n+s.end-s.start]
 	pos, end := s.start, s.end
+	dense, nLocs := d.locationIDs.dense, uint64(d.locationIDs.n)
 	for pos < end {
 		var id uint64
 		if c := b[pos]; c < 0x80 {
 			id = uint64(c)
 			pos++
+		} else if pos+1 < end && b[pos+1] < 0x80 {
+			id = uint64(c&0x7f) | uint64(b[pos+1])<<7
+			pos += 2
 		} else {
 			var err error
 			if id, pos, err = uvarintAt(b, pos, end); err != nil {
 				return err
 			}
+		}
+		if dense && id-1 < nLocs { // id 0 wraps around and is looked up below
+			locs[n] = int32(id - 1)
+			n++
+			continue
 		}
 		li, ok := d.locationIDs.lookup(id)
 		if !ok {
