@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -219,7 +220,7 @@ func TestDropOldestFirst(t *testing.T) {
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if got, want := exp.windows(), []int{0, 5, 6, 7}; !equal(got, want) {
+	if got, want := exp.windows(), []int{0, 5, 6, 7}; !slices.Equal(got, want) {
 		t.Errorf("exported windows %v, want %v", got, want)
 	}
 	if got := stats.Dropped.Load(); got != 4 {
@@ -231,18 +232,6 @@ func TestDropOldestFirst(t *testing.T) {
 	if exp.shutdown.Load() != 1 {
 		t.Errorf("exporter shut down %d times, want 1", exp.shutdown.Load())
 	}
-}
-
-func equal(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestByteBudget(t *testing.T) {
@@ -289,7 +278,7 @@ func TestByteBudget(t *testing.T) {
 			for i := tt.enqueued - tt.wantQueued + 1; i <= tt.enqueued; i++ {
 				want = append(want, i)
 			}
-			if got := exp.windows(); !equal(got, want) {
+			if got := exp.windows(); !slices.Equal(got, want) {
 				t.Errorf("exported %v, want the newest: %v", got, want)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,7 +196,7 @@ func TestRetrySchedule(t *testing.T) {
 					t.Errorf("attempt %d sent another request", i+1)
 				}
 			}
-			if !equalDurations(clock.sleeps, tt.wantSleeps) {
+			if !slices.Equal(clock.sleeps, tt.wantSleeps) {
 				t.Errorf("waits = %v, want %v", clock.sleeps, tt.wantSleeps)
 			}
 			if len(retries) != len(tt.wantSleeps) {
@@ -230,18 +231,6 @@ func TestRetrySchedule(t *testing.T) {
 	}
 }
 
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestRetryStopsBeforeDeadline checks that the decorator gives up at once,
 // without waiting, when the next attempt would start after the deadline.
 func TestRetryStopsBeforeDeadline(t *testing.T) {
@@ -271,7 +260,7 @@ func TestRetryStopsBeforeDeadline(t *testing.T) {
 			if got := next.attempts(); got != tt.wantAttempts {
 				t.Errorf("attempts = %d, want %d", got, tt.wantAttempts)
 			}
-			if !equalDurations(clock.sleeps, tt.wantSleeps) {
+			if !slices.Equal(clock.sleeps, tt.wantSleeps) {
 				t.Errorf("waits = %v, want %v", clock.sleeps, tt.wantSleeps)
 			}
 			want := "giving up after " + attempts(tt.wantAttempts) + ": the next attempt, due in "
