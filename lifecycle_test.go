@@ -152,3 +152,35 @@ func TestPanicWhileStartingIsAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestCPUProfilerHeldByTheApplication holds the CPU profiler the way an
+// application serving /debug/pprof/profile would: the profiler goes on
+// with its other profiles and counts the windows without CPU data.
+func TestCPUProfilerHeldByTheApplication(t *testing.T) {
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	held := true
+	defer func() {
+		if held {
+			pprof.StopCPUProfile()
+		}
+	}()
+	p, err := Start(WithExporter(ExporterNone), WithPeriod(20*time.Millisecond),
+		WithProfileTypes(CPUProfile, GoroutineProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "windows counted as without CPU data", func() bool {
+		s := p.Stats()
+		return s.CPUProfilesSkipped >= 2 && s.WindowsExported >= 2
+	})
+	pprof.StopCPUProfile()
+	held = false
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.ProfilesLeftOut != 0 {
+		t.Errorf("ProfilesLeftOut = %d: a busy CPU profiler is a skip, not a failure", s.ProfilesLeftOut)
+	}
+}

@@ -45,6 +45,15 @@ type Stats struct {
 	// ConversionTime is the time spent converting the profiles into OTLP
 	// requests, summed over windows.
 	ConversionTime time.Duration
+	// CPUProfilesSkipped counts windows that went without a CPU profile
+	// because someone else held the process's CPU profiler (the
+	// application's own pprof.StartCPUProfile, or /debug/pprof/profile);
+	// each window tries again.
+	CPUProfilesSkipped int64
+	// ProfilesLeftOut counts runtime profiles that could not be read or
+	// decoded and were left out of their window; the window's other
+	// profiles were sent.
+	ProfilesLeftOut int64
 }
 
 // Stats returns the profiler's counts so far. It may be called at any time,
@@ -64,6 +73,9 @@ func (p *Profiler) Stats() Stats {
 		BytesSent:        p.sent.BytesSent.Load(),
 		CollectionTime:   time.Duration(p.collectNanos.Load()),
 		ConversionTime:   time.Duration(p.convertNanos.Load()),
+
+		CPUProfilesSkipped: p.stats.CPUSkipped.Load(),
+		ProfilesLeftOut:    p.stats.Errors.Load(),
 	}
 }
 
@@ -79,6 +91,8 @@ const (
 	metricExportBytes      = "pprofotel.export.bytes"
 	metricCollectionTime   = "pprofotel.collection.time"
 	metricConversionTime   = "pprofotel.conversion.time"
+	metricCPUSkipped       = "pprofotel.cpu_profiles.skipped"
+	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -104,7 +118,9 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		metric.WithDescription("Time spent reading runtime profiles and computing deltas."))
 	converting, err9 := m.Float64ObservableCounter(metricConversionTime, metric.WithUnit("s"),
 		metric.WithDescription("Time spent converting profiles into OTLP requests."))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
+	cpuSkipped, err10 := counter(metricCPUSkipped, "{window}", "Windows without a CPU profile because the CPU profiler was in use elsewhere.")
+	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11} {
 		if err != nil {
 			return nil, err
 		}
@@ -120,6 +136,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveInt64(sent, s.BytesSent)
 		o.ObserveFloat64(collecting, s.CollectionTime.Seconds())
 		o.ObserveFloat64(converting, s.ConversionTime.Seconds())
+		o.ObserveInt64(cpuSkipped, s.CPUProfilesSkipped)
+		o.ObserveInt64(leftOut, s.ProfilesLeftOut)
 		return nil
-	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting)
+	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut)
 }
