@@ -8,6 +8,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/delivery"
@@ -37,7 +38,6 @@ type pipeline interface {
 // each retry.
 func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Duration, error)) (pipeline, error) {
 	res := toProtoResource(cfg.resource)
-	ds := cfg.delivery
 	otlpCfg := cfg.otlp
 	// A partial success is not an error, so neither the retries nor the
 	// sender see it; without this the receiver's rejections would vanish.
@@ -53,12 +53,7 @@ func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Dura
 		return &splunkPipeline{
 			resource: res,
 			options:  cfg.splunk.EncodeOptions(),
-			sender: delivery.New(delivery.Config[*collogspb.ExportLogsServiceRequest]{
-				Exporter:   export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)),
-				Split:      splunk.Split,
-				MaxWindows: ds.maxWindows, MaxBytes: ds.maxBytes, MaxRequestBytes: ds.maxRequestBytes,
-				Logger: cfg.logger, Stats: stats,
-			}),
+			sender:   newSender(cfg, stats, export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)), splunk.Split),
 		}, nil
 	}
 
@@ -83,13 +78,22 @@ func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Dura
 		builder: otlp.NewBuilder(res,
 			&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
 			otlp.WithExecutable(executable())),
-		sender: delivery.New(delivery.Config[*collectorpb.ExportProfilesServiceRequest]{
-			Exporter:   exp,
-			Split:      otlp.Split,
-			MaxWindows: ds.maxWindows, MaxBytes: ds.maxBytes, MaxRequestBytes: ds.maxRequestBytes,
-			Logger: cfg.logger, Stats: stats,
-		}),
+		sender: newSender(cfg, stats, exp, otlp.Split),
 	}, nil
+}
+
+// newSender queues the requests of one encoding within the configured
+// limits and exports them through exp.
+func newSender[R proto.Message](cfg *config, stats *delivery.Stats, exp export.Sender[R], split func(R, int) ([]R, error)) *delivery.Sender[R] {
+	return delivery.New(delivery.Config[R]{
+		Exporter:        exp,
+		Split:           split,
+		MaxWindows:      cfg.delivery.maxWindows,
+		MaxBytes:        cfg.delivery.maxBytes,
+		MaxRequestBytes: cfg.delivery.maxRequestBytes,
+		Logger:          cfg.logger,
+		Stats:           stats,
+	})
 }
 
 // otlpPipeline sends each window as one OTLP profiles request.

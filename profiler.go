@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,10 +56,9 @@ type Profiler struct {
 	done         chan struct{}
 	stopErr      error
 
-	// The runtime's rates before Start, restored by Stop.
+	// prevMutexFraction is the runtime's mutex fraction before Start,
+	// restored by Stop.
 	prevMutexFraction int
-	prevBlockRate     int
-	setBlockRate      bool
 }
 
 // Start starts profiling with the given options, which win over the
@@ -119,16 +119,13 @@ func start(cfg *config) (*Profiler, error) {
 		return nil, err
 	}
 
-	for _, t := range cfg.profileTypes {
-		switch t {
-		case MutexProfile:
-			p.prevMutexFraction = runtime.SetMutexProfileFraction(cfg.mutexFraction)
-		case BlockProfile:
-			// The runtime offers no way to read the block rate back, so
-			// Stop can only restore the runtime's default, which is off.
-			runtime.SetBlockProfileRate(cfg.blockRate)
-			p.setBlockRate = true
-		}
+	if slices.Contains(cfg.profileTypes, MutexProfile) {
+		p.prevMutexFraction = runtime.SetMutexProfileFraction(cfg.mutexFraction)
+	}
+	if slices.Contains(cfg.profileTypes, BlockProfile) {
+		// The runtime offers no way to read the block rate back, so Stop
+		// can only restore the runtime's default, which is off.
+		runtime.SetBlockProfileRate(cfg.blockRate)
 	}
 	if p.metrics, err = p.registerMetrics(cfg.delivery.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
@@ -227,16 +224,13 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 	return nil
 }
 
+// restoreRuntime undoes what start set.
 func (p *Profiler) restoreRuntime() {
-	for _, t := range p.cfg.profileTypes {
-		switch t {
-		case MutexProfile:
-			runtime.SetMutexProfileFraction(p.prevMutexFraction)
-		case BlockProfile:
-			if p.setBlockRate {
-				runtime.SetBlockProfileRate(0)
-			}
-		}
+	if slices.Contains(p.cfg.profileTypes, MutexProfile) {
+		runtime.SetMutexProfileFraction(p.prevMutexFraction)
+	}
+	if slices.Contains(p.cfg.profileTypes, BlockProfile) {
+		runtime.SetBlockProfileRate(0)
 	}
 }
 

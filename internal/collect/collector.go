@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/pprof"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -283,11 +284,4 @@ func (c *Collector) fail(name string, err error) {
 	c.logger.Warn("pprofotel: profile left out of the window", "profile", name, "error", err)
 }
 
-func (c *Collector) enabled(name string) bool {
-	for _, n := range c.names {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
+func (c *Collector) enabled(name string) bool { return slices.Contains(c.names, name) }
