@@ -1,5 +1,9 @@
 package splunk
 
+// These tests send Splunk-encoded requests through export.NewLogsGRPC, the
+// transport the profiler uses in Splunk mode, to an in-process logs
+// receiver: encoding and delivery together.
+
 import (
 	"context"
 	"errors"
@@ -92,9 +96,9 @@ func handRequest(t *testing.T) *collogspb.ExportLogsServiceRequest {
 	return req
 }
 
-// TestLogsExporterDelivers sends the hand-built request with headers,
+// TestLogsDeliveryArrives sends the hand-built request with headers,
 // gzip and a user agent, and checks what the receiver got.
-func TestLogsExporterDelivers(t *testing.T) {
+func TestLogsDeliveryArrives(t *testing.T) {
 	for _, compression := range []string{"none", "gzip"} {
 		t.Run(compression, func(t *testing.T) {
 			srv := &logsServer{}
@@ -129,10 +133,10 @@ func TestLogsExporterDelivers(t *testing.T) {
 	}
 }
 
-// TestLogsExporterErrors checks that the receiver's answers are classified
+// TestLogsDeliveryErrors checks that the receiver's answers are classified
 // by export.Retryable as for the profiles exporter, so the same retry
 // policy applies.
-func TestLogsExporterErrors(t *testing.T) {
+func TestLogsDeliveryErrors(t *testing.T) {
 	withRetryInfo := func(code codes.Code, d time.Duration) error {
 		st, err := status.New(code, "slow down").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 		if err != nil {
@@ -174,7 +178,7 @@ func TestLogsExporterErrors(t *testing.T) {
 	}
 }
 
-func TestLogsExporterTimeout(t *testing.T) {
+func TestLogsDeliveryTimeout(t *testing.T) {
 	srv := &logsServer{respond: func(ctx context.Context) (*collogspb.ExportLogsServiceResponse, error) {
 		<-ctx.Done() // never answers
 		return nil, ctx.Err()
@@ -189,7 +193,7 @@ func TestLogsExporterTimeout(t *testing.T) {
 	}
 }
 
-func TestLogsExporterPartialSuccess(t *testing.T) {
+func TestLogsDeliveryPartialSuccess(t *testing.T) {
 	srv := &logsServer{respond: func(context.Context) (*collogspb.ExportLogsServiceResponse, error) {
 		return &collogspb.ExportLogsServiceResponse{PartialSuccess: &collogspb.ExportLogsPartialSuccess{
 			RejectedLogRecords: 1, ErrorMessage: "allocation record too large",
@@ -209,7 +213,7 @@ func TestLogsExporterPartialSuccess(t *testing.T) {
 	}
 }
 
-func TestLogsExporterShutdown(t *testing.T) {
+func TestLogsDeliveryShutdown(t *testing.T) {
 	e := newTestExporter(t, export.OTLPConfig{Endpoint: "127.0.0.1:1", Insecure: true})
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -222,7 +226,7 @@ func TestLogsExporterShutdown(t *testing.T) {
 	}
 }
 
-func TestNewLogsExporterInvalid(t *testing.T) {
+func TestNewLogsGRPCInvalid(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  export.OTLPConfig
