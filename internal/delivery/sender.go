@@ -278,7 +278,11 @@ func (s *Sender[R]) send(ctx context.Context, q queued[R]) {
 			s.fail(w, err)
 			return
 		}
-		s.stats.BytesSent.Add(int64(proto.Size(part)))
+		if len(parts) == 1 {
+			s.stats.BytesSent.Add(q.size) // measured once, at Enqueue
+		} else {
+			s.stats.BytesSent.Add(int64(proto.Size(part)))
+		}
 	}
 	s.stats.Exported.Add(1)
 	s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
