@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/pprof"
+	"slices"
 	"time"
 
 	gprof "github.com/google/pprof/profile"
@@ -82,7 +83,7 @@ func (p *ours) window(data map[string][]byte) (int, error) {
 	}
 	p.req = p.b.Build(w.Start, w.End, inputs)
 	var err error
-	if p.raw, err = (proto.MarshalOptions{}).MarshalAppend(p.raw[:0], p.req); err != nil {
+	if p.raw, err = otlp.AppendRequest(slices.Grow(p.raw[:0], len(p.raw)+len(p.raw)/8), p.req); err != nil {
 		return 0, err
 	}
 	// The OTLP exporters' own compression, at the level both HTTP and
@@ -95,8 +96,8 @@ func (p *ours) window(data map[string][]byte) (int, error) {
 // naive is what the profiler would be built from off-the-shelf parts:
 // github.com/google/pprof/profile to parse, ScaleN(-1) and Merge to take
 // the delta (the approach dd-trace-go used before fastdelta), then a direct
-// conversion to the OTLP messages with map-based deduplication, and the
-// same serialisation and gzip as ours.
+// conversion to the OTLP messages with map-based deduplication,
+// serialisation by protobuf-go (the same bytes as ours), and gzip.
 type naive struct {
 	names []string
 	prev  map[string]*gprof.Profile

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/otlp"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 )
@@ -28,6 +29,7 @@ type fileExporter struct {
 	dir      string
 	json     bool
 	shutdown atomic.Bool
+	size     sizeHint
 }
 
 // NewFile returns an exporter that writes each request into its own file in
@@ -64,7 +66,10 @@ func (e *fileExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 		ext = extJSON
 		data, err = marshalJSON(req, true)
 	} else {
-		data, err = proto.Marshal(req)
+		data, err = otlp.AppendRequest(e.size.buffer(), req)
+		if err == nil {
+			e.size.record(data)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("file exporter: %w", err)

@@ -8,13 +8,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/otlp"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
 	// Registers gzip for the responses a collector chooses to compress.
 	_ "google.golang.org/grpc/encoding/gzip"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
@@ -34,6 +38,8 @@ type grpcConn struct {
 type grpcExporter struct {
 	*grpcConn
 	client collectorpb.ProfilesServiceClient
+	// callOpts makes each call encode its request with requestCodec.
+	callOpts []grpc.CallOption
 }
 
 func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, error) {
@@ -41,8 +47,69 @@ func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, erro
 	if err != nil {
 		return nil, err
 	}
-	return &grpcExporter{grpcConn: c, client: collectorpb.NewProfilesServiceClient(c.conn)}, nil
+	codec := &requestCodec{proto: encoding.GetCodecV2(grpcproto.Name)}
+	return &grpcExporter{
+		grpcConn: c,
+		client:   collectorpb.NewProfilesServiceClient(c.conn),
+		callOpts: []grpc.CallOption{grpc.ForceCodecV2(codec)},
+	}, nil
 }
+
+// requestCodec is the codec of the profiles exporter's calls: gRPC's
+// registered protobuf codec, except that the request is encoded by
+// otlp.AppendRequest, several times faster than protobuf-go and byte for
+// byte the same. It is forced per call rather than registered, because a
+// registered codec replaces the one of every gRPC call of the process.
+type requestCodec struct {
+	proto encoding.CodecV2 // the registered "proto" codec
+	size  sizeHint
+}
+
+// Marshal encodes a request into a buffer of gRPC's pool sized after the
+// previous one, as the proto codec does after sizing the message, and any
+// other message through the proto codec.
+func (c *requestCodec) Marshal(v any) (mem.BufferSlice, error) {
+	req, ok := v.(*collectorpb.ExportProfilesServiceRequest)
+	if !ok {
+		return c.proto.Marshal(v)
+	}
+	n := c.size.size()
+	if mem.IsBelowBufferPoolingThreshold(n) {
+		b, err := otlp.AppendRequest(make([]byte, 0, n), req)
+		if err != nil {
+			return nil, err
+		}
+		c.size.record(b)
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	pool := mem.DefaultBufferPool()
+	buf := pool.Get(n)
+	b, err := otlp.AppendRequest((*buf)[:0], req)
+	if err != nil {
+		pool.Put(buf)
+		return nil, err
+	}
+	c.size.record(b)
+	if len(b) > cap(*buf) {
+		// The request outgrew the buffer and append moved it out of the
+		// pool's memory.
+		pool.Put(buf)
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	*buf = b
+	return mem.BufferSlice{mem.NewBuffer(buf, pool)}, nil
+}
+
+// Unmarshal decodes through the proto codec.
+func (c *requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return c.proto.Unmarshal(data, v)
+}
+
+// Name is empty on purpose. gRPC derives the content-subtype of a call
+// from the name of a forced codec; with "proto" requests would go out as
+// application/grpc+proto, where every OTLP exporter sends plain
+// application/grpc, which the gRPC protocol defines to mean protobuf.
+func (c *requestCodec) Name() string { return "" }
 
 // newGRPCConn builds the connection. tlsConfig is used unless
 // cfg.Insecure; tests pass one that trusts their server.
@@ -113,7 +180,7 @@ func (e *grpcExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 		return errNilRequest
 	}
 	return e.call(ctx, func(ctx context.Context) (int64, string, error) {
-		resp, err := e.client.Export(ctx, req)
+		resp, err := e.client.Export(ctx, req, e.callOpts...)
 		ps := resp.GetPartialSuccess()
 		return ps.GetRejectedProfiles(), ps.GetErrorMessage(), err
 	})

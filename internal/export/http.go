@@ -9,12 +9,14 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/pprofotel/profiler/internal/otlp"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -52,7 +54,29 @@ type httpExporter struct {
 	encMu sync.Mutex
 	gz    Gzip
 	raw   []byte
+	// size sizes the buffer of an uncompressed encoding, which cannot be
+	// reused.
+	size sizeHint
 }
+
+// sizeHint remembers the size of the last protobuf encoding of a request.
+// Requests of consecutive windows are about the same size, so a buffer an
+// eighth larger than the last encoding usually holds the next one: without
+// it otlp.AppendRequest would grow a megabyte-sized request from nothing,
+// copying it many times over. It is safe for concurrent use.
+type sizeHint struct{ last atomic.Int64 }
+
+// size returns the capacity to allocate for the next encoding.
+func (h *sizeHint) size() int {
+	n := int(h.last.Load())
+	return n + n/8
+}
+
+// buffer returns an empty buffer of the capacity size gives.
+func (h *sizeHint) buffer() []byte { return make([]byte, 0, h.size()) }
+
+// record notes the size of an encoding.
+func (h *sizeHint) record(b []byte) { h.last.Store(int64(len(b))) }
 
 // newHTTPExporter builds the exporter. tlsConfig is used for https URLs;
 // tests pass one that trusts their server.
@@ -180,13 +204,18 @@ func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]
 		body, err = marshalJSON(req, false)
 	case e.gzip:
 		// Only the compressed copy leaves encode, so the encoding can be
-		// marshalled into the buffer kept for that.
-		body, err = proto.MarshalOptions{}.MarshalAppend(e.raw[:0], req)
+		// marshalled into the buffer kept for that, with room for an
+		// eighth more than the last one: grown by append, it would stay
+		// a quarter or more larger for good.
+		body, err = otlp.AppendRequest(slices.Grow(e.raw[:0], len(e.raw)+len(e.raw)/8), req)
 		if err == nil {
 			e.raw = body
 		}
 	default:
-		body, err = proto.Marshal(req)
+		body, err = otlp.AppendRequest(e.size.buffer(), req)
+		if err == nil {
+			e.size.record(body)
+		}
 	}
 	if err != nil {
 		if !e.json {
