@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"hash/maphash"
+	"slices"
 )
 
 // keyIndex maps byte-string keys to int32 values, like a map[string]int32,
@@ -27,13 +28,16 @@ func newKeyIndex() keyIndex {
 	return keyIndex{seed: maphash.MakeSeed(), heads: make(map[uint64]int32)}
 }
 
-// reset forgets every key and keeps the memory.
+// reset forgets every key and keeps the memory, with room for an eighth
+// more keys and key bytes than the last use took: a window slightly larger
+// than the last would otherwise make append double a buffer, and keep it
+// doubled for good.
 func (x *keyIndex) reset() {
 	clear(x.heads)
-	x.ends = x.ends[:0]
-	x.prev = x.prev[:0]
-	x.vals = x.vals[:0]
-	x.arena = x.arena[:0]
+	x.ends = slices.Grow(x.ends[:0], len(x.ends)+len(x.ends)/8)
+	x.prev = slices.Grow(x.prev[:0], len(x.prev)+len(x.prev)/8)
+	x.vals = slices.Grow(x.vals[:0], len(x.vals)+len(x.vals)/8)
+	x.arena = slices.Grow(x.arena[:0], len(x.arena)+len(x.arena)/8)
 }
 
 func (x *keyIndex) key(e int32) []byte {

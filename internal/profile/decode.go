@@ -156,7 +156,10 @@ func (d *Decoder) gunzip(data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("profile: reading gzip header: %w", err)
 	}
 
-	buf := d.raw[:0]
+	// Room for an eighth more than the last profile took: profiles grow a
+	// little from window to window as their counts get longer, and a
+	// buffer grown by doubling would stay doubled for good.
+	buf := slices.Grow(d.raw[:0], len(d.raw)+len(d.raw)/8)
 	for {
 		if len(buf) == cap(buf) {
 			// Grow geometrically from a guess based on the usual pprof
@@ -179,7 +182,7 @@ func (d *Decoder) gunzip(data []byte) ([]byte, error) {
 			return nil, fmt.Errorf("profile: decompressing: %w", err)
 		}
 	}
-	d.raw = buf[:0]
+	d.raw = buf // its length sizes the next profile's buffer
 	return buf, nil
 }
 
