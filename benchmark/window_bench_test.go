@@ -3,6 +3,7 @@ package benchmark
 import (
 	"bytes"
 	"io"
+	"math"
 	"runtime"
 	"sync"
 	"testing"
@@ -215,71 +216,103 @@ func benchPipeline(b *testing.B, seq *sequence, newPipeline func(map[string][]by
 
 // BenchmarkRetained runs the profiler's pipeline for 1,000 windows of the
 // heap profile and reports its retained heap (HeapAlloc after two GCs, less
-// what it was before the pipeline existed) at windows 100 and 1,000, and
+// what it was before the pipeline existed) at every hundredth window, and
 // the runtime's own profiling memory, MemStats.BuckHashSys. Each window a
 // hundredth of the heap stacks runs again.
+//
+// It runs twice. With input=growing every allocation of the process is
+// sampled at the default rate, as in a real program, and the heap profile
+// itself grows: the test process keeps allocating at stacks and sizes it
+// had not used before (the pipeline's own buffers among them), and the
+// delta state must hold one entry per stack the runtime reports. With
+// input=stable only the generated stacks are sampled (MemProfileRate is 0
+// outside them), so the input keeps its size and any growth left is the
+// pipeline's own.
 func BenchmarkRetained(b *testing.B) {
 	src := largeSource()
-	names := []string{"heap"}
-	for range b.N {
-		var ms runtime.MemStats
-		retained := func() int64 {
-			runtime.GC()
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			return int64(ms.HeapAlloc)
-		}
-		// The pipeline's input is allocated for each window by snapshot;
-		// it is not the pipeline's, so it is dropped before measuring.
-		base, err := snapshot(names)
-		if err != nil {
-			b.Fatal(err)
-		}
-		before := retained()
-		p, err := newOurs(names, base)
-		if err != nil {
-			b.Fatal(err)
-		}
-		base = nil
-		var at100, at1000 int64
-		for w := 1; w <= 1000; w++ {
-			src.Advance(0.01)
-			data, err := snapshot(names)
-			if err != nil {
-				b.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		rate int // MemProfileRate outside the generated stacks
+	}{
+		{"input=stable", 0},
+		{"input=growing", runtime.MemProfileRate},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			prevRate := runtime.MemProfileRate
+			runtime.MemProfileRate = tc.rate
+			defer func() { runtime.MemProfileRate = prevRate }()
+			for range b.N {
+				retainedOverWindows(b, src)
 			}
-			if _, err := p.window(data); err != nil {
-				b.Fatal(err)
-			}
-			switch w {
-			case 100, 1000:
-				// The runtime's heap profile itself grows as the process
-				// allocates at new stacks; its size tells that growth
-				// apart from the pipeline's.
-				samples := 0
-				for _, sp := range p.req.ResourceProfiles[0].ScopeProfiles {
-					for _, prof := range sp.Profiles {
-						samples = max(samples, len(prof.Samples))
-					}
-				}
-				in := len(data["heap"])
-				p.req, p.data, data = nil, nil, nil
-				if w == 100 {
-					at100 = retained() - before
-					b.ReportMetric(float64(in), "input-gz-B@100")
-					b.ReportMetric(float64(samples), "samples@100")
-				} else {
-					at1000 = retained() - before
-					b.ReportMetric(float64(in), "input-gz-B@1000")
-					b.ReportMetric(float64(samples), "samples@1000")
-				}
-			}
-		}
-		runtime.KeepAlive(p)
-		b.ReportMetric(float64(at100), "retained-B@100")
-		b.ReportMetric(float64(at1000), "retained-B@1000")
-		b.ReportMetric(float64(at1000-at100), "growth-B")
-		b.ReportMetric(float64(ms.BuckHashSys), "BuckHashSys-B")
-		b.ReportMetric(float64(at1000)/float64(ms.BuckHashSys), "retained/BuckHashSys")
+		})
 	}
+}
+
+func retainedOverWindows(b *testing.B, src *gen.Source) {
+	names := []string{"heap"}
+	var ms runtime.MemStats
+	retained := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	// The pipeline's input is allocated for each window by snapshot;
+	// it is not the pipeline's, so it is dropped before measuring.
+	base, err := snapshot(names)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before := retained()
+	p, err := newOurs(names, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base = nil
+	var at100, at1000 int64
+	lowest, highest := int64(math.MaxInt64), int64(math.MinInt64)
+	for w := 1; w <= 1000; w++ {
+		src.Advance(0.01)
+		data, err := snapshot(names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.window(data); err != nil {
+			b.Fatal(err)
+		}
+		if w%100 != 0 {
+			continue
+		}
+		// The runtime's heap profile itself may grow; its size and the
+		// number of samples sent tell that growth apart from the
+		// pipeline's.
+		samples := 0
+		for _, sp := range p.req.ResourceProfiles[0].ScopeProfiles {
+			for _, prof := range sp.Profiles {
+				samples = max(samples, len(prof.Samples))
+			}
+		}
+		in := len(data["heap"])
+		p.req, p.data, data = nil, nil, nil
+		r := retained() - before
+		lowest, highest = min(lowest, r), max(highest, r)
+		b.Logf("window %4d: retained %d B, heap input %d B gzipped, %d samples sent", w, r, in, samples)
+		switch w {
+		case 100:
+			at100 = r
+			b.ReportMetric(float64(in), "input-gz-B@100")
+			b.ReportMetric(float64(samples), "samples@100")
+		case 1000:
+			at1000 = r
+			b.ReportMetric(float64(in), "input-gz-B@1000")
+			b.ReportMetric(float64(samples), "samples@1000")
+		}
+	}
+	runtime.KeepAlive(p)
+	b.ReportMetric(float64(at100), "retained-B@100")
+	b.ReportMetric(float64(at1000), "retained-B@1000")
+	b.ReportMetric(float64(at1000-at100), "growth-B")
+	b.ReportMetric(float64(highest-lowest), "range-B")
+	b.ReportMetric(float64(ms.BuckHashSys), "BuckHashSys-B")
+	b.ReportMetric(float64(at1000)/float64(ms.BuckHashSys), "retained/BuckHashSys")
 }

@@ -104,16 +104,26 @@ func main() {
 		fmt.Printf("| %s | %.0f | %.0f | %s | %.0f | %.0f | %s |\n", k, in, o, ratio(o, in), n, g, ratio(o, g))
 	}
 
-	if _, ok := r["Retained"]; ok {
-		fmt.Println()
-		fmt.Println("### Retained memory, 1,000 windows of the heap profile")
-		fmt.Println()
-		fmt.Println("| retained at window 100 | retained at window 1,000 | growth 100 → 1,000 | MemStats.BuckHashSys | retained ÷ BuckHashSys | heap input gz B at 100 → 1,000 | samples sent at 100 → 1,000 |")
-		fmt.Println("|---:|---:|---:|---:|---:|---:|---:|")
-		fmt.Printf("| %.0f B | %.0f B | %.0f B | %.0f B | %.2f | %.0f → %.0f | %.0f → %.0f |\n",
-			r.get("Retained", "retained-B@100"), r.get("Retained", "retained-B@1000"), r.get("Retained", "growth-B"),
-			r.get("Retained", "BuckHashSys-B"), r.get("Retained", "retained/BuckHashSys"),
-			r.get("Retained", "input-gz-B@100"), r.get("Retained", "input-gz-B@1000"),
-			r.get("Retained", "samples@100"), r.get("Retained", "samples@1000"))
+	retained := false
+	for _, input := range []string{"stable", "growing"} {
+		name := "Retained/input=" + input
+		if _, ok := r[name]; !ok {
+			continue
+		}
+		if !retained {
+			retained = true
+			fmt.Println()
+			fmt.Println("### Retained memory, 1,000 windows of the heap profile")
+			fmt.Println()
+			fmt.Println("| input | retained at window 100 | retained at window 1,000 | growth 100 → 1,000 | highest − lowest of windows 100, 200 … 1,000 | MemStats.BuckHashSys | retained ÷ BuckHashSys | heap input gz B at 100 → 1,000 | samples sent at 100 → 1,000 |")
+			fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		}
+		fmt.Printf("| %s | %.0f B | %.0f B | %.0f B (%.2f %%) | %.0f B | %.0f B | %.2f | %.0f → %.0f | %.0f → %.0f |\n", input,
+			r.get(name, "retained-B@100"), r.get(name, "retained-B@1000"),
+			r.get(name, "growth-B"), 100*r.get(name, "growth-B")/r.get(name, "retained-B@100"),
+			r.get(name, "range-B"),
+			r.get(name, "BuckHashSys-B"), r.get(name, "retained/BuckHashSys"),
+			r.get(name, "input-gz-B@100"), r.get(name, "input-gz-B@1000"),
+			r.get(name, "samples@100"), r.get(name, "samples@1000"))
 	}
 }
