@@ -10,19 +10,17 @@ import (
 
 	otelpyroscope "github.com/grafana/otel-profiling-go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pprofotel/profiler/labels"
 )
 
-// providers are the tracer providers compared. The SDK samples every span
-// and has no span processor, so what is measured is span bookkeeping plus
-// what the wrappers add to it.
-func providers() []struct {
+// providers are the tracer providers compared, all wrapping sdk.
+func providers(sdk trace.TracerProvider) []struct {
 	name string
 	tp   trace.TracerProvider
 } {
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	return []struct {
 		name string
 		tp   trace.TracerProvider
@@ -40,9 +38,48 @@ func providers() []struct {
 	}
 }
 
+// bareSDK samples every span and has no span processor, so what is
+// measured is the SDK's span bookkeeping plus what the wrappers add to it.
+func bareSDK() trace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+}
+
+// batchedSDK is set up as a service sending its spans would be: every span
+// sampled and handed at End to a BatchSpanProcessor, whose exporter
+// discards them.
+func batchedSDK(b *testing.B) trace.TracerProvider {
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
+}
+
 // BenchmarkRootSpan starts and ends a span with no parent.
 func BenchmarkRootSpan(b *testing.B) {
-	for _, p := range providers() {
+	benchRootSpan(b, bareSDK())
+}
+
+// BenchmarkChildSpan starts and ends a span under a parent started by the
+// same provider, as every span below the entry point of a request is.
+func BenchmarkChildSpan(b *testing.B) {
+	benchChildSpan(b, bareSDK())
+}
+
+// BenchmarkBatchedRootSpan is BenchmarkRootSpan with spans exported through
+// a BatchSpanProcessor.
+func BenchmarkBatchedRootSpan(b *testing.B) {
+	benchRootSpan(b, batchedSDK(b))
+}
+
+// BenchmarkBatchedChildSpan is BenchmarkChildSpan with spans exported
+// through a BatchSpanProcessor.
+func BenchmarkBatchedChildSpan(b *testing.B) {
+	benchChildSpan(b, batchedSDK(b))
+}
+
+func benchRootSpan(b *testing.B, sdk trace.TracerProvider) {
+	for _, p := range providers(sdk) {
 		b.Run(p.name, func(b *testing.B) {
 			tr := p.tp.Tracer("bench")
 			ctx := context.Background()
@@ -55,10 +92,8 @@ func BenchmarkRootSpan(b *testing.B) {
 	}
 }
 
-// BenchmarkChildSpan starts and ends a span under a parent started by the
-// same provider, as every span below the entry point of a request is.
-func BenchmarkChildSpan(b *testing.B) {
-	for _, p := range providers() {
+func benchChildSpan(b *testing.B, sdk trace.TracerProvider) {
+	for _, p := range providers(sdk) {
 		b.Run(p.name, func(b *testing.B) {
 			tr := p.tp.Tracer("bench")
 			ctx, parent := tr.Start(context.Background(), "parent")
