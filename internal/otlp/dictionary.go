@@ -342,10 +342,20 @@ func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
 	return i
 }
 
+// stackKey encodes locs in two bytes each (six past 65,534, which no
+// runtime profile comes near), not as varints: the indices are the
+// request's own and differ from window to window, and with varints the
+// same stacks would take more or fewer key bytes each time, growing the
+// stack table's arena whenever a window happened to number them long.
 func (d *dictionary) stackKey(locs []int32) []byte {
 	b := d.keyBuf[:0]
 	for _, l := range locs {
-		b = appendUvarint(b, uint64(l))
+		if uint32(l) < 0xffff {
+			b = append(b, byte(l), byte(l>>8))
+		} else {
+			b = append(b, 0xff, 0xff)
+			b = binary.LittleEndian.AppendUint32(b, uint32(l))
+		}
 	}
 	d.keyBuf = b
 	return b
