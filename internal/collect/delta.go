@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"slices"
 
+	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/profile"
 )
 
@@ -30,7 +31,6 @@ type deltaState struct {
 	// prev holds the totals reported up to the previous profile; cur is
 	// filled from it by apply and then swapped with it.
 	prev, cur stackTable
-	key       []byte
 	// pcNumbers numbers every program counter seen, in order of first
 	// sight, so that a stack key holds a varint of one or two bytes per
 	// frame rather than an 8-byte address. Program counters keep their
@@ -42,36 +42,24 @@ type deltaState struct {
 }
 
 // stackTable maps stack keys to the cumulative values reported for them.
-// Keys are kept in one arena and the map is keyed by their hash, so that
-// adding a stack allocates nothing once the buffers have grown; entries
-// with the same hash are chained and told apart by comparing keys.
+// Keys are kept in one arena and indexed by their hash, so that adding a
+// stack allocates nothing once the buffers have grown.
 type stackTable struct {
-	heads  map[uint64]int32 // hash -> latest entry with that hash
-	prev   []int32          // entry -> earlier entry with the same hash, or -1
-	ends   []int            // entry -> end of its key in keys
+	index  hashindex.Index
+	ends   []int // entry -> end of its key in keys
 	keys   []byte
 	values []int64 // entry e's totals are values[e*n : e*n+n]
 }
 
-func (t *stackTable) reset() {
-	if t.heads == nil {
-		t.heads = make(map[uint64]int32)
-	}
-	clear(t.heads)
-	t.prev = t.prev[:0]
-	t.ends = t.ends[:0]
-	t.keys = t.keys[:0]
-	t.values = t.values[:0]
-}
-
-// reserve makes room for the entries and key bytes like holds and an
-// eighth more, so that a table filled for a profile like the last one, or
-// slightly larger, does not grow: growing copies all the keys.
-func (t *stackTable) reserve(like *stackTable) {
-	t.prev = slices.Grow(t.prev, len(like.prev)+len(like.prev)/8)
-	t.ends = slices.Grow(t.ends, len(like.ends)+len(like.ends)/8)
-	t.keys = slices.Grow(t.keys, len(like.keys)+len(like.keys)/8)
-	t.values = slices.Grow(t.values, len(like.values)+len(like.values)/8)
+// reset empties t for a profile of the given number of samples, with room
+// for the entries and key bytes like holds and an eighth more, so that a
+// table filled for a profile like the last one, or slightly larger, does
+// not grow: growing copies all the keys.
+func (t *stackTable) reset(samples int, like *stackTable) {
+	t.index.Reset(samples)
+	t.ends = slices.Grow(t.ends[:0], len(like.ends)+len(like.ends)/8)
+	t.keys = slices.Grow(t.keys[:0], len(like.keys)+len(like.keys)/8)
+	t.values = slices.Grow(t.values[:0], len(like.values)+len(like.values)/8)
 }
 
 func (t *stackTable) key(e int32) []byte {
@@ -82,40 +70,15 @@ func (t *stackTable) key(e int32) []byte {
 	return t.keys[start:t.ends[e]]
 }
 
-// find returns the entry of key, whose hash is h, or -1.
-func (t *stackTable) find(h uint64, key []byte) int32 {
-	head, ok := t.heads[h]
-	if !ok {
-		return -1
-	}
-	for e := head; e >= 0; e = t.prev[e] {
+// find returns the entry of key on probe p, or -1, leaving p where key
+// would be added.
+func (t *stackTable) find(p *hashindex.Probe, key []byte) int32 {
+	for e := t.index.Next(p); e >= 0; e = t.index.Next(p) {
 		if bytes.Equal(t.key(e), key) {
 			return e
 		}
 	}
 	return -1
-}
-
-// add appends an entry for key, whose hash is h and which must not be in
-// the table yet, with the first n values of totals, or zeros if totals is
-// nil.
-func (t *stackTable) add(h uint64, key []byte, totals []int64, n int) {
-	e := int32(len(t.ends))
-	head, ok := t.heads[h]
-	if !ok {
-		head = -1
-	}
-	t.heads[h] = e
-	t.prev = append(t.prev, head)
-	t.keys = append(t.keys, key...)
-	t.ends = append(t.ends, len(t.keys))
-	if totals != nil {
-		t.values = append(t.values, totals[:n]...)
-	} else {
-		for range n {
-			t.values = append(t.values, 0)
-		}
-	}
 }
 
 // newDeltaState returns the state for a profile whose values at the given
@@ -125,16 +88,13 @@ func newDeltaState(numValues int, cumulative ...int) *deltaState {
 	for _, i := range cumulative {
 		isDelta[i] = true
 	}
-	d := &deltaState{isDelta: isDelta, seed: maphash.MakeSeed(), pcNumbers: make(map[uint64]uint32)}
-	d.prev.reset()
-	d.cur.reset()
-	return d
+	return &deltaState{isDelta: isDelta, seed: maphash.MakeSeed(), pcNumbers: make(map[uint64]uint32)}
 }
 
 // reset forgets every reported total, so that the next profile becomes the
 // baseline.
 func (d *deltaState) reset() {
-	d.prev.reset()
+	d.prev.reset(0, &d.prev)
 }
 
 // apply rewrites p in place: cumulative values become the change since the
@@ -165,33 +125,54 @@ func (d *deltaState) apply(p *profile.Profile) {
 		d.pcs = append(d.pcs, num)
 	}
 	cur, prev := &d.cur, &d.prev
-	cur.reset()
-	cur.reserve(prev)
+	cur.reset(len(p.Samples), prev)
 
 	// First merge samples of the same stack. The runtime writes each stack
 	// once today, but subtracting per occurrence would be wrong if it ever
 	// split one, so sum them before taking the difference. Entry e of cur
 	// is merged sample e.
 	merged := p.Samples[:0]
+	var guess int32
 	for i := range p.Samples {
 		s := p.Samples[i]
 		if len(s.Values) != n {
 			continue
 		}
-		d.key = appendStackKey(d.key[:0], d.pcs, &s)
-		h := maphash.Bytes(d.seed, d.key)
-		if e := cur.find(h, d.key); e >= 0 {
+		// The key is written where cur keeps it, and taken back if
+		// the stack is already there.
+		start := len(cur.keys)
+		cur.keys = appendStackKey(cur.keys, d.pcs, &s)
+		key := cur.keys[start:]
+		h := maphash.Bytes(d.seed, key)
+		at := cur.index.Probe(h)
+		if e := cur.find(&at, key); e >= 0 {
+			cur.keys = cur.keys[:start]
 			dst := merged[e].Values
 			for j, v := range s.Values {
 				dst[j] += v
 			}
 			continue
 		}
-		var totals []int64
-		if e := prev.find(h, d.key); e >= 0 {
-			totals = prev.values[int(e)*n:]
+		e := int32(len(cur.ends))
+		cur.ends = append(cur.ends, len(cur.keys))
+		cur.index.Insert(&at, e)
+		// The runtime writes its stacks in the same order every time,
+		// so the entry after the last one found is likely the one.
+		pe := int32(-1)
+		if int(guess) < len(prev.ends) && bytes.Equal(prev.key(guess), key) {
+			pe = guess
+		} else {
+			inPrev := prev.index.Probe(h)
+			pe = prev.find(&inPrev, key)
 		}
-		cur.add(h, d.key, totals, n)
+		if pe >= 0 {
+			guess = pe + 1
+			cur.values = append(cur.values, prev.values[int(pe)*n:int(pe)*n+n]...)
+		} else {
+			for range n {
+				cur.values = append(cur.values, 0)
+			}
+		}
 		merged = append(merged, s)
 	}
 
@@ -226,20 +207,10 @@ func (d *deltaState) apply(p *profile.Profile) {
 // their numbers in pcs, then its labels.
 func appendStackKey(key []byte, pcs []uint32, s *profile.Sample) []byte {
 	// The count makes the key unambiguous: the labels start after it.
-	key = binary.AppendUvarint(key, uint64(len(s.Locations)))
-	for _, li := range s.Locations {
-		// Numbers below 16,384 (every call site of most programs) take
-		// one or two bytes, written inline.
-		switch n := pcs[li]; {
-		case n < 1<<7:
-			key = append(key, byte(n))
-		case n < 1<<14:
-			key = append(key, byte(n)|0x80, byte(n>>7))
-		default:
-			key = binary.AppendUvarint(key, uint64(n))
-		}
-	}
-	for _, l := range s.Labels {
+	key = appendUvarint(key, uint64(len(s.Locations)))
+	key = appendPCs(key, pcs, s.Locations)
+	for i := range s.Labels {
+		l := &s.Labels[i]
 		key = appendString(key, l.Key)
 		if l.IsNum {
 			key = append(key, 'n')
@@ -253,7 +224,44 @@ func appendStackKey(key []byte, pcs []uint32, s *profile.Sample) []byte {
 	return key
 }
 
+// appendPCs appends the numbers of the program counters of locs as
+// varints. This is the innermost loop of apply: numbers below 16,384, those
+// of every call site of most programs, take one or two bytes, so room for
+// two per location is made at once and the bytes are written by index
+// rather than appended one by one.
+func appendPCs(key []byte, pcs []uint32, locs []int32) []byte {
+	n := len(key)
+	key = slices.Grow(key, 2*len(locs))
+	buf := key[n : n+2*len(locs)]
+	i := 0
+	for j, li := range locs {
+		switch num := pcs[li]; {
+		case num < 1<<7:
+			buf[i] = byte(num)
+			i++
+		case num < 1<<14:
+			buf[i] = byte(num) | 0x80
+			buf[i+1] = byte(num >> 7)
+			i += 2
+		default:
+			key = key[:n+i]
+			for _, li := range locs[j:] {
+				key = binary.AppendUvarint(key, uint64(pcs[li]))
+			}
+			return key
+		}
+	}
+	return key[:n+i]
+}
+
+// appendUvarint appends v as a varint, the one-byte form inline.
+func appendUvarint(b []byte, v uint64) []byte {
+	if v < 1<<7 {
+		return append(b, byte(v))
+	}
+	return binary.AppendUvarint(b, v)
+}
+
 func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
+	return append(appendUvarint(b, uint64(len(s))), s...)
 }

@@ -1,6 +1,10 @@
 package collect
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -179,6 +183,222 @@ func TestDeltaStateAllocatesNothingOnceWarm(t *testing.T) {
 	if len(last) != stacks-stacks/10 {
 		t.Errorf("last window has %d stacks, want %d", len(last), stacks-stacks/10)
 	}
+}
+
+func TestAppendStackKey(t *testing.T) {
+	tests := []struct {
+		name    string
+		numbers []uint32 // of the sample's locations, in order
+	}{
+		{"empty", nil},
+		{"one byte", []uint32{0, 1, 127}},
+		{"two bytes", []uint32{128, 300, 16383}},
+		{"mixed", []uint32{5, 200, 7, 16000, 0}},
+		{"longer from the start", []uint32{16384, 1, 1 << 21, 130}},
+		{"longer at the end", []uint32{3, 129, 1<<32 - 1}},
+	}
+	labels := []profile.Label{{Key: "bytes", Num: 512, IsNum: true}, {Key: "k", Str: "v"}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Location i has the number of the reversed list, so that
+			// the key must follow the sample's indices.
+			n := len(tt.numbers)
+			pcs := make([]uint32, n)
+			s := profile.Sample{Labels: labels}
+			for i, num := range tt.numbers {
+				pcs[n-1-i] = num
+				s.Locations = append(s.Locations, int32(n-1-i))
+			}
+			want := binary.AppendUvarint([]byte("prefix"), uint64(n))
+			for _, num := range tt.numbers {
+				want = binary.AppendUvarint(want, uint64(num))
+			}
+			want = append(want, 5, 'b', 'y', 't', 'e', 's', 'n', 0, 2, 0, 0, 0, 0, 0, 0, 0)
+			want = append(want, 1, 'k', 's', 1, 'v')
+			if got := appendStackKey([]byte("prefix"), pcs, &s); !bytes.Equal(got, want) {
+				t.Errorf("got  %v\nwant %v", got, want)
+			}
+		})
+	}
+}
+
+// TestDeltaStateMatchesReference applies windows of random deep stacks to
+// a deltaState and to a plain implementation of the same rules, keyed by
+// formatted addresses and labels. The windows reorder, repeat, drop and
+// relabel stacks, relocate their locations, and number more program
+// counters than fit a stack key's two-byte form.
+func TestDeltaStateMatchesReference(t *testing.T) {
+	const numValues = 3 // two cumulative, one snapshot
+	r := rand.New(rand.NewPCG(3, 4))
+	type stack struct {
+		addrs  []uint64
+		labels []profile.Label
+	}
+	stacks := make([]stack, 400)
+	for i := range stacks {
+		s := &stacks[i]
+		for range 1 + r.IntN(60) {
+			// Few addresses are common, as callers are; the rest
+			// spread over more than 16,384 numbers.
+			if r.IntN(2) == 0 {
+				s.addrs = append(s.addrs, uint64(1+r.IntN(100)))
+			} else {
+				s.addrs = append(s.addrs, uint64(1000+r.IntN(40000)))
+			}
+		}
+		switch r.IntN(4) {
+		case 1:
+			s.labels = []profile.Label{{Key: "bytes", Num: int64(8 << r.IntN(3)), IsNum: true}}
+		case 2:
+			s.labels = []profile.Label{{Key: "k", Str: "v"}, {Key: "bytes", Num: 16, NumUnit: "bytes", IsNum: true}}
+		}
+	}
+	// Every address once, first, so that the numbering grows past 16,384
+	// in the first window and numbers of all sizes mix in the stacks.
+	all := stack{}
+	for a := range 41000 {
+		all.addrs = append(all.addrs, uint64(a+1))
+	}
+	stacks = append([]stack{all}, stacks...)
+
+	totals := make([][]int64, len(stacks))
+	for i := range totals {
+		totals[i] = make([]int64, numValues)
+	}
+	refPrev := map[string][]int64{}
+	d := newDeltaState(numValues, 0, 1)
+	for w := range 12 {
+		// The runtime's new state: stacks grow, and some are missing.
+		p := &profile.Profile{SampleTypes: make([]profile.ValueType, numValues)}
+		locOf := map[uint64]int32{}
+		var order []int
+		for i := range stacks {
+			if r.IntN(8) == 0 && i != 0 {
+				continue
+			}
+			totals[i][0] += int64(r.IntN(3))
+			totals[i][1] += int64(r.IntN(3)) * 8
+			totals[i][2] = int64(r.IntN(2))
+			order = append(order, i)
+		}
+		if w%3 != 0 {
+			r.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		for _, i := range order {
+			s := stacks[i]
+			parts := 1
+			if r.IntN(10) == 0 {
+				parts = 2 // written as two samples, to be merged
+			}
+			for part := range parts {
+				smp := profile.Sample{Labels: s.labels, Values: make([]int64, numValues)}
+				for _, a := range s.addrs {
+					li, ok := locOf[a]
+					if !ok {
+						li = int32(len(p.Locations))
+						locOf[a] = li
+						p.Locations = append(p.Locations, profile.Location{Mapping: -1, Address: a})
+					}
+					smp.Locations = append(smp.Locations, li)
+				}
+				for j, v := range totals[i] {
+					if part == 0 {
+						smp.Values[j] = v - v/2*int64(parts-1)
+					} else {
+						smp.Values[j] = v / 2
+					}
+				}
+				p.Samples = append(p.Samples, smp)
+			}
+		}
+
+		want := referenceDelta(p, refPrev, []bool{true, true, false})
+		d.apply(p)
+		got := make([]string, len(p.Samples))
+		for i := range p.Samples {
+			got[i] = formatSample(p, &p.Samples[i])
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("window %d: got %d samples, want %d; first difference at %d", w, len(got), len(want), firstDiff(got, want))
+		}
+	}
+}
+
+// referenceDelta returns the formatted samples apply should leave in p,
+// and updates prev to p's totals.
+func referenceDelta(p *profile.Profile, prev map[string][]int64, isDelta []bool) []string {
+	key := func(s *profile.Sample) string {
+		var addrs []uint64
+		for _, li := range s.Locations {
+			addrs = append(addrs, p.Locations[li].Address)
+		}
+		return fmt.Sprint(addrs, s.Labels)
+	}
+	var keys []string
+	sums := map[string][]int64{}
+	first := map[string]*profile.Sample{}
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		k := key(s)
+		if sums[k] == nil {
+			keys = append(keys, k)
+			sums[k] = make([]int64, len(s.Values))
+			first[k] = s
+		}
+		for j, v := range s.Values {
+			sums[k][j] += v
+		}
+	}
+	next := map[string][]int64{}
+	var out []string
+	for _, k := range keys {
+		base := prev[k]
+		if base == nil {
+			base = make([]int64, len(isDelta))
+		}
+		tot := append([]int64(nil), base...)
+		vals := append([]int64(nil), sums[k]...)
+		nonZero := false
+		for j := range vals {
+			if isDelta[j] {
+				if diff := vals[j] - tot[j]; diff < 0 {
+					vals[j] = 0
+				} else {
+					tot[j] = vals[j]
+					vals[j] = diff
+				}
+			}
+			nonZero = nonZero || vals[j] != 0
+		}
+		next[k] = tot
+		if nonZero {
+			s := *first[k]
+			s.Values = vals
+			out = append(out, formatSample(p, &s))
+		}
+	}
+	clear(prev)
+	for k, v := range next {
+		prev[k] = v
+	}
+	return out
+}
+
+func formatSample(p *profile.Profile, s *profile.Sample) string {
+	var addrs []uint64
+	for _, li := range s.Locations {
+		addrs = append(addrs, p.Locations[li].Address)
+	}
+	return fmt.Sprint(addrs, s.Labels, s.Values)
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 func BenchmarkDeltaApply(b *testing.B) {

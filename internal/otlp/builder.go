@@ -3,10 +3,12 @@ package otlp
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/profile"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -92,14 +94,25 @@ type Builder struct {
 	mapIdx  []int32
 	exeMap  int // pprof index of the main executable's mapping, or -1
 
-	ident    keyIndex // sample identity key -> first sample index
-	rep      []int32  // sample index -> index of its identity's first sample, -1 if not live
-	stackIdx []int32  // per representative sample
+	// ident indexes the live samples that come first with their
+	// identity, by its hash; samples are compared where they are, so
+	// they need no key of their own.
+	ident    hashindex.Index
+	seed     maphash.Seed
+	rep      []int32 // sample index -> index of its identity's first sample, -1 if not live
+	stackIdx []int32 // per representative sample
 	linkIdx  []int32
 	attrs    [][]int32
 	acc      []int64
-	keyBuf   []byte
-	labelOrd []int
+	// Canonical label orders of the two samples compared by sameIdentity.
+	labelOrd [2][]int
+	// lastLabel is the label resolved last in the current request and
+	// lastAttr its attribute, 0 if none: the samples of a runtime profile
+	// mostly carry the labels of the sample before (the heap profile's
+	// object size), and comparing a label costs less than the two map
+	// lookups that resolve it.
+	lastLabel profile.Label
+	lastAttr  int32
 }
 
 // NewBuilder returns a Builder that reports res as the resource and scope
@@ -109,7 +122,7 @@ func NewBuilder(res *resourcepb.Resource, scope *commonpb.InstrumentationScope, 
 		resource: res,
 		scope:    scope,
 		newID:    randomID,
-		ident:    newKeyIndex(),
+		seed:     maphash.MakeSeed(),
 	}
 	b.d.init()
 	for _, o := range opts {
@@ -130,6 +143,7 @@ func randomID() [16]byte {
 // order.
 func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.ExportProfilesServiceRequest {
 	b.d.reset()
+	b.lastLabel, b.lastAttr = profile.Label{}, 0
 	rp := &profilespb.ResourceProfiles{
 		Resource:      b.resource,
 		ScopeProfiles: make([]*profilespb.ScopeProfiles, 0, len(inputs)),
@@ -145,8 +159,10 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 		rp.ScopeProfiles = append(rp.ScopeProfiles, b.scopeProfiles(in, win))
 	}
 	// The attribute lists point into the request's memory; the Builder must
-	// not keep the request alive until the next Build.
+	// not keep the request alive until the next Build, nor the strings of
+	// the last label, its profile's.
 	clear(b.attrs)
+	b.lastLabel = profile.Label{}
 	return &collectorpb.ExportProfilesServiceRequest{
 		ResourceProfiles: []*profilespb.ResourceProfiles{rp},
 		Dictionary:       b.d.finish(),
@@ -240,7 +256,7 @@ func (b *Builder) prepare(p *profile.Profile) {
 		b.acc = make([]int64, n)
 	}
 	b.acc = b.acc[:n]
-	b.ident.reset()
+	b.ident.Reset(n)
 
 	b.exeMap = -1
 	if b.goBuildID != "" && len(p.Mappings) > 0 {
@@ -265,8 +281,19 @@ func (b *Builder) prepare(p *profile.Profile) {
 		if !live(s, nTypes) || !hasLocation(s, len(p.Locations)) {
 			continue
 		}
-		key := b.identityKey(s, len(p.Locations))
-		b.rep[i], _ = b.ident.lookup(key, int32(i))
+		at := b.ident.Probe(b.hashIdentity(s, len(p.Locations)))
+		rep := int32(-1)
+		for e := b.ident.Next(&at); e >= 0; e = b.ident.Next(&at) {
+			if b.sameIdentity(&p.Samples[e], s, len(p.Locations)) {
+				rep = e
+				break
+			}
+		}
+		if rep < 0 {
+			rep = int32(i)
+			b.ident.Insert(&at, rep)
+		}
+		b.rep[i] = rep
 	}
 }
 
@@ -299,45 +326,101 @@ func hasLocation(s *profile.Sample, nLocs int) bool {
 	return false
 }
 
-// identityKey encodes the valid locations and the labels (in a canonical
-// order, as a sample's labels are a set) of s.
-func (b *Builder) identityKey(s *profile.Sample, nLocs int) []byte {
-	k := b.keyBuf[:0]
-	n := 0
+// hashIdentity hashes the identity of s: its valid locations, in order,
+// and its labels, a set, compared in a canonical order by sameIdentity.
+// Samples of the same identity are merged. Label hashes are summed, so
+// that hashing needs no sorting: their order does not count.
+func (b *Builder) hashIdentity(s *profile.Sample, nLocs int) uint64 {
+	var h uint64
 	for _, l := range s.Locations {
 		if l >= 0 && int(l) < nLocs {
-			n++
+			h = hashindex.Mix(h, uint64(l))
 		}
 	}
-	k = appendUvarint(k, uint64(n))
-	for _, l := range s.Locations {
-		if l >= 0 && int(l) < nLocs {
-			k = appendUvarint(k, uint64(l))
+	var labels uint64
+	for i := range s.Labels {
+		l := &s.Labels[i]
+		lh := maphash.String(b.seed, l.Key)
+		if l.IsNum {
+			lh = hashindex.Mix(lh, 1)
+			lh = hashindex.Mix(lh, uint64(l.Num))
+			if l.NumUnit != "" {
+				lh = hashindex.Mix(lh, maphash.String(b.seed, l.NumUnit))
+			}
+		} else {
+			lh = hashindex.Mix(lh, maphash.String(b.seed, l.Str))
+		}
+		labels += lh
+	}
+	return hashindex.Mix(h, labels)
+}
+
+// sameIdentity tells whether x and y have the same identity. Labels that
+// differ only in a field their kind does not use (the number of a string
+// label, the string of a numeric one) are the same label.
+func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
+	valid := func(l int32) bool { return l >= 0 && int(l) < nLocs }
+	i, j := 0, 0
+	for {
+		for i < len(x.Locations) && !valid(x.Locations[i]) {
+			i++
+		}
+		for j < len(y.Locations) && !valid(y.Locations[j]) {
+			j++
+		}
+		if i == len(x.Locations) || j == len(y.Locations) {
+			if i != len(x.Locations) || j != len(y.Locations) {
+				return false
+			}
+			break
+		}
+		if x.Locations[i] != y.Locations[j] {
+			return false
+		}
+		i++
+		j++
+	}
+	if len(x.Labels) != len(y.Labels) {
+		return false
+	}
+	switch len(x.Labels) {
+	case 0:
+		return true
+	case 1:
+		return sameLabel(&x.Labels[0], &y.Labels[0])
+	}
+	// Labels are compared in their canonical order, as if sorted.
+	ox, oy := b.labelOrder(0, x), b.labelOrder(1, y)
+	for k := range ox {
+		if !sameLabel(&x.Labels[ox[k]], &y.Labels[oy[k]]) {
+			return false
 		}
 	}
-	k = appendUvarint(k, uint64(len(s.Labels)))
-	ord := b.labelOrd[:0]
+	return true
+}
+
+// labelOrder returns the indices of the labels of s in canonical order,
+// in scratch slice k.
+func (b *Builder) labelOrder(k int, s *profile.Sample) []int {
+	ord := b.labelOrd[k][:0]
 	for i := range s.Labels {
 		ord = append(ord, i)
 	}
-	if len(ord) > 1 {
-		slices.SortFunc(ord, func(x, y int) int { return compareLabels(&s.Labels[x], &s.Labels[y]) })
+	slices.SortFunc(ord, func(x, y int) int { return compareLabels(&s.Labels[x], &s.Labels[y]) })
+	b.labelOrd[k] = ord
+	return ord
+}
+
+// sameLabel tells whether x and y are the same label, ignoring the field
+// their kind does not use.
+func sameLabel(x, y *profile.Label) bool {
+	if x.Key != y.Key || x.IsNum != y.IsNum {
+		return false
 	}
-	for _, i := range ord {
-		l := &s.Labels[i]
-		k = appendString(k, l.Key)
-		if l.IsNum {
-			k = append(k, 1)
-			k = appendUvarint(k, uint64(l.Num))
-			k = appendString(k, l.NumUnit)
-		} else {
-			k = append(k, 0)
-			k = appendString(k, l.Str)
-		}
+	if x.IsNum {
+		return x.Num == y.Num && x.NumUnit == y.NumUnit
 	}
-	b.labelOrd = ord
-	b.keyBuf = k
-	return k
+	return x.Str == y.Str
 }
 
 func compareLabels(x, y *profile.Label) int {
@@ -439,10 +522,18 @@ func (b *Builder) resolveSample(p *profile.Profile, i int) {
 		if link != 0 && !l.IsNum && (l.Key == labels.TraceIDKey || l.Key == labels.SpanIDKey) {
 			continue
 		}
-		k := attrKey{key: b.d.str(l.Key)}
+		// A label like the last one resolved has its attribute, and
+		// its key its string, already.
+		again := b.lastAttr != 0 && *l == b.lastLabel
+		var key int32
+		if again {
+			key = b.d.attrKeys[b.lastAttr]
+		} else {
+			key = b.d.str(l.Key)
+		}
 		dup := false
 		for _, a := range attrs {
-			if b.d.attrKeys[a] == k.key {
+			if b.d.attrKeys[a] == key {
 				dup = true
 				break
 			}
@@ -450,6 +541,14 @@ func (b *Builder) resolveSample(p *profile.Profile, i int) {
 		if dup {
 			continue
 		}
+		if attrs == nil {
+			attrs = b.d.int32s(len(s.Labels))[:0]
+		}
+		if again {
+			attrs = append(attrs, b.lastAttr)
+			continue
+		}
+		k := attrKey{key: key}
 		if l.IsNum {
 			k.kind = kindInt
 			k.num = l.Num
@@ -460,10 +559,9 @@ func (b *Builder) resolveSample(p *profile.Profile, i int) {
 			k.kind = kindString
 			k.str = l.Str
 		}
-		if attrs == nil {
-			attrs = b.d.int32s(len(s.Labels))[:0]
-		}
-		attrs = append(attrs, b.d.attribute(k))
+		a := b.d.attribute(k)
+		attrs = append(attrs, a)
+		b.lastLabel, b.lastAttr = *l, a
 	}
 	b.attrs[i] = attrs
 }
@@ -494,6 +592,7 @@ func isZero(b []byte) bool {
 
 func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
 	locs := b.d.stackScratch[:0]
+	var h uint64
 	for _, l := range s.Locations {
 		if l < 0 || int(l) >= len(p.Locations) {
 			continue
@@ -504,9 +603,10 @@ func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
 			b.locIdx[l] = idx
 		}
 		locs = append(locs, idx)
+		h = hashStackStep(h, idx)
 	}
 	b.d.stackScratch = locs
-	return b.d.stack(locs)
+	return b.d.stack(locs, h)
 }
 
 func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {

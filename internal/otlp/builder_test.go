@@ -463,3 +463,66 @@ func TestBuildGolden(t *testing.T) {
 		t.Errorf("request differs from %s; run go test -update and review the diff", path)
 	}
 }
+
+// TestBuildMergesSamplesOfOneIdentity builds profiles of two samples and
+// checks whether they become one: samples are merged when their valid
+// locations, in order, and their labels, in canonical order, are the same.
+func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
+	str := func(k, v string) profile.Label { return profile.Label{Key: k, Str: v} }
+	num := func(k string, n int64) profile.Label { return profile.Label{Key: k, Num: n, IsNum: true} }
+	type sample struct {
+		locs   []int32
+		labels []profile.Label
+	}
+	tests := []struct {
+		name   string
+		a, b   sample
+		merged bool
+	}{
+		{"same stack, no labels", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1}, nil}, true},
+		{"same stack and labels", sample{[]int32{0, 1, 2}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0, 1, 2}, []profile.Label{num("bytes", 8)}}, true},
+		{"labels in another order", sample{[]int32{0}, []profile.Label{str("a", "1"), num("b", 2), str("c", "")}}, sample{[]int32{0}, []profile.Label{num("b", 2), str("c", ""), str("a", "1")}}, true},
+		{"repeated labels in another order", sample{[]int32{0}, []profile.Label{str("a", "1"), str("b", "2"), str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1"), str("b", "2")}}, true},
+		{"out-of-range locations left out", sample{[]int32{0, 7, 1, -1}, nil}, sample{[]int32{-2, 0, 1}, nil}, true},
+		{"fields a label's kind does not use", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "v", Num: 5}}}, sample{[]int32{0}, []profile.Label{str("k", "v")}}, true},
+		{"other order of locations", sample{[]int32{0, 1}, nil}, sample{[]int32{1, 0}, nil}, false},
+		{"a stack and its prefix", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1, 2}, nil}, false},
+		{"another label value", sample{[]int32{0}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{num("bytes", 16)}}, false},
+		{"a string and a number", sample{[]int32{0}, []profile.Label{str("n", "")}}, sample{[]int32{0}, []profile.Label{num("n", 0)}}, false},
+		{"a label repeated", sample{[]int32{0}, []profile.Label{str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1")}}, false},
+		{"labels swapped between keys", sample{[]int32{0}, []profile.Label{num("a", 1), num("b", 2)}}, sample{[]int32{0}, []profile.Label{num("a", 2), num("b", 1)}}, false},
+		// The canonical order sorts on every field, the unused string of
+		// numeric labels included: these sort into different orders of
+		// numbers, so they differ, though each number is in both.
+		{"numbers in another canonical order", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "x", Num: 2, IsNum: true}, {Key: "k", Str: "y", Num: 1, IsNum: true}}}, sample{[]int32{0}, []profile.Label{{Key: "k", Str: "y", Num: 2, IsNum: true}, {Key: "k", Str: "x", Num: 1, IsNum: true}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &profile.Profile{
+				SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
+				Functions:   []profile.Function{{Name: "f0"}, {Name: "f1"}, {Name: "f2"}},
+				Locations: []profile.Location{
+					{Mapping: -1, Address: 0x10, Lines: []profile.Line{{Function: 0}}},
+					{Mapping: -1, Address: 0x20, Lines: []profile.Line{{Function: 1}}},
+					{Mapping: -1, Address: 0x30, Lines: []profile.Line{{Function: 2}}},
+				},
+				Samples: []profile.Sample{
+					{Locations: tt.a.locs, Labels: tt.a.labels, Values: []int64{1}},
+					{Locations: tt.b.locs, Labels: tt.b.labels, Values: []int64{2}},
+				},
+			}
+			req := newTestBuilder().Build(windowStart, windowEnd, []otlp.Input{{Name: "cpu", Profile: p}})
+			var values []int64
+			for _, s := range req.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].Samples {
+				values = append(values, s.Values...)
+			}
+			want := []int64{1, 2}
+			if tt.merged {
+				want = []int64{3}
+			}
+			if !slices.Equal(values, want) {
+				t.Errorf("sample values = %v, want %v", values, want)
+			}
+		})
+	}
+}

@@ -2,7 +2,9 @@ package otlp
 
 import (
 	"encoding/binary"
+	"slices"
 
+	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/profile"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -59,11 +61,14 @@ type lineKey struct {
 // The lookup maps survive between requests and are cleared; the tables are
 // allocated anew for every request because the request owns them.
 type dictionary struct {
-	strings    map[string]int32
-	functions  map[functionKey]int32
-	mappings   map[mappingKey]int32
-	locations  keyIndex // encoded locationKey and lines
-	stacks     keyIndex // encoded location indices
+	strings   map[string]int32
+	functions map[functionKey]int32
+	mappings  map[mappingKey]int32
+	locations keyIndex // encoded locationKey and lines
+	// stacks indexes StackTable by the hash of each stack's location
+	// indices, which are compared where the table holds them: a stack
+	// needs no key of its own.
+	stacks     hashindex.Index
 	attributes map[attrKey]int32
 	links      map[linkKey]int32
 
@@ -92,7 +97,6 @@ func (d *dictionary) init() {
 	d.functions = make(map[functionKey]int32)
 	d.mappings = make(map[mappingKey]int32)
 	d.locations = newKeyIndex()
-	d.stacks = newKeyIndex()
 	d.attributes = make(map[attrKey]int32)
 	d.links = make(map[linkKey]int32)
 }
@@ -105,7 +109,6 @@ func (d *dictionary) reset() {
 	clear(d.functions)
 	clear(d.mappings)
 	d.locations.reset()
-	d.stacks.reset()
 	clear(d.attributes)
 	clear(d.links)
 	d.i32.reset()
@@ -141,7 +144,9 @@ func (d *dictionary) reset() {
 	d.functions[functionKey{}] = 0
 	d.mappings[mappingKey{}] = 0
 	d.locations.lookup(d.locationKey(locationKey{}, nil), 0)
-	d.stacks.lookup(d.stackKey(nil), 0)
+	d.stacks.Reset(h[6] + h[6]/8)
+	p := d.stacks.Probe(0) // the hash of the empty stack
+	d.stacks.Insert(&p, 0)
 	d.attributes[attrKey{}] = 0
 	d.links[linkKey{}] = 0
 }
@@ -342,35 +347,29 @@ func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
 	return i
 }
 
-// stackKey encodes locs in two bytes each (six past 65,534, which no
-// runtime profile comes near), not as varints: the indices are the
-// request's own and differ from window to window, and with varints the
-// same stacks would take more or fewer key bytes each time, growing the
-// stack table's arena whenever a window happened to number them long.
-func (d *dictionary) stackKey(locs []int32) []byte {
-	b := d.keyBuf[:0]
-	for _, l := range locs {
-		if uint32(l) < 0xffff {
-			b = append(b, byte(l), byte(l>>8))
-		} else {
-			b = append(b, 0xff, 0xff)
-			b = binary.LittleEndian.AppendUint32(b, uint32(l))
+// stack returns the index of the stack of locs, whose hash (see
+// hashStackStep) is h.
+func (d *dictionary) stack(locs []int32, h uint64) int32 {
+	p := d.stacks.Probe(h)
+	for e := d.stacks.Next(&p); e >= 0; e = d.stacks.Next(&p) {
+		if slices.Equal(d.out.StackTable[e].LocationIndices, locs) {
+			return e
 		}
 	}
-	d.keyBuf = b
-	return b
-}
-
-func (d *dictionary) stack(locs []int32) int32 {
-	i, found := d.stacks.lookup(d.stackKey(locs), int32(len(d.out.StackTable)))
-	if found {
-		return i
-	}
+	i := int32(len(d.out.StackTable))
+	d.stacks.Insert(&p, i)
 	m := d.stackMsgs.new()
 	m.LocationIndices = d.int32s(len(locs))
 	copy(m.LocationIndices, locs)
 	d.out.StackTable = append(d.out.StackTable, m)
 	return i
+}
+
+// hashStackStep extends the hash of a stack with its next location: the
+// hash of a stack is hashStackStep applied to 0 and each location in turn,
+// which callers compute while they build the stack.
+func hashStackStep(h uint64, loc int32) uint64 {
+	return hashindex.Mix(h, uint64(uint32(loc)))
 }
 
 // appendUvarint appends v as a varint, the one- and two-byte forms inline:
@@ -383,9 +382,4 @@ func appendUvarint(b []byte, v uint64) []byte {
 		return append(b, byte(v)|0x80, byte(v>>7))
 	}
 	return binary.AppendUvarint(b, v)
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }

@@ -465,7 +465,8 @@ func (d *Decoder) badString(what string, x uint64) error {
 func (d *Decoder) decodeValueType(b []byte, s span, vt *ValueType, what string) error {
 	var typ, unit uint64
 	var haveType, haveUnit bool
-	for r := newReader(b, s); r.more(); {
+	r := newReader(b, s)
+	for r.more() {
 		field, wire, err := r.key()
 		if err != nil {
 			return err
@@ -509,7 +510,8 @@ func (d *Decoder) decodeMappings(b []byte, p *Profile) error {
 	for i, s := range d.mappingSpans {
 		m := &p.Mappings[i]
 		var id, file, buildID uint64
-		for r := newReader(b, s); r.more(); {
+		r := newReader(b, s)
+		for r.more() {
 			field, wire, err := r.key()
 			if err != nil {
 				return err
@@ -568,7 +570,8 @@ func (d *Decoder) decodeFunctions(b []byte, p *Profile) error {
 	for i, s := range d.functionSpans {
 		f := &p.Functions[i]
 		var id, name, systemName, file uint64
-		for r := newReader(b, s); r.more(); {
+		r := newReader(b, s)
+		for r.more() {
 			field, wire, err := r.key()
 			if err != nil {
 				return err
@@ -617,7 +620,8 @@ func (d *Decoder) decodeLocations(b []byte, p *Profile) error {
 	for i, s := range d.locationSpans {
 		loc := &p.Locations[i]
 		var id, mappingID, badFunction uint64
-		for r := newReader(b, s); r.more(); {
+		r := newReader(b, s)
+		for r.more() {
 			field, wire, err := r.key()
 			if err != nil {
 				return err
@@ -681,7 +685,8 @@ func (d *Decoder) decodeLocations(b []byte, p *Profile) error {
 func (d *Decoder) decodeLine(b []byte, s span) (unknownFunction uint64, err error) {
 	var fid uint64
 	var ln Line
-	for r := newReader(b, s); r.more(); {
+	r := newReader(b, s)
+	for r.more() {
 		field, wire, err := r.key()
 		if err != nil {
 			return 0, err
@@ -731,7 +736,11 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 	nTypes := len(p.SampleTypes)
 	for i, s := range d.sampleSpans {
 		valStart := len(d.vals)
-		for r := newReader(b, s); r.more(); {
+		// Readers are declared before their loop, here and elsewhere:
+		// a variable declared in a for statement is copied for every
+		// iteration when its address is taken, as reader's methods do.
+		r := newReader(b, s)
+		for r.more() {
 			var field, wire int
 			var err error
 			if c := b[r.pos]; c < 0x80 && c>>3 != 0 {
@@ -826,34 +835,22 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 }
 
 // appendLocationIDs resolves a packed run of location ids into d.locs.
-// This is the innermost loop of decoding, so it works on locals, handles
-// varints of one and two bytes (ids up to 16,383) inline rather than going
-// through reader, and turns the runtime's dense ids into indices without a
-// lookup.
+// This is the innermost loop of decoding: see appendDenseIDs.
 func (d *Decoder) appendLocationIDs(b []byte, s span, sample int) error {
 	n := len(d.locs)
 	// Every varint takes at least one byte, which bounds the count.
 	locs := slices.Grow(d.locs, s.end-s.start)[:n+s.end-s.start]
 	pos, end := s.start, s.end
-	dense, nLocs := d.locationIDs.dense, uint64(d.locationIDs.n)
 	for pos < end {
-		var id uint64
-		if c := b[pos]; c < 0x80 {
-			id = uint64(c)
-			pos++
-		} else if pos+1 < end && b[pos+1] < 0x80 {
-			id = uint64(c&0x7f) | uint64(b[pos+1])<<7
-			pos += 2
-		} else {
-			var err error
-			if id, pos, err = uvarintAt(b, pos, end); err != nil {
-				return err
+		if d.locationIDs.dense {
+			if n, pos = appendDenseIDs(locs, n, b, pos, end, uint64(d.locationIDs.n)); pos == end {
+				break
 			}
 		}
-		if dense && id-1 < nLocs { // id 0 wraps around and is looked up below
-			locs[n] = int32(id - 1)
-			n++
-			continue
+		// An id the fast path does not take.
+		id, next, err := uvarintAt(b, pos, end)
+		if err != nil {
+			return err
 		}
 		li, ok := d.locationIDs.lookup(id)
 		if !ok {
@@ -861,9 +858,36 @@ func (d *Decoder) appendLocationIDs(b []byte, s span, sample int) error {
 		}
 		locs[n] = li
 		n++
+		pos = next
 	}
 	d.locs = locs[:n]
 	return nil
+}
+
+// appendDenseIDs stores the indices of the location ids at b[pos:end] from
+// locs[n] on, and returns the next n and pos. It takes the runtime's ids,
+// numbered 1..nLocs in order so that the index is id-1, of one or two
+// bytes (up to 16,383), and stops at the first other one. It calls
+// nothing, so that its loop keeps its state in registers.
+func appendDenseIDs(locs []int32, n int, b []byte, pos, end int, nLocs uint64) (int, int) {
+	for pos < end {
+		c := b[pos]
+		id, next := uint64(c), pos+1
+		if c >= 0x80 {
+			if next == end || b[next] >= 0x80 {
+				break
+			}
+			id = uint64(c&0x7f) | uint64(b[next])<<7
+			next++
+		}
+		if id-1 >= nLocs { // id 0 wraps around
+			break
+		}
+		locs[n] = int32(id - 1)
+		n++
+		pos = next
+	}
+	return n, pos
 }
 
 // decodeLabel appends one Label to d.labels. A label is numeric unless it
@@ -872,7 +896,8 @@ func (d *Decoder) appendLocationIDs(b []byte, s span, sample int) error {
 // writes for pprof.Labels(key, "").
 func (d *Decoder) decodeLabel(b []byte, s span, sample int) error {
 	var key, str, unit, num uint64
-	for r := newReader(b, s); r.more(); {
+	r := newReader(b, s)
+	for r.more() {
 		field, wire, err := r.key()
 		if err != nil {
 			return err

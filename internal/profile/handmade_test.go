@@ -173,6 +173,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "too many values", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldSample, pb{}.packed(2, 1, 2))), wantErr: "sample 0 has more than 1 values"},
 		{name: "values without sample types", data: st(pb{}.msg(fieldSample, pb{}.uint(2, 3))), wantErr: "sample 0 has more than 0 values"},
 		{name: "truncated packed varint", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldSample, pb{}.bytes(2, []byte{0x80}))), wantErr: "truncated varint"},
+		{name: "packed location id 0", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldLocation, pb{}.uint(1, 1)).msg(fieldSample, pb{}.packed(1, 1, 0).packed(2, 1))), wantErr: "sample 0 references unknown location 0"},
+		{name: "two-byte unknown location", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldLocation, pb{}.uint(1, 1)).msg(fieldSample, pb{}.packed(1, 1, 300).packed(2, 1))), wantErr: "sample 0 references unknown location 300"},
+		{name: "truncated packed location id", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldLocation, pb{}.uint(1, 1)).msg(fieldSample, pb{}.bytes(1, []byte{1, 0x81}).packed(2, 1))), wantErr: "truncated varint"},
 		{name: "bad gzip header", data: []byte{0x1f, 0x8b, 0, 0}, wantErr: "profile: reading gzip header"},
 		{name: "truncated gzip", data: validGz[:len(validGz)-6], wantErr: "profile: decompressing: unexpected EOF"},
 		{name: "gzip bomb", data: bomb, maxSize: 64 << 10, wantErr: "decompressed size exceeds the limit of 65536 bytes"},
@@ -229,5 +232,43 @@ func TestParseEmptyStringLabel(t *testing.T) {
 	want := []Label{{Key: "worker"}}
 	if !reflect.DeepEqual(p.Samples[0].Labels, want) {
 		t.Errorf("labels = %+v, want %+v", p.Samples[0].Labels, want)
+	}
+}
+
+// TestParseLocationIDs decodes packed location ids of one, two and three
+// bytes, with the runtime's dense numbering and without it.
+func TestParseLocationIDs(t *testing.T) {
+	ids := []int64{1, 127, 128, 300, 16383, 16384, 20000, 2, 16384, 1}
+	for _, tt := range []struct {
+		name  string
+		idOf  func(index int) uint64
+		index func(id uint64) int32
+	}{
+		{"dense", func(i int) uint64 { return uint64(i + 1) }, func(id uint64) int32 { return int32(id - 1) }},
+		{"reversed", func(i int) uint64 { return uint64(20000 - i) }, func(id uint64) int32 { return int32(20000 - id) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pb{}.msg(fieldSampleType, handSampleType())
+			for i := range 20000 {
+				p = p.msg(fieldLocation, pb{}.uint(1, tt.idOf(i)))
+			}
+			p = p.msg(fieldSample, pb{}.packed(1, ids...).packed(2, 1)).
+				msg(fieldSample, pb{}.packed(1, 16384).packed(2, 1)).
+				strings(handStrings...)
+			got, err := Parse(p)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			var want []int32
+			for _, id := range ids {
+				want = append(want, tt.index(uint64(id)))
+			}
+			if !reflect.DeepEqual(got.Samples[0].Locations, want) {
+				t.Errorf("sample 0 locations = %v, want %v", got.Samples[0].Locations, want)
+			}
+			if w := []int32{tt.index(16384)}; !reflect.DeepEqual(got.Samples[1].Locations, w) {
+				t.Errorf("sample 1 locations = %v, want %v", got.Samples[1].Locations, w)
+			}
+		})
 	}
 }
