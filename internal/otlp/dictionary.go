@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"encoding/binary"
 	"slices"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
@@ -308,14 +307,14 @@ func (d *dictionary) mapping(k mappingKey) int32 {
 
 func (d *dictionary) locationKey(k locationKey, lines []lineKey) []byte {
 	b := d.keyBuf[:0]
-	b = appendUvarint(b, uint64(k.mapping))
-	b = appendUvarint(b, k.address)
-	b = appendUvarint(b, uint64(k.folded))
-	b = appendUvarint(b, uint64(len(lines)))
+	b = appendVarint(b, uint64(k.mapping))
+	b = appendVarint(b, k.address)
+	b = appendVarint(b, uint64(k.folded))
+	b = appendVarint(b, uint64(len(lines)))
 	for _, l := range lines {
-		b = appendUvarint(b, uint64(l.function))
-		b = appendUvarint(b, uint64(l.line))
-		b = appendUvarint(b, uint64(l.column))
+		b = appendVarint(b, uint64(l.function))
+		b = appendVarint(b, uint64(l.line))
+		b = appendVarint(b, uint64(l.column))
 	}
 	d.keyBuf = b
 	return b
@@ -370,16 +369,4 @@ func (d *dictionary) stack(locs []int32, h uint64) int32 {
 // which callers compute while they build the stack.
 func hashStackStep(h uint64, loc int32) uint64 {
 	return hashindex.Mix(h, uint64(uint32(loc)))
-}
-
-// appendUvarint appends v as a varint, the one- and two-byte forms inline:
-// keys are mostly indices below 16,384.
-func appendUvarint(b []byte, v uint64) []byte {
-	switch {
-	case v < 1<<7:
-		return append(b, byte(v))
-	case v < 1<<14:
-		return append(b, byte(v)|0x80, byte(v>>7))
-	}
-	return binary.AppendUvarint(b, v)
 }
