@@ -357,6 +357,14 @@ func TestWindowsAreLossless(t *testing.T) {
 				gotTotals := otlptest.StackTotals(got, gi)
 				drop0(wantTotals)
 				drop0(gotTotals)
+				// The runtime now and then reports a goroutine with no
+				// frames at all; OTLP cannot express an empty stack, so
+				// the builder leaves such samples out (package otlp doc).
+				for k := range wantTotals {
+					if strings.HasPrefix(k, "|") {
+						delete(wantTotals, k)
+					}
+				}
 				if !equal(gotTotals, wantTotals) {
 					t.Errorf("window %d %s/%s: %d stacks sent, the runtime has %d; first difference: %s",
 						w, name, st.Type, len(gotTotals), len(wantTotals), firstDiff(gotTotals, wantTotals))
