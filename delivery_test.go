@@ -178,25 +178,40 @@ func TestReceiverDownThenUp(t *testing.T) {
 	r.mu.Lock()
 	reqs := r.requests
 	r.mu.Unlock()
-	if int64(len(reqs)) != s.WindowsExported {
-		t.Errorf("the receiver got %d requests for %d exported windows", len(reqs), s.WindowsExported)
-	}
-	// Each window arrived once, in order.
+	// Delivery is at least once: when the receiver goes down between
+	// taking a request and answering it, the exporter sees a failure and
+	// sends the window again, and if the retries run out the window is
+	// counted as failed although the receiver has it. A repeat follows its
+	// original and is identical to it; windows arrive in order; the one
+	// shutdown mid-run can leave at most one window received but not
+	// acknowledged.
 	var last uint64
-	var bytes int64
+	var bytes, largest int64
+	windows := 0
 	for i, req := range reqs {
 		if err := otlptest.Validate(req); err != nil {
 			t.Errorf("request %d: %v", i, err)
 		}
 		start := req.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].TimeUnixNano
-		if start <= last {
-			t.Errorf("request %d starts at %d, not after the previous one at %d", i, start, last)
+		if i > 0 && start == last {
+			if !proto.Equal(req, reqs[i-1]) {
+				t.Errorf("request %d starts at %d like the previous one but differs from it", i, start)
+			}
+			continue
+		}
+		if start < last {
+			t.Errorf("request %d starts at %d, before the previous one at %d", i, start, last)
 		}
 		last = start
-		bytes += int64(proto.Size(req))
+		windows++
+		size := int64(proto.Size(req))
+		bytes += size
+		largest = max(largest, size)
 	}
-	if s.BytesSent != bytes {
-		t.Errorf("BytesSent = %d, the receiver got %d", s.BytesSent, bytes)
+	if unacked := int64(windows) - s.WindowsExported; unacked < 0 || unacked > 1 {
+		t.Errorf("the receiver got %d windows (%d requests) for %d exported windows", windows, len(reqs), s.WindowsExported)
+	} else if unacked == 0 && s.BytesSent != bytes || s.BytesSent > bytes || bytes-s.BytesSent > largest {
+		t.Errorf("BytesSent = %d, the receiver got %d in %d windows, %d of them exported", s.BytesSent, bytes, windows, s.WindowsExported)
 	}
 	checkGoroutines(t, baseline)
 }
