@@ -3,7 +3,10 @@ package profile
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"flag"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -354,5 +357,79 @@ func TestDecodeIntoReusesMemory(t *testing.T) {
 	})
 	if decodeAllocs <= allocs {
 		t.Errorf("Decode: %v allocations, DecodeInto: %v; want DecodeInto to allocate less", decodeAllocs, allocs)
+	}
+}
+
+// TestAppendDenseIDs compares the fast path of location id decoding with a
+// plain reading of the same varints: it must take exactly the leading ids
+// of one or two bytes in 1..nLocs, and stop before the first other one.
+func TestAppendDenseIDs(t *testing.T) {
+	for _, nLocs := range []uint64{300, 40000} {
+		testAppendDenseIDs(t, nLocs)
+	}
+}
+
+func testAppendDenseIDs(t *testing.T, nLocs uint64) {
+	reference := func(b []byte) (idx []int32, pos int) {
+		for pos < len(b) {
+			id, size := binary.Uvarint(b[pos:])
+			if size <= 0 || size > 2 || id == 0 || id > nLocs {
+				break
+			}
+			idx = append(idx, int32(id-1))
+			pos += size
+		}
+		return idx, pos
+	}
+	tests := []struct {
+		name string
+		ids  []uint64 // written as varints, then tail appended
+		tail []byte
+	}{
+		{"empty", nil, nil},
+		{"one byte", []uint64{1, 2, 127}, nil},
+		{"two bytes", []uint64{128, 300, 129}, nil},
+		{"mixed", []uint64{5, 200, 7, 255, 1}, nil},
+		{"last byte alone", []uint64{200, 9}, nil},
+		{"zero", []uint64{3, 0, 4}, nil},
+		{"out of range", []uint64{3, 301, 4}, nil},
+		{"out of range, one byte", []uint64{nLocs, 1, 127}, nil},
+		{"three bytes", []uint64{3, 1 << 14, 4}, nil},
+		{"three bytes in range of two", []uint64{3, 1<<14 + 5, 4}, nil},
+		{"truncated two bytes", []uint64{3}, []byte{0x85}},
+		{"truncated after two", []uint64{3, 200}, []byte{0xff}},
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		var ids []uint64
+		for range r.IntN(40) {
+			switch r.IntN(20) {
+			case 0:
+				ids = append(ids, uint64(r.IntN(1<<17)))
+			default:
+				ids = append(ids, 1+uint64(r.Uint64N(nLocs)))
+			}
+		}
+		tests = append(tests, struct {
+			name string
+			ids  []uint64
+			tail []byte
+		}{fmt.Sprint("random ", i), ids, []byte{0x80}[:r.IntN(2)]})
+	}
+	for _, tt := range tests {
+		var b []byte
+		for _, id := range tt.ids {
+			b = binary.AppendUvarint(b, id)
+		}
+		b = append(b, tt.tail...)
+		wantIdx, wantPos := reference(b)
+		for _, prefix := range []int{0, 3} { // the caller's earlier ids
+			locs := make([]int32, prefix+len(b))
+			n, pos := appendDenseIDs(locs, prefix, b, 0, len(b), nLocs)
+			if n-prefix != len(wantIdx) || pos != wantPos || !slices.Equal(locs[prefix:n], wantIdx) {
+				t.Errorf("%d locations, %s, %d before: got %v up to byte %d, want %v up to byte %d (input % x)",
+					nLocs, tt.name, prefix, locs[prefix:n], pos, wantIdx, wantPos, b)
+			}
+		}
 	}
 }
