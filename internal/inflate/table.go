@@ -1,0 +1,229 @@
+package inflate
+
+import (
+	"math/bits"
+	"sync"
+)
+
+// Decoding tables.
+//
+// A table is a flat []uint32. Its first 1<<primaryBits entries form the
+// primary table, indexed by the next primaryBits bits of input (DEFLATE packs
+// Huffman codes starting with their most significant bit, so the low bits of
+// the bit buffer hold the code bit-reversed; the tables are built for that
+// reversed form). A code of length l <= primaryBits owns every primary entry
+// whose low l bits equal the reversed code. Codes longer than primaryBits are
+// grouped by their first primaryBits bits; each group gets a subtable after the
+// primary table, indexed by the bits that follow, and the primary entry for
+// the group is a link to it.
+//
+// Entry layout (bit ranges inclusive):
+//
+//	0-3    n: number of code bits to consume (the full code length, also in
+//	       subtable entries, so consuming is the same at both levels)
+//	4-7    extra: number of extra bits following the code (length or distance
+//	       codes), or for a link the number of index bits of the subtable
+//	8-11   flags: one of flagLiteral, flagBase, flagEnd, flagLink; zero marks
+//	       an invalid symbol or an unused bit pattern
+//	16-31  value: the literal byte, the length or distance base, or for a link
+//	       the offset of the subtable in the table
+//
+// Packing the base and the extra-bit count into the entry avoids a second
+// lookup in the RFC's length and distance tables on the hot path.
+const (
+	flagLiteral = 1 << 8  // literal byte in value
+	flagBase    = 1 << 9  // length or distance: value + extra bits
+	flagEnd     = 1 << 10 // end of block
+	flagLink    = 1 << 11 // subtable link
+
+	litBits  = 10 // primary index bits of literal/length tables
+	distBits = 8  // primary index bits of distance tables
+	clenBits = 7  // code length codes are at most 7 bits: no subtables
+
+	maxCodeLen = 15
+
+	// Table sizes: primary table plus room for subtables. A complete code of
+	// at most 288 symbols with at most 15 bits needs far fewer subtable
+	// entries than this (each subtable of 1<<k entries needs at least k+1
+	// symbols, so 288/6 subtables of 32 entries is a loose bound);
+	// buildTable still checks the bound and reports failure rather than
+	// writing out of range.
+	litTableSize  = 1<<litBits + 288/6*32 + 32
+	distTableSize = 1<<distBits + 32/4*128
+
+	numLitLen = 286 // valid literal/length symbols (286 and 287 are reserved)
+	numDist   = 30  // valid distance symbols (30 and 31 are reserved)
+)
+
+// litInfo, distInfo and clenInfo give the entry bits (other than the code
+// length) for every symbol of each alphabet. Reserved symbols are zero, which
+// makes them invalid when decoded.
+var (
+	litInfo  [288]uint32
+	distInfo [32]uint32
+	clenInfo [19]uint32
+)
+
+func init() {
+	for i := range 256 {
+		litInfo[i] = flagLiteral | uint32(i)<<16
+	}
+	litInfo[256] = flagEnd
+	// RFC 1951 section 3.2.5: lengths 3..10 have no extra bits, then every
+	// four codes the number of extra bits grows by one; 285 means 258.
+	base := uint32(3)
+	for sym := 257; sym < 285; sym++ {
+		extra := uint32(0)
+		if sym >= 265 {
+			extra = uint32(sym-261) / 4
+		}
+		litInfo[sym] = flagBase | extra<<4 | base<<16
+		base += 1 << extra
+	}
+	litInfo[285] = flagBase | 258<<16
+	base = 1
+	for sym := range numDist {
+		extra := uint32(0)
+		if sym >= 4 {
+			extra = uint32(sym)/2 - 1
+		}
+		distInfo[sym] = flagBase | extra<<4 | base<<16
+		base += 1 << extra
+	}
+	for sym := range clenInfo {
+		clenInfo[sym] = flagLiteral | uint32(sym)<<16
+	}
+}
+
+// Fixed Huffman tables (RFC 1951 section 3.2.6), built on first use and then
+// only read, so they are shared by all Decompressors.
+var (
+	fixedOnce sync.Once
+	fixedLit  [litTableSize]uint32
+	fixedDist [distTableSize]uint32
+)
+
+func initFixed() {
+	var lens [288]uint8
+	for i := range lens {
+		switch {
+		case i < 144:
+			lens[i] = 8
+		case i < 256:
+			lens[i] = 9
+		case i < 280:
+			lens[i] = 7
+		default:
+			lens[i] = 8
+		}
+	}
+	var dlens [32]uint8
+	for i := range dlens {
+		dlens[i] = 5
+	}
+	if !buildTable(fixedLit[:], litBits, lens[:], litInfo[:]) ||
+		!buildTable(fixedDist[:], distBits, dlens[:], distInfo[:]) {
+		panic("inflate: cannot build fixed Huffman tables")
+	}
+}
+
+// buildTable fills table with the decoding table for the canonical Huffman
+// code whose code lengths are lens (lens[sym] == 0: sym is unused); info[sym]
+// holds the entry bits for sym. It reports whether the code is acceptable.
+//
+// Acceptance follows compress/flate exactly: the code must be complete
+// (Kraft sum 1), except that a code with a single symbol of length 1 is
+// accepted (zlib emits those for one-distance blocks) and an empty code is
+// accepted (decoding any symbol with it is then an error).
+func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) bool {
+	var count [maxCodeLen + 1]int
+	for _, l := range lens {
+		count[l]++
+	}
+	count[0] = 0
+	left, maxLen := 1, 0
+	for l := 1; l <= maxCodeLen; l++ {
+		left = left<<1 - count[l]
+		if left < 0 {
+			return false // over-subscribed
+		}
+		if count[l] > 0 {
+			maxLen = l
+		}
+	}
+	primarySize := 1 << primaryBits
+	primary := table[:primarySize]
+	// Every entry not claimed below must read as invalid: that matters for
+	// empty and single-code tables, and the cost is negligible next to
+	// decoding a block.
+	clear(primary)
+	if maxLen == 0 {
+		return true
+	}
+	if left > 0 && !(maxLen == 1 && count[1] == 1) {
+		return false // incomplete
+	}
+
+	// First canonical code of each length (RFC 1951 section 3.2.2).
+	var next [maxCodeLen + 1]int
+	code := 0
+	for l := 1; l <= maxCodeLen; l++ {
+		code = (code + count[l-1]) << 1
+		next[l] = code
+	}
+
+	if maxLen > int(primaryBits) {
+		// Size each subtable for the longest code sharing its prefix, then
+		// lay the subtables out after the primary table.
+		var subLen [1 << litBits]uint8
+		nx := next
+		for _, l := range lens {
+			if int(l) <= int(primaryBits) {
+				continue
+			}
+			r := reverse(nx[l], l)
+			nx[l]++
+			p := r & (primarySize - 1)
+			subLen[p] = max(subLen[p], l)
+		}
+		off := primarySize
+		for p := range primarySize {
+			if subLen[p] == 0 {
+				continue
+			}
+			k := uint32(subLen[p]) - uint32(primaryBits)
+			if off+1<<k > len(table) {
+				return false
+			}
+			primary[p] = flagLink | k<<4 | uint32(off)<<16
+			clear(table[off : off+1<<k])
+			off += 1 << k
+		}
+	}
+
+	for sym, l := range lens {
+		if l == 0 {
+			continue
+		}
+		r := reverse(next[l], l)
+		next[l]++
+		e := info[sym] | uint32(l)
+		if int(l) <= int(primaryBits) {
+			for i := r; i < primarySize; i += 1 << l {
+				primary[i] = e
+			}
+			continue
+		}
+		link := primary[r&(primarySize-1)]
+		sub := table[link>>16 : link>>16+1<<(link>>4&15)]
+		for i := r >> primaryBits; i < len(sub); i += 1 << (int(l) - int(primaryBits)) {
+			sub[i] = e
+		}
+	}
+	return true
+}
+
+// reverse returns the low n bits of code in reverse order.
+func reverse(code int, n uint8) int {
+	return int(bits.Reverse16(uint16(code)) >> (16 - n))
+}
