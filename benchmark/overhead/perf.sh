@@ -5,11 +5,14 @@
 # CPU samples spent under profiler code (inclusive, "children" mode).
 # Go's CPU profiler cannot be used for this: every configuration but
 # "none" already runs it.
-# Usage: ./perf.sh CONFIG [seconds]   e.g. ./perf.sh pprofotel-all 15
+# Usage: ./perf.sh CONFIG [seconds [percent-limit]]
+#   e.g. ./perf.sh pprofotel-all 15, or ./perf.sh pyroscope 60 0.01 for
+#   the smaller entries of a longer recording
 set -eu
 cd "$(dirname "$0")"
 cfg=${1:?configuration, e.g. pprofotel-all}
 secs=${2:-15}
+limit=${3:-0.05}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go build -o "$dir/overhead" .
@@ -30,6 +33,6 @@ cat "$dir/err" >&2
 # profiling work, whichever profiler runs it: the runtime's sampling hooks
 # (sigprof for CPU, blockevent/mutexevent, mProf for heap), the profile
 # writers, and each profiler's own goroutines.
-perf report -i "$dir/perf.data" --children --stdio --no-demangle -g none --percent-limit 0.05 --sort symbol 2>/dev/null |
+perf report -i "$dir/perf.data" --children --stdio --no-demangle -g none --percent-limit "$limit" --sort symbol 2>/dev/null |
 	grep -E 'sigprof|profileWriter|runtime/pprof\.|saveblockevent|blockevent|mutexevent|mProf_|profilealloc|pprofotel/profiler|pyroscope|dd-trace-go|DataDog|compress/|runtime\.GC$|gcStart|gcBgMarkWorker|ServeHTTP' |
 	grep -vE 'Unwind|__' | sed 's/ \+/ /g' | head -60
