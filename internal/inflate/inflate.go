@@ -328,7 +328,7 @@ func (d *Decompressor) readCodes(br *bitReader) error {
 		if e == 0 {
 			return errSymbol
 		}
-		br.take(uint(e & 15))
+		br.take(uint(e & 0xff))
 		sym := e >> 16
 		if sym < 16 {
 			lens[i] = uint8(sym)
@@ -366,40 +366,205 @@ func (d *Decompressor) readCodes(br *bitReader) error {
 	return nil
 }
 
-// spread[dist] for dist < 8 is the smallest multiple of dist that is at
-// least 8: a match with a short distance repeats with that period too, which
-// lets it be copied eight bytes at a time once the first period is written.
-var spread = [8]int{0, 8, 8, 9, 8, 10, 12, 14}
+// Margins of the fast loop in huffmanBlock: it runs while at least
+// fastInput bytes of input remain, so that every refill is a single load,
+// and while the output has room for the longest match plus the overshoot of
+// the eight-byte copies (at most 15 bytes), so that it needs no room checks.
+const (
+	fastInput  = 8
+	fastOutput = 258 + 16
+)
 
 // huffmanBlock decodes the compressed data of a Huffman block up to and
 // including its end-of-block symbol. wstart is where the member's output
 // starts: matches may not reach before it.
 //
-// This is the hot loop. It keeps the bit reader and the output position in
-// local variables, refills the bit buffer once per symbol (enough for a
-// whole match), and checks output room with a single comparison per literal
-// or match; all unusual work (growing, limit, end of input) is off the main
-// path.
+// It alternates between fastLoop, which decodes while enough input and
+// output room remain to need no checks for either, and a careful step that
+// decodes a single symbol anywhere (near the end of input or of the output
+// buffer, growing it, enforcing the limit). Keeping them in separate
+// functions keeps the fast loop's variables in registers.
 func huffmanBlock(st *state, br *bitReader, wstart int, lt *[litTableSize]uint32, dt *[distTableSize]uint32) error {
+	for {
+		if outFast := min(len(st.out)-fastOutput, st.limit-258); br.pos <= len(br.src)-fastInput && st.o <= outFast {
+			o, err := fastLoop(br, st.out, st.o, outFast, wstart, lt, dt)
+			st.o = o
+			if err != nil {
+				return err
+			}
+		}
+		if done, err := carefulStep(st, br, wstart, lt, dt); done || err != nil {
+			return err
+		}
+	}
+}
+
+// fastLoop decodes symbols into out from o on while at least fastInput
+// bytes of input remain and o <= outFast, which leaves room for the longest
+// match and the overshoot of the eight-byte copies and keeps the output
+// within the limit. It returns the new output position; it stops early,
+// without consuming it, at a symbol it does not handle (end of block, an
+// invalid literal/length code).
+//
+// This is the hot loop: it keeps the bit reader in local variables,
+// refills the bit buffer once per iteration (enough for a whole match), and
+// has no checks other than for corrupt input and the loop condition.
+func fastLoop(br *bitReader, out []byte, o, outFast, wstart int, lt *[litTableSize]uint32, dt *[distTableSize]uint32) (int, error) {
+	src := br.src
+	pos, bits, nbits := br.pos, br.bits, br.nbits
+	srcFast := len(src) - fastInput
+	var err error
+	for pos <= srcFast && o <= outFast {
+		// Load eight bytes, keep the whole ones that fit: this is
+		// at least 56 bits, enough for the longest match (48).
+		// Bits above nbits receive copies of the next bytes, which
+		// later refills OR in again at the same place.
+		bits |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
+		pos += int((63 - nbits) >> 3)
+		nbits |= 56
+
+		e := lt[bits&(1<<litBits-1)]
+		if e&flagLink != 0 {
+			e = lt[e>>16+uint32(bits>>litBits)&(1<<(e>>8&15)-1)]
+		}
+		if e&flagLiteral != 0 {
+			// Literals come in runs. This one used at most 15
+			// of the 56 bits refilled, so up to three more
+			// literals from the primary table (at most 10 bits
+			// each) are already in the buffer; decoding them
+			// here saves refills and loop checks.
+			n := uint(e & 63)
+			bits >>= n
+			nbits -= n
+			out[o] = byte(e >> 16)
+			e = lt[bits&(1<<litBits-1)]
+			if e&flagLiteral == 0 {
+				o++
+				// A run usually ends with a match. If
+				// its length code is in the primary
+				// table and the buffer still holds the
+				// longest match (48 bits), decode it
+				// now rather than after a refill.
+				if e&flagBase == 0 || nbits < 48 {
+					continue
+				}
+			} else {
+				n = uint(e & 63)
+				bits >>= n
+				nbits -= n
+				out[o+1] = byte(e >> 16)
+				e = lt[bits&(1<<litBits-1)]
+				if e&flagLiteral == 0 {
+					o += 2
+					continue
+				}
+				n = uint(e & 63)
+				bits >>= n
+				nbits -= n
+				out[o+2] = byte(e >> 16)
+				e = lt[bits&(1<<litBits-1)]
+				if e&flagLiteral == 0 {
+					o += 3
+					continue
+				}
+				n = uint(e & 63)
+				bits >>= n
+				nbits -= n
+				out[o+3] = byte(e >> 16)
+				o += 4
+				continue
+			}
+		}
+		if e&flagBase == 0 {
+			// End of block or an invalid code: let the
+			// careful step deal with it.
+			break
+		}
+		// One shift consumes the code and its extra bits; the
+		// extra value lies above the code in the saved bits.
+		saved := bits
+		n := uint(e & 63)
+		bits >>= n
+		nbits -= n
+		length := int(e>>16) + int(saved&(1<<n-1)>>(e>>8&15))
+
+		e = dt[bits&(1<<distBits-1)]
+		if e&flagLink != 0 {
+			e = dt[e>>16+uint32(bits>>distBits)&(1<<(e>>8&15)-1)]
+		}
+		if e&flagBase == 0 {
+			err = errSymbol
+			break
+		}
+		saved = bits
+		n = uint(e & 63)
+		bits >>= n
+		nbits -= n
+		dist := int(e>>16) + int(saved&(1<<n-1)>>(e>>8&15))
+		if dist > o-wstart {
+			err = errDistance
+			break
+		}
+		// Copy eight bytes at a time, overshooting the end by up to
+		// 15 bytes. The copy is written out here rather than called:
+		// a call would make the compiler spill the loop's variables.
+		s := o - dist
+		switch {
+		case dist >= 8 && length <= 16:
+			// Most matches are short: two unconditional chunks.
+			// With dist >= 8 every chunk's source lies before
+			// its destination.
+			binary.LittleEndian.PutUint64(out[o:], binary.LittleEndian.Uint64(out[s:]))
+			binary.LittleEndian.PutUint64(out[o+8:], binary.LittleEndian.Uint64(out[s+8:]))
+		case dist >= 16:
+			// Sixteen bytes per step; sources still lie before
+			// their destinations.
+			for i := 0; i < length; i += 16 {
+				binary.LittleEndian.PutUint64(out[o+i:], binary.LittleEndian.Uint64(out[s+i:]))
+				binary.LittleEndian.PutUint64(out[o+i+8:], binary.LittleEndian.Uint64(out[s+i+8:]))
+			}
+		case dist == 1:
+			// A run of one byte.
+			v := uint64(out[s]) * 0x0101010101010101
+			for i := 0; i < length; i += 8 {
+				binary.LittleEndian.PutUint64(out[o+i:], v)
+			}
+		default:
+			// With a short distance, write the first
+			// spread[dist] bytes one at a time; after that the
+			// data repeats with period spread[dist] >= 8, so
+			// chunks can be copied from that far back.
+			i := 0
+			if dist < 8 {
+				dist = spread[dist&7]
+				for ; i < dist && i < length; i++ {
+					out[o+i] = out[s+i]
+				}
+				s = o + i - dist
+			}
+			for ; i < length; i, s = i+8, s+8 {
+				binary.LittleEndian.PutUint64(out[o+i:], binary.LittleEndian.Uint64(out[s:]))
+			}
+		}
+		o += length
+	}
+
+	br.pos, br.bits, br.nbits = pos, bits, nbits
+	return o, err
+}
+
+// carefulStep decodes one symbol with every check, growing the output as
+// needed. It reports whether the block has ended.
+func carefulStep(st *state, br *bitReader, wstart int, lt *[litTableSize]uint32, dt *[distTableSize]uint32) (bool, error) {
 	src := br.src
 	pos, bits, nbits := br.pos, br.bits, br.nbits
 	out, o, limit := st.out, st.o, st.limit
-	// Literals may be stored at o < end without further checks; matches
-	// ending at or before wideEnd may be copied eight bytes at a time,
-	// overshooting their end by up to 15 bytes.
-	end := min(len(out), limit)
-	wideEnd := min(len(out)-16, limit)
-	// Exits set err and break out of the loop, which stores the state
-	// back. (A closure doing that would capture the locals by reference
-	// and keep them out of registers.)
-	var err error
+	done, err := true, error(nil)
+	// A loop of one iteration, so that every exit breaks out of it and
+	// stores the state back.
 loop:
-	for {
+	for range 1 {
 		if pos+8 <= len(src) {
-			// Load eight bytes, keep the whole ones that fit: this is
-			// at least 56 bits, enough for the longest match (48).
-			// Bits above nbits receive copies of the next bytes, which
-			// later refills OR in again at the same place.
 			bits |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
 			pos += int((63 - nbits) >> 3)
 			nbits |= 56
@@ -422,14 +587,15 @@ loop:
 
 		e := lt[bits&(1<<litBits-1)]
 		if e&flagLink != 0 {
-			e = lt[e>>16+uint32(bits>>litBits)&(1<<(e>>4&15)-1)]
+			e = lt[e>>16+uint32(bits>>litBits)&(1<<(e>>8&15)-1)]
 		}
-		n := uint(e & 15)
+		saved := bits
+		n := uint(e & 63)
 		bits >>= n
 		nbits -= n
 
 		if e&flagLiteral != 0 {
-			if o >= end {
+			if o >= min(len(out), limit) {
 				if o >= limit {
 					err = ErrLimit
 					break loop
@@ -437,24 +603,11 @@ loop:
 				st.o = o
 				st.grow(1)
 				out = st.out
-				end = min(len(out), limit)
-				wideEnd = min(len(out)-16, limit)
 			}
 			out[o] = byte(e >> 16)
 			o++
-			// Literals come in runs, and the literal just decoded
-			// used at most 15 of the 56 bits refilled: the next code
-			// is already in the buffer. Decoding a second literal
-			// here halves the refills of a run.
-			e = lt[bits&(1<<litBits-1)]
-			if e&flagLiteral != 0 && o < end {
-				n := uint(e & 15)
-				bits >>= n
-				nbits -= n
-				out[o] = byte(e >> 16)
-				o++
-			}
-			continue
+			done = false
+			break loop
 		}
 		if e&flagBase == 0 {
 			if e&flagEnd == 0 {
@@ -462,73 +615,25 @@ loop:
 			}
 			break loop
 		}
-		x := uint(e >> 4 & 15)
-		length := int(e>>16) + int(bits&(1<<x-1))
-		bits >>= x
-		nbits -= x
+		length := int(e>>16) + int(saved&(1<<n-1)>>(e>>8&15))
 
 		e = dt[bits&(1<<distBits-1)]
 		if e&flagLink != 0 {
-			e = dt[e>>16+uint32(bits>>distBits)&(1<<(e>>4&15)-1)]
+			e = dt[e>>16+uint32(bits>>distBits)&(1<<(e>>8&15)-1)]
 		}
-		n = uint(e & 15)
-		bits >>= n
-		nbits -= n
 		if e&flagBase == 0 {
 			err = errSymbol
 			break loop
 		}
-		x = uint(e >> 4 & 15)
-		dist := int(e>>16) + int(bits&(1<<x-1))
-		bits >>= x
-		nbits -= x
+		saved = bits
+		n = uint(e & 63)
+		bits >>= n
+		nbits -= n
+		dist := int(e>>16) + int(saved&(1<<n-1)>>(e>>8&15))
 		if dist > o-wstart {
 			err = errDistance
 			break loop
 		}
-
-		s := o - dist
-		if o+length <= wideEnd {
-			// Room for overshoot: copy eight bytes at a time. With
-			// dist >= 8 every chunk's source lies before its
-			// destination. With a shorter distance, write the first
-			// spread[dist] bytes one at a time; after that the data
-			// repeats with period spread[dist] >= 8, so chunks can
-			// be copied from that far back instead.
-			if dist >= 8 && length <= 16 {
-				// Most matches are short: two unconditional
-				// chunks, no loop.
-				binary.LittleEndian.PutUint64(out[o:], binary.LittleEndian.Uint64(out[s:]))
-				binary.LittleEndian.PutUint64(out[o+8:], binary.LittleEndian.Uint64(out[s+8:]))
-				o += length
-				continue
-			}
-			if dist >= 16 {
-				// Sixteen bytes per step; sources still lie
-				// before their destinations.
-				for i := 0; i < length; i += 16 {
-					binary.LittleEndian.PutUint64(out[o+i:], binary.LittleEndian.Uint64(out[s+i:]))
-					binary.LittleEndian.PutUint64(out[o+i+8:], binary.LittleEndian.Uint64(out[s+i+8:]))
-				}
-				o += length
-				continue
-			}
-			i := 0
-			if dist < 8 {
-				dist = spread[dist]
-				for ; i < dist && i < length; i++ {
-					out[o+i] = out[s+i]
-				}
-				s = o + i - dist
-			}
-			for j := s; i < length; i, j = i+8, j+8 {
-				binary.LittleEndian.PutUint64(out[o+i:], binary.LittleEndian.Uint64(out[j:]))
-			}
-			o += length
-			continue
-		}
-
-		// Slow path near the end of the buffer or the limit: exact copy.
 		if length > limit-o {
 			err = ErrLimit
 			break loop
@@ -537,9 +642,8 @@ loop:
 			st.o = o
 			st.grow(length)
 			out = st.out
-			end = min(len(out), limit)
-			wideEnd = min(len(out)-16, limit)
 		}
+		s := o - dist
 		if dist >= length {
 			copy(out[o:o+length], out[s:s+length])
 		} else {
@@ -548,8 +652,14 @@ loop:
 			}
 		}
 		o += length
+		done = false
 	}
 	br.pos, br.bits, br.nbits = pos, bits, nbits
 	st.out, st.o = out, o
-	return err
+	return done, err
 }
+
+// spread[dist] for dist < 8 is the smallest multiple of dist that is at
+// least 8: a match with a short distance repeats with that period too, which
+// lets it be copied eight bytes at a time once the first period is written.
+var spread = [8]int{0, 8, 8, 9, 8, 10, 12, 14}

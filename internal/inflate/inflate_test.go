@@ -139,10 +139,17 @@ func TestDifferential(t *testing.T) {
 	var d Decompressor
 	kinds := []string{"random", "text", "repetitive", "runs", "far", "mixed"}
 	sizes := []int{0, 1, 2, 3, 4, 9, 100, 258, 1000, 4096, 32768 + 300, 70000, 300 << 10}
+	n := 0
 	for _, kind := range kinds {
 		for _, size := range sizes {
 			data := makeData(kind, size, uint64(size))
 			for _, level := range levels {
+				// Under the race detector, run every eleventh case:
+				// eleven is prime to the number of levels, so every
+				// kind, size and level is still exercised.
+				if n++; raceEnabled && n%11 != 0 {
+					continue
+				}
 				t.Run(fmt.Sprintf("%s/%d/level%d", kind, size, level), func(t *testing.T) {
 					check(t, &d, gz(t, data, level, 0), data)
 				})
@@ -153,9 +160,13 @@ func TestDifferential(t *testing.T) {
 
 func TestLarge(t *testing.T) {
 	var d Decompressor
+	size, levels := 3<<20, []int{1, 6}
+	if raceEnabled {
+		size, levels = 1<<20, []int{1}
+	}
 	for _, kind := range []string{"text", "mixed", "far"} {
-		data := makeData(kind, 3<<20, 1)
-		for _, level := range []int{1, 6} {
+		data := makeData(kind, size, 1)
+		for _, level := range levels {
 			t.Run(fmt.Sprintf("%s/level%d", kind, level), func(t *testing.T) {
 				check(t, &d, gz(t, data, level, 0), data)
 			})
@@ -165,7 +176,11 @@ func TestLarge(t *testing.T) {
 
 func TestFlush(t *testing.T) {
 	var d Decompressor
-	data := makeData("text", 50000, 3)
+	size := 50000
+	if raceEnabled {
+		size = 10000
+	}
+	data := makeData("text", size, 3)
 	for _, level := range []int{gzip.NoCompression, 1, 6, gzip.HuffmanOnly} {
 		for _, every := range []int{1, 10, 1000, 40000} {
 			t.Run(fmt.Sprintf("level%d/every%d", level, every), func(t *testing.T) {
@@ -468,7 +483,14 @@ func TestBitFlips(t *testing.T) {
 	for _, level := range []int{0, 1, 9, gzip.HuffmanOnly} {
 		src := gz(t, data, level, 0)
 		buf := make([]byte, len(src))
-		for i := range len(src) * 8 {
+		// Under the race detector, flip every eleventh bit: still
+		// every bit position within a byte, and every region of the
+		// stream.
+		step := 1
+		if raceEnabled {
+			step = 11
+		}
+		for i := 0; i < len(src)*8; i += step {
 			copy(buf, src)
 			buf[i/8] ^= 1 << (i % 8)
 			got, err := d.AppendGunzip(nil, buf, 1<<20)
@@ -508,7 +530,14 @@ func TestLimit(t *testing.T) {
 // decoded past the limit.
 func TestLimitStopsEarly(t *testing.T) {
 	var d Decompressor
-	src := gz(t, make([]byte, 50<<20), 9, 0)
+	// BestSpeed, and less data under the race detector: compressing is
+	// what takes time here, and 16 MiB is still far past the limit and
+	// the allocation bound below.
+	size := 50 << 20
+	if raceEnabled {
+		size = 16 << 20
+	}
+	src := gz(t, make([]byte, size), gzip.BestSpeed, 0)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc

@@ -19,22 +19,27 @@ import (
 //
 // Entry layout (bit ranges inclusive):
 //
-//	0-3    n: number of code bits to consume (the full code length, also in
-//	       subtable entries, so consuming is the same at both levels)
-//	4-7    extra: number of extra bits following the code (length or distance
-//	       codes), or for a link the number of index bits of the subtable
-//	8-11   flags: one of flagLiteral, flagBase, flagEnd, flagLink; zero marks
-//	       an invalid symbol or an unused bit pattern
+//	0-7    n: number of bits to consume for the symbol: the code length plus
+//	       the number of extra bits that follow it (length and distance
+//	       codes); zero for a link
+//	8-11   the code length (also in subtable entries, so consuming is the
+//	       same at both levels), or for a link the number of index bits of
+//	       the subtable
+//	12-15  flags: one of flagLiteral, flagBase, flagEnd, flagLink; zero
+//	       marks an invalid symbol or an unused bit pattern
 //	16-31  value: the literal byte, the length or distance base, or for a link
 //	       the offset of the subtable in the table
 //
 // Packing the base and the extra-bit count into the entry avoids a second
-// lookup in the RFC's length and distance tables on the hot path.
+// lookup in the RFC's length and distance tables on the hot path, and
+// counting the extra bits in n lets the decoder consume code and extra bits
+// with one shift: the extra value is then the bits between the code length
+// and n of the bit buffer as it was before.
 const (
-	flagLiteral = 1 << 8  // literal byte in value
-	flagBase    = 1 << 9  // length or distance: value + extra bits
-	flagEnd     = 1 << 10 // end of block
-	flagLink    = 1 << 11 // subtable link
+	flagLiteral = 1 << 12 // literal byte in value
+	flagBase    = 1 << 13 // length or distance: value + extra bits
+	flagEnd     = 1 << 14 // end of block
+	flagLink    = 1 << 15 // subtable link
 
 	litBits  = 10 // primary index bits of literal/length tables
 	distBits = 8  // primary index bits of distance tables
@@ -55,8 +60,9 @@ const (
 	numDist   = 30  // valid distance symbols (30 and 31 are reserved)
 )
 
-// litInfo, distInfo and clenInfo give the entry bits (other than the code
-// length) for every symbol of each alphabet. Reserved symbols are zero, which
+// litInfo, distInfo and clenInfo give the entry bits for every symbol of
+// each alphabet, except that the low byte holds only the number of extra
+// bits: buildTable adds the code length. Reserved symbols are zero, which
 // makes them invalid when decoded.
 var (
 	litInfo  [288]uint32
@@ -77,7 +83,7 @@ func init() {
 		if sym >= 265 {
 			extra = uint32(sym-261) / 4
 		}
-		litInfo[sym] = flagBase | extra<<4 | base<<16
+		litInfo[sym] = flagBase | extra | base<<16
 		base += 1 << extra
 	}
 	litInfo[285] = flagBase | 258<<16
@@ -87,7 +93,7 @@ func init() {
 		if sym >= 4 {
 			extra = uint32(sym)/2 - 1
 		}
-		distInfo[sym] = flagBase | extra<<4 | base<<16
+		distInfo[sym] = flagBase | extra | base<<16
 		base += 1 << extra
 	}
 	for sym := range clenInfo {
@@ -153,15 +159,18 @@ func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) b
 	}
 	primarySize := 1 << primaryBits
 	primary := table[:primarySize]
-	// Every entry not claimed below must read as invalid: that matters for
-	// empty and single-code tables, and the cost is negligible next to
-	// decoding a block.
-	clear(primary)
-	if maxLen == 0 {
-		return true
-	}
-	if left > 0 && !(maxLen == 1 && count[1] == 1) {
-		return false // incomplete
+	if left > 0 {
+		if maxLen > 1 || count[1] > 1 {
+			return false // incomplete
+		}
+		// An empty or single-code table: every entry not claimed below
+		// must read as invalid. A complete code claims every entry of
+		// the primary table and of its subtables, so they need no
+		// clearing.
+		clear(primary)
+		if maxLen == 0 {
+			return true
+		}
 	}
 
 	// First canonical code of each length (RFC 1951 section 3.2.2).
@@ -175,7 +184,11 @@ func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) b
 	if maxLen > int(primaryBits) {
 		// Size each subtable for the longest code sharing its prefix, then
 		// lay the subtables out after the primary table.
+		// The prefixes are listed as they are met, which saves a scan of
+		// the whole primary table.
 		var subLen [1 << litBits]uint8
+		var prefixes [288]uint16
+		np := 0
 		nx := next
 		for _, l := range lens {
 			if int(l) <= int(primaryBits) {
@@ -184,19 +197,19 @@ func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) b
 			r := reverse(nx[l], l)
 			nx[l]++
 			p := r & (primarySize - 1)
+			if subLen[p] == 0 {
+				prefixes[np] = uint16(p)
+				np++
+			}
 			subLen[p] = max(subLen[p], l)
 		}
 		off := primarySize
-		for p := range primarySize {
-			if subLen[p] == 0 {
-				continue
-			}
+		for _, p := range prefixes[:np] {
 			k := uint32(subLen[p]) - uint32(primaryBits)
 			if off+1<<k > len(table) {
 				return false
 			}
-			primary[p] = flagLink | k<<4 | uint32(off)<<16
-			clear(table[off : off+1<<k])
+			primary[p] = flagLink | k<<8 | uint32(off)<<16
 			off += 1 << k
 		}
 	}
@@ -207,7 +220,7 @@ func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) b
 		}
 		r := reverse(next[l], l)
 		next[l]++
-		e := info[sym] | uint32(l)
+		e := info[sym] + uint32(l) | uint32(l)<<8
 		if int(l) <= int(primaryBits) {
 			for i := r; i < primarySize; i += 1 << l {
 				primary[i] = e
@@ -215,7 +228,7 @@ func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) b
 			continue
 		}
 		link := primary[r&(primarySize-1)]
-		sub := table[link>>16 : link>>16+1<<(link>>4&15)]
+		sub := table[link>>16 : link>>16+1<<(link>>8&15)]
 		for i := r >> primaryBits; i < len(sub); i += 1 << (int(l) - int(primaryBits)) {
 			sub[i] = e
 		}
