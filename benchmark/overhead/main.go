@@ -113,7 +113,13 @@ func (p *parent) run() error {
 	p.results = make(map[string][]runResult)
 	start := time.Now()
 	for round := 1; round <= p.rounds; round++ {
-		for _, name := range p.names {
+		// Each round starts one configuration later than the last, so
+		// that over as many rounds as there are configurations each runs
+		// once in every position: a machine that is slower just after a
+		// round starts (or before it ends) would otherwise favour whoever
+		// runs there every time.
+		for i := range p.names {
+			name := p.names[(i+round-1)%len(p.names)]
 			r, err := p.runOne(exe, name, round)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, name, err)

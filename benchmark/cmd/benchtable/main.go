@@ -52,6 +52,16 @@ func (r results) get(name, unit string) float64 {
 	return vs[len(vs)/2]
 }
 
+// rounds returns the ratio a ÷ b of unit in each round, in order.
+func (r results) rounds(a, b, unit string) string {
+	as, bs := r[a][unit], r[b][unit]
+	var out []string
+	for i := range min(len(as), len(bs)) {
+		out = append(out, ratio(as[i], bs[i]))
+	}
+	return strings.Join(out, ", ")
+}
+
 func ms(ns float64) string { return fmt.Sprintf("%.1f", ns/1e6) }
 
 func ratio(a, b float64) string {
@@ -83,6 +93,15 @@ func main() {
 	for _, k := range kinds {
 		w, o, n, g := r.get("Window/"+k+"/write", "ns/op"), r.get("Window/"+k+"/ours", "ns/op"), r.get("Window/"+k+"/naive", "ns/op"), r.get("Window/"+k+"/godeltaprof", "ns/op")
 		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, ms(w), ms(o), ratio(o, w), ratio(w+o, w), ms(n), ratio(o, n), ms(g), ratio(g, w), ratio(w+o, g))
+	}
+	fmt.Println()
+	fmt.Println("Against the runtime's write of exactly the input ours and naive read (`input-write-ns/op`), with ours ÷ naive in each round:")
+	fmt.Println()
+	fmt.Println("| input | same-input write ms | ours ms | ours ÷ same-input write | (write + ours) ÷ write | ours ÷ naive | ours ÷ naive, each round |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---|")
+	for _, k := range kinds {
+		w, o, n := r.get("Window/"+k+"/ours", "input-write-ns/op"), r.get("Window/"+k+"/ours", "ns/op"), r.get("Window/"+k+"/naive", "ns/op")
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", k, ms(w), ms(o), ratio(o, w), ratio(w+o, w), ratio(o, n), r.rounds("Window/"+k+"/ours", "Window/"+k+"/naive", "ns/op"))
 	}
 	fmt.Println()
 	fmt.Println("| input | write allocs | ours allocs | ours B | naive allocs | naive B | ours ÷ naive allocs | godeltaprof allocs |")
