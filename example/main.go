@@ -338,10 +338,28 @@ func isPlumbing(fn string) bool {
 	return false
 }
 
-// shortName drops the package path of a function name.
+// shortName drops the package path of a function name, and the type
+// arguments of a generic function or type, which hold package paths of
+// their own.
 func shortName(fn string) string {
+	var b strings.Builder
+	depth := 0
+	for _, r := range fn {
+		switch {
+		case r == '[':
+			if depth == 0 {
+				b.WriteString("[...]")
+			}
+			depth++
+		case r == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteRune(r)
+		}
+	}
+	fn = b.String()
 	if i := strings.LastIndex(fn, "/"); i >= 0 {
-		return fn[i+1:]
+		fn = fn[i+1:]
 	}
 	return fn
 }

@@ -67,3 +67,18 @@ func TestPrintNewPrintsEachWindowOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestShortName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"main.load", "main.load"},
+		{"net/http.(*persistConn).writeLoop", "http.(*persistConn).writeLoop"},
+		{"slices.Clone[go.shape.[]go.shape.int64,go.shape.int64]", "slices.Clone[...]"},
+		{"github.com/pprofotel/profiler/internal/delivery.(*Sender[go.shape.*uint8]).run", "delivery.(*Sender[...]).run"},
+		{"slices.Grow[go.shape.[]struct { Locations []int32; Labels []github.com/pprofotel/profiler/internal/profile.Label }]", "slices.Grow[...]"},
+	}
+	for _, tt := range tests {
+		if got := shortName(tt.in); got != tt.want {
+			t.Errorf("shortName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
