@@ -556,35 +556,19 @@ func fastLoop(br *bitReader, out []byte, o, outFast, wstart int, lt *[litTableSi
 // carefulStep decodes one symbol with every check, growing the output as
 // needed. It reports whether the block has ended.
 func carefulStep(st *state, br *bitReader, wstart int, lt *[litTableSize]uint32, dt *[distTableSize]uint32) (bool, error) {
-	src := br.src
-	pos, bits, nbits := br.pos, br.bits, br.nbits
+	// Each symbol consumes at least one bit, so checking for an overrun
+	// here ends decoding once the input is exhausted.
+	br.refill()
+	if br.overrun() {
+		return true, errTruncated
+	}
+	bits, nbits := br.bits, br.nbits
 	out, o, limit := st.out, st.o, st.limit
 	done, err := true, error(nil)
 	// A loop of one iteration, so that every exit breaks out of it and
 	// stores the state back.
 loop:
 	for range 1 {
-		if pos+8 <= len(src) {
-			bits |= binary.LittleEndian.Uint64(src[pos:]) << (nbits & 63)
-			pos += int((63 - nbits) >> 3)
-			nbits |= 56
-		} else {
-			// Near the end of input: byte at a time, zeros past
-			// the end. Each symbol consumes at least one bit, so
-			// checking here ends the loop once input is exhausted.
-			if (pos-len(src))*8 > int(nbits) {
-				err = errTruncated
-				break loop
-			}
-			for nbits <= 56 {
-				if pos < len(src) {
-					bits |= uint64(src[pos]) << (nbits & 63)
-				}
-				pos++
-				nbits += 8
-			}
-		}
-
 		e := lt[bits&(1<<litBits-1)]
 		if e&flagLink != 0 {
 			e = lt[e>>16+uint32(bits>>litBits)&(1<<(e>>8&15)-1)]
@@ -654,7 +638,7 @@ loop:
 		o += length
 		done = false
 	}
-	br.pos, br.bits, br.nbits = pos, bits, nbits
+	br.bits, br.nbits = bits, nbits
 	st.out, st.o = out, o
 	return done, err
 }

@@ -142,7 +142,7 @@ func (d *dictionary) reset() {
 	d.strings[""] = 0
 	d.functions[functionKey{}] = 0
 	d.mappings[mappingKey{}] = 0
-	d.locations.lookup(d.locationKey(locationKey{}, nil), 0)
+	d.locations.lookup(d.locationKey(locationKey{}, nil))
 	d.stacks.Reset(h[6] + h[6]/8)
 	p := d.stacks.Probe(0) // the hash of the empty stack
 	d.stacks.Insert(&p, 0)
@@ -321,7 +321,9 @@ func (d *dictionary) locationKey(k locationKey, lines []lineKey) []byte {
 }
 
 func (d *dictionary) location(k locationKey, lines []lineKey) int32 {
-	i, found := d.locations.lookup(d.locationKey(k, lines), int32(len(d.out.LocationTable)))
+	// The locations are numbered as LocationTable holds them: the zero
+	// location first, then each new one as it is appended below.
+	i, found := d.locations.lookup(d.locationKey(k, lines))
 	if found {
 		return i
 	}
