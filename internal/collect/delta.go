@@ -31,6 +31,7 @@ type deltaState struct {
 	// prev holds the totals reported up to the previous profile; cur is
 	// filled from it by apply and then swapped with it.
 	prev, cur stackTable
+	key       []byte // the stack key of the sample being applied
 	// pcNumbers numbers every program counter seen, in order of first
 	// sight, so that a stack key holds a varint of one or two bytes per
 	// frame rather than an 8-byte address. Program counters keep their
@@ -41,44 +42,20 @@ type deltaState struct {
 	pcs []uint32
 }
 
-// stackTable maps stack keys to the cumulative values reported for them.
-// Keys are kept in one arena and indexed by their hash, so that adding a
-// stack allocates nothing once the buffers have grown.
+// stackTable maps stack keys to the cumulative values reported for them,
+// so that adding a stack allocates nothing once the buffers have grown.
 type stackTable struct {
-	index  hashindex.Index
-	ends   []int // entry -> end of its key in keys
-	keys   []byte
+	keys   hashindex.Keys
 	values []int64 // entry e's totals are values[e*n : e*n+n]
 }
 
 // reset empties t for a profile of the given number of samples, with room
-// for the entries and key bytes like holds and an eighth more, so that a
+// for the key bytes and values like holds and an eighth more, so that a
 // table filled for a profile like the last one, or slightly larger, does
 // not grow: growing copies all the keys.
 func (t *stackTable) reset(samples int, like *stackTable) {
-	t.index.Reset(samples)
-	t.ends = slices.Grow(t.ends[:0], len(like.ends)+len(like.ends)/8)
-	t.keys = slices.Grow(t.keys[:0], len(like.keys)+len(like.keys)/8)
+	t.keys.Reset(samples, like.keys.Size()+like.keys.Size()/8)
 	t.values = slices.Grow(t.values[:0], len(like.values)+len(like.values)/8)
-}
-
-func (t *stackTable) key(e int32) []byte {
-	start := 0
-	if e > 0 {
-		start = t.ends[e-1]
-	}
-	return t.keys[start:t.ends[e]]
-}
-
-// find returns the entry of key on probe p, or -1, leaving p where key
-// would be added.
-func (t *stackTable) find(p *hashindex.Probe, key []byte) int32 {
-	for e := t.index.Next(p); e >= 0; e = t.index.Next(p) {
-		if bytes.Equal(t.key(e), key) {
-			return e
-		}
-	}
-	return -1
 }
 
 // newDeltaState returns the state for a profile whose values at the given
@@ -94,7 +71,7 @@ func newDeltaState(numValues int, cumulative ...int) *deltaState {
 // reset forgets every reported total, so that the next profile becomes the
 // baseline.
 func (d *deltaState) reset() {
-	d.prev.reset(0, &d.prev)
+	d.prev.reset(0, &stackTable{})
 }
 
 // apply rewrites p in place: cumulative values become the change since the
@@ -138,32 +115,24 @@ func (d *deltaState) apply(p *profile.Profile) {
 		if len(s.Values) != n {
 			continue
 		}
-		// The key is written where cur keeps it, and taken back if
-		// the stack is already there.
-		start := len(cur.keys)
-		cur.keys = appendStackKey(cur.keys, d.pcs, &s)
-		key := cur.keys[start:]
-		h := maphash.Bytes(d.seed, key)
-		at := cur.index.Probe(h)
-		if e := cur.find(&at, key); e >= 0 {
-			cur.keys = cur.keys[:start]
+		d.key = appendStackKey(d.key[:0], d.pcs, &s)
+		h := maphash.Bytes(d.seed, d.key)
+		e, at := cur.keys.Find(h, d.key)
+		if e >= 0 {
 			dst := merged[e].Values
 			for j, v := range s.Values {
 				dst[j] += v
 			}
 			continue
 		}
-		e := int32(len(cur.ends))
-		cur.ends = append(cur.ends, len(cur.keys))
-		cur.index.Insert(&at, e)
+		cur.keys.Add(&at, d.key)
 		// The runtime writes its stacks in the same order every time,
 		// so the entry after the last one found is likely the one.
-		pe := int32(-1)
-		if int(guess) < len(prev.ends) && bytes.Equal(prev.key(guess), key) {
+		var pe int32
+		if int(guess) < prev.keys.Len() && bytes.Equal(prev.keys.Key(guess), d.key) {
 			pe = guess
 		} else {
-			inPrev := prev.index.Probe(h)
-			pe = prev.find(&inPrev, key)
+			pe, _ = prev.keys.Find(h, d.key)
 		}
 		if pe >= 0 {
 			guess = pe + 1

@@ -1,8 +1,8 @@
 // Package hashindex is an open-addressing index from 64-bit hashes to entry
 // numbers, for the tables of the profiler that have an entry per sample or
-// stack and are rebuilt every window. The owner of an index keeps the keys
+// stack and are rebuilt every window. The owner of an Index keeps the keys
 // and tells them apart; the index only finds the entries whose hash may
-// match.
+// match. Keys is such an owner for byte-string keys kept in one arena.
 //
 // It does what a map[uint64]int32 with colliding entries chained does, for
 // less: with thousands of keys, each map access costs a cache miss or two

@@ -148,12 +148,11 @@ func (d *Decoder) gunzip(data []byte) ([]byte, error) {
 	// buffer grown by doubling would stay doubled for good.
 	buf := slices.Grow(d.raw[:0], len(d.raw)+len(d.raw)/8)
 	buf, err := d.inflate.AppendGunzip(buf, data, limit)
-	switch {
-	case errors.Is(err, inflate.ErrLimit):
+	if err != nil {
 		d.raw = buf[:0]
-		return nil, fmt.Errorf("profile: decompressed size exceeds the limit of %d bytes (Decoder.MaxDecompressedSize)", limit)
-	case err != nil:
-		d.raw = buf[:0]
+		if errors.Is(err, inflate.ErrLimit) {
+			return nil, fmt.Errorf("profile: decompressed size exceeds the limit of %d bytes (Decoder.MaxDecompressedSize)", limit)
+		}
 		return nil, fmt.Errorf("profile: decompressing: %w", err)
 	}
 	d.raw = buf // its length sizes the next profile's buffer
