@@ -84,6 +84,8 @@ func sum(data map[string][]byte) int {
 //     serialisation, gzip (otlp-gz-B).
 //   - godeltaprof: pyroscope-go's delta profilers, which read the runtime's
 //     records through //go:linkname and write gzipped pprof (pprof-gz-B).
+//   - paired: ours and naive again, alternating window by window, for the
+//     ratio of their times (ours/naive) under the same machine conditions.
 func BenchmarkWindow(b *testing.B) {
 	src := largeSource()
 	seqs := make(map[string]*sequence)
@@ -136,6 +138,9 @@ func BenchmarkWindow(b *testing.B) {
 		})
 		b.Run(k.name+"/naive", func(b *testing.B) {
 			benchPipeline(b, seqs[k.name], func(base map[string][]byte) (pipeline, error) { return newNaive(k.names, base) })
+		})
+		b.Run(k.name+"/paired", func(b *testing.B) {
+			benchPaired(b, seqs[k.name], k.names)
 		})
 	}
 }
@@ -218,6 +223,54 @@ func benchPipeline(b *testing.B, seq *sequence, newPipeline func(map[string][]by
 	b.ReportMetric(float64(size), "otlp-gz-B")
 	b.ReportMetric(float64(in), "pprof-gz-B")
 	b.ReportMetric(float64(writeNs)/float64(b.N), "input-write-ns/op")
+}
+
+// benchPaired times ours and naive on the same windows, alternating between
+// them window by window (ours first in even windows, naive first in odd
+// ones), and reports each one's time per window and their ratio. The
+// separate ours and naive benchmarks run minutes apart in a round, and on a
+// shared machine the speed of the machine can change by a third in that
+// time; here both see it alike.
+func benchPaired(b *testing.B, seq *sequence, names []string) {
+	b.StopTimer()
+	base, err := seq.window(0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o, err := newOurs(names, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, err := newNaive(names, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pipelines := [2]pipeline{o, n}
+	if _, err = seq.window(1 + b.N); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range pipelines { // the steady state, untimed
+		if _, err := p.window(seq.windows[1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.GC()
+	var ns [2]time.Duration
+	b.StartTimer()
+	for i := range b.N {
+		for j := range 2 {
+			which := (i + j) % 2
+			start := time.Now()
+			if _, err := pipelines[which].window(seq.windows[2+i]); err != nil {
+				b.Fatal(err)
+			}
+			ns[which] += time.Since(start)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(ns[0].Nanoseconds())/float64(b.N), "ours-ns/op")
+	b.ReportMetric(float64(ns[1].Nanoseconds())/float64(b.N), "naive-ns/op")
+	b.ReportMetric(float64(ns[0])/float64(ns[1]), "ours/naive")
 }
 
 // BenchmarkRetained runs the profiler's pipeline for 1,000 windows of the

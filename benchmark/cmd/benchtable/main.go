@@ -52,6 +52,15 @@ func (r results) get(name, unit string) float64 {
 	return vs[len(vs)/2]
 }
 
+// each returns the values of unit in each round, in order.
+func (r results) each(name, unit string) string {
+	var out []string
+	for _, v := range r[name][unit] {
+		out = append(out, fmt.Sprintf("%.3f", v))
+	}
+	return strings.Join(out, ", ")
+}
+
 // rounds returns the ratio a ÷ b of unit in each round, in order.
 func (r results) rounds(a, b, unit string) string {
 	as, bs := r[a][unit], r[b][unit]
@@ -87,21 +96,25 @@ func main() {
 	fmt.Println()
 	fmt.Println("### Time and allocations per window (medians)")
 	fmt.Println()
-	fmt.Println("| input | runtime write ms | ours ms | ours ÷ write | (write + ours) ÷ write | naive ms | ours ÷ naive | godeltaprof ms | godeltaprof ÷ write | (write + ours) ÷ godeltaprof |")
+	fmt.Println("| input | runtime write ms | ours ms | ours ÷ write | (write + ours) ÷ write | naive ms | ours ÷ naive, paired | godeltaprof ms | godeltaprof ÷ write | (write + ours) ÷ godeltaprof |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	kinds := []string{"heap", "mutex", "block", "all"}
 	for _, k := range kinds {
 		w, o, n, g := r.get("Window/"+k+"/write", "ns/op"), r.get("Window/"+k+"/ours", "ns/op"), r.get("Window/"+k+"/naive", "ns/op"), r.get("Window/"+k+"/godeltaprof", "ns/op")
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, ms(w), ms(o), ratio(o, w), ratio(w+o, w), ms(n), ratio(o, n), ms(g), ratio(g, w), ratio(w+o, g))
+		paired := r.get("Window/"+k+"/paired", "ours/naive")
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %.3f | %s | %s | %s |\n", k, ms(w), ms(o), ratio(o, w), ratio(w+o, w), ms(n), paired, ms(g), ratio(g, w), ratio(w+o, g))
 	}
 	fmt.Println()
-	fmt.Println("Against the runtime's write of exactly the input ours and naive read (`input-write-ns/op`), with ours ÷ naive in each round:")
+	fmt.Println("Against the runtime's write of exactly the input ours and naive read (`input-write-ns/op`); ours ÷ naive from the paired runs (ours and naive alternating window by window), and from the separate runs, in each round:")
 	fmt.Println()
-	fmt.Println("| input | same-input write ms | ours ms | ours ÷ same-input write | (write + ours) ÷ write | ours ÷ naive | ours ÷ naive, each round |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---|")
+	fmt.Println("| input | same-input write ms | ours ms | ours ÷ same-input write | (write + ours) ÷ write | ours ÷ naive, paired | paired, each round | paired ours ms, naive ms | separate runs, each round |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---|---|---|")
 	for _, k := range kinds {
-		w, o, n := r.get("Window/"+k+"/ours", "input-write-ns/op"), r.get("Window/"+k+"/ours", "ns/op"), r.get("Window/"+k+"/naive", "ns/op")
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s |\n", k, ms(w), ms(o), ratio(o, w), ratio(w+o, w), ratio(o, n), r.rounds("Window/"+k+"/ours", "Window/"+k+"/naive", "ns/op"))
+		w, o := r.get("Window/"+k+"/ours", "input-write-ns/op"), r.get("Window/"+k+"/ours", "ns/op")
+		pn := "Window/" + k + "/paired"
+		fmt.Printf("| %s | %s | %s | %s | %s | %.3f | %s | %s, %s | %s |\n", k, ms(w), ms(o), ratio(o, w), ratio(w+o, w),
+			r.get(pn, "ours/naive"), r.each(pn, "ours/naive"), ms(r.get(pn, "ours-ns/op")), ms(r.get(pn, "naive-ns/op")),
+			r.rounds("Window/"+k+"/ours", "Window/"+k+"/naive", "ns/op"))
 	}
 	fmt.Println()
 	fmt.Println("| input | write allocs | ours allocs | ours B | naive allocs | naive B | ours ÷ naive allocs | godeltaprof allocs |")

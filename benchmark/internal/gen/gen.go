@@ -46,29 +46,47 @@ var kindNames = [...]string{"heap", "mutex", "block"}
 // Source owns the generated runtime state. Its allocations stay live, one
 // per heap stack, so the live heap has a constant size whatever the number
 // of windows.
+//
+// Every stack runs on one goroutine the Source starts, whoever calls
+// Advance: the runtime records the whole call stack, so stacks run from
+// Advance's callers would be recorded again under every function that
+// called it, and the profiles would hold several copies of the source.
 type Source struct {
 	cfg    Config
 	live   [][]byte
 	next   [3]int // next stack of each kind to touch
 	wg     sync.WaitGroup
 	prevMF int
+	work   chan float64  // a fraction of the stacks to run again
+	done   chan struct{} // the run asked for on work has finished
 }
 
 // New records every stack of cfg once. It enables mutex and block profiling
 // at full rate (every event); Close restores the mutex fraction and turns
 // block profiling off.
 func New(cfg Config) *Source {
-	s := &Source{cfg: cfg, live: make([][]byte, cfg.HeapStacks)}
+	s := &Source{cfg: cfg, live: make([][]byte, cfg.HeapStacks), work: make(chan float64), done: make(chan struct{})}
 	s.prevMF = runtime.SetMutexProfileFraction(1)
 	runtime.SetBlockProfileRate(1)
+	go s.run()
 	s.Advance(1)
 	return s
 }
 
-// Close restores the runtime's profiling rates.
+// Close stops the Source's goroutine and restores the runtime's profiling
+// rates. The Source must not be used afterwards.
 func (s *Source) Close() {
+	close(s.work)
 	runtime.SetMutexProfileFraction(s.prevMF)
 	runtime.SetBlockProfileRate(0)
+}
+
+// run runs the stacks Advance asks for, until Close.
+func (s *Source) run() {
+	for fraction := range s.work {
+		s.runStacks(fraction)
+		s.done <- struct{}{}
+	}
 }
 
 // Advance is one window of activity: it runs the given fraction of each
@@ -78,10 +96,18 @@ func (s *Source) Close() {
 // last completed cycle, shows it.
 //
 // The heap stacks' allocations are sampled one by one
-// (runtime.MemProfileRate = 1), and only they: sampling every allocation of the whole process would slow
-// down what the benchmarks measure. The previous rate is restored before
-// Advance returns.
+// (runtime.MemProfileRate = 1), and only they: sampling every allocation of
+// the whole process would slow down what the benchmarks measure. The
+// previous rate is restored before Advance returns.
 func (s *Source) Advance(fraction float64) {
+	s.work <- fraction
+	<-s.done
+	runtime.GC()
+}
+
+// runStacks runs the given fraction of each kind's stacks, on the Source's
+// goroutine.
+func (s *Source) runStacks(fraction float64) {
 	prevRate := runtime.MemProfileRate
 	for k, n := range [...]int{s.cfg.HeapStacks, s.cfg.MutexStacks, s.cfg.BlockStacks} {
 		count := min(n, int(fraction*float64(n)+0.5))
@@ -101,7 +127,6 @@ func (s *Source) Advance(fraction float64) {
 		})
 	}
 	s.wg.Wait()
-	runtime.GC()
 }
 
 type walker struct {
