@@ -161,9 +161,11 @@ func (c *Collector) Start(now time.Time) {
 	for _, name := range c.names {
 		if d, ok := c.deltas[name]; ok {
 			d.reset()
-			if p, err := c.read(name); err == nil {
-				d.apply(p)
-			} else {
+			p, err := c.read(name)
+			if err == nil {
+				err = d.apply(p)
+			}
+			if err != nil {
 				c.fail(name, err)
 			}
 		}
@@ -206,7 +208,15 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			continue
 		}
 		if d, ok := c.deltas[name]; ok {
-			d.apply(p)
+			// The delta reads every stack while still packed and drops
+			// most of them; only the stacks it keeps are decoded.
+			if err = d.apply(p); err == nil {
+				err = c.reusable[name].decoder.ResolveLocations(p)
+			}
+			if err != nil {
+				c.fail(name, err)
+				continue
+			}
 		}
 		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p})
 	}
@@ -265,6 +275,7 @@ func (c *Collector) read(name string) (*profile.Profile, error) {
 	r := c.reusable[name]
 	if r == nil {
 		r = new(reusedProfile)
+		_, r.decoder.DeferLocations = c.deltas[name]
 		c.reusable[name] = r
 	}
 	if err := r.decoder.DecodeInto(&r.profile, c.buf.Bytes()); err != nil {

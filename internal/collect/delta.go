@@ -3,7 +3,9 @@ package collect
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"slices"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
@@ -15,7 +17,10 @@ import (
 //
 // Stacks are identified by their program counters and labels, not by pprof
 // location ids: the runtime numbers locations afresh on every write, but a
-// program counter names the same code for the life of the process.
+// program counter names the same code for the life of the process. The
+// program counters enter a stack's key as a 128-bit hash (stackHash), so
+// that reading a stack costs one pass over its location ids, with nothing
+// written per frame; its labels enter the key as they are.
 //
 // The totals reported so far live in two tables that take turns: apply
 // reads the previous profile's table and writes the current profile's
@@ -32,14 +37,16 @@ type deltaState struct {
 	// filled from it by apply and then swapped with it.
 	prev, cur stackTable
 	key       []byte // the stack key of the sample being applied
-	// pcNumbers numbers every program counter seen, in order of first
-	// sight, so that a stack key holds a varint of one or two bytes per
-	// frame rather than an 8-byte address. Program counters keep their
-	// meaning for the life of the process, and there are only as many as
-	// the binary has call sites, so the numbering is never reset.
-	pcNumbers map[uint64]uint32
-	// pcs holds the number of each location of the profile being applied.
-	pcs []uint32
+	// pcTokens holds two random 64-bit tokens for every program counter
+	// seen: the hash of a stack combines its frames' tokens. Program
+	// counters keep their meaning for the life of the process, and there
+	// are only as many as the binary has call sites, so they are never
+	// forgotten.
+	pcTokens  map[uint64][2]uint64
+	tokenSeed [2]maphash.Seed
+	// locTokens holds the tokens of each location of the profile being
+	// applied.
+	locTokens [][2]uint64
 }
 
 // stackTable maps stack keys to the cumulative values reported for them,
@@ -65,7 +72,12 @@ func newDeltaState(numValues int, cumulative ...int) *deltaState {
 	for _, i := range cumulative {
 		isDelta[i] = true
 	}
-	return &deltaState{isDelta: isDelta, seed: maphash.MakeSeed(), pcNumbers: make(map[uint64]uint32)}
+	return &deltaState{
+		isDelta:   isDelta,
+		seed:      maphash.MakeSeed(),
+		pcTokens:  make(map[uint64][2]uint64),
+		tokenSeed: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
+	}
 }
 
 // reset forgets every reported total, so that the next profile becomes the
@@ -77,29 +89,35 @@ func (d *deltaState) reset() {
 // apply rewrites p in place: cumulative values become the change since the
 // previous call, and samples whose values are all zero are removed. The
 // first call after reset records the baseline; what it leaves in p is what
-// the runtime reported since the program started.
+// the runtime reported since the program started. Stacks may be packed
+// (profile.Decoder.DeferLocations); those apply keeps stay packed.
 //
 // A cumulative value that is lower than what was already reported cannot
 // come from the runtime's own counters, which only grow; it would come from
 // a changed sampling rate. Such a value is reported as zero and the earlier
 // total is kept as the baseline, so that no window is negative and the sum
 // of all windows still equals the runtime's final total.
-func (d *deltaState) apply(p *profile.Profile) {
+//
+// apply returns an error, and leaves the reported totals as they were, if
+// a packed stack references a location p does not have.
+func (d *deltaState) apply(p *profile.Profile) error {
 	n := len(d.isDelta)
 	if len(p.SampleTypes) != n {
 		// A profile of another shape than expected (a future runtime):
 		// report it as it is rather than subtract mismatched values.
-		return
+		return nil
 	}
-	d.pcs = d.pcs[:0]
+	d.locTokens = d.locTokens[:0]
 	for i := range p.Locations {
 		pc := p.Locations[i].Address
-		num, ok := d.pcNumbers[pc]
+		t, ok := d.pcTokens[pc]
 		if !ok {
-			num = uint32(len(d.pcNumbers))
-			d.pcNumbers[pc] = num
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], pc)
+			t = [2]uint64{maphash.Bytes(d.tokenSeed[0], b[:]), maphash.Bytes(d.tokenSeed[1], b[:])}
+			d.pcTokens[pc] = t
 		}
-		d.pcs = append(d.pcs, num)
+		d.locTokens = append(d.locTokens, t)
 	}
 	cur, prev := &d.cur, &d.prev
 	cur.reset(len(p.Samples), prev)
@@ -115,8 +133,11 @@ func (d *deltaState) apply(p *profile.Profile) {
 		if len(s.Values) != n {
 			continue
 		}
-		d.key = appendStackKey(d.key[:0], d.pcs, &s)
-		h := maphash.Bytes(d.seed, d.key)
+		var ok bool
+		if d.key, ok = appendStackKey(d.key[:0], d.locTokens, &s); !ok {
+			return fmt.Errorf("collect: sample %d references a location the profile does not have", i)
+		}
+		h := d.keyHash(d.key)
 		e, at := cur.keys.Find(h, d.key)
 		if e >= 0 {
 			dst := merged[e].Values
@@ -170,14 +191,25 @@ func (d *deltaState) apply(p *profile.Profile) {
 	clear(p.Samples[len(kept):])
 	p.Samples = kept
 	d.prev, d.cur = d.cur, d.prev
+	return nil
 }
 
-// appendStackKey appends the identity of s: its program counters, by
-// their numbers in pcs, then its labels.
-func appendStackKey(key []byte, pcs []uint32, s *profile.Sample) []byte {
-	// The count makes the key unambiguous: the labels start after it.
-	key = appendUvarint(key, uint64(len(s.Locations)))
-	key = appendPCs(key, pcs, s.Locations)
+// keyHash returns the hash of a stack key for the tables' index. A key
+// without labels is the stack's hash already.
+func (d *deltaState) keyHash(key []byte) uint64 {
+	if len(key) == 16 {
+		return binary.LittleEndian.Uint64(key)
+	}
+	return maphash.Bytes(d.seed, key)
+}
+
+// appendStackKey appends the identity of s: the hash of its program
+// counters, by their tokens in locTokens, then its labels. It reports false
+// if a packed stack is malformed or references a location beyond locTokens.
+func appendStackKey(key []byte, locTokens [][2]uint64, s *profile.Sample) ([]byte, bool) {
+	h, ok := stackHash(locTokens, s)
+	key = binary.LittleEndian.AppendUint64(key, h[0])
+	key = binary.LittleEndian.AppendUint64(key, h[1])
 	for i := range s.Labels {
 		l := &s.Labels[i]
 		key = appendString(key, l.Key)
@@ -190,37 +222,77 @@ func appendStackKey(key []byte, pcs []uint32, s *profile.Sample) []byte {
 			key = appendString(key, l.Str)
 		}
 	}
-	return key
+	return key, ok
 }
 
-// appendPCs appends the numbers of the program counters of locs as
-// varints. This is the innermost loop of apply: numbers below 16,384, those
-// of every call site of most programs, take one or two bytes, so room for
-// two per location is made at once and the bytes are written by index
-// rather than appended one by one.
-func appendPCs(key []byte, pcs []uint32, locs []int32) []byte {
-	n := len(key)
-	key = slices.Grow(key, 2*len(locs))
-	buf := key[n : n+2*len(locs)]
-	i := 0
-	for j, li := range locs {
-		switch num := pcs[li]; {
-		case num < 1<<7:
-			buf[i] = byte(num)
-			i++
-		case num < 1<<14:
-			buf[i] = byte(num) | 0x80
-			buf[i+1] = byte(num >> 7)
-			i += 2
-		default:
-			key = key[:n+i]
-			for _, li := range locs[j:] {
-				key = binary.AppendUvarint(key, uint64(pcs[li]))
+// stackHash returns the 128-bit hash of a stack: two independent 64-bit
+// lanes, each folding in its own random token of every frame's program
+// counter, in order, through a step that is invertible for a given token
+// (xor, rotate, multiply by an odd constant), then the frame count. Stacks
+// of one length that differ in a single frame therefore never share a
+// lane's value; others share both lanes with a probability of the order of
+// 2^-128 (the tokens are random per process), far below anything a process
+// could meet in its life, even with a million stacks a window. Identifying
+// stacks by a hash rather than by their program counters written out, as
+// dd-trace-go's fastdelta also does, halves the cost of reading a stack
+// (2.5-3.6 against 5.5-6.7 ns per frame, measured on a mutex window's
+// stacks): this is the innermost loop of apply.
+//
+// A packed stack is read straight from its location ids, which the runtime
+// numbers 1..len(locTokens).
+func stackHash(locTokens [][2]uint64, s *profile.Sample) ([2]uint64, bool) {
+	h0, h1 := uint64(0x243f6a8885a308d3), uint64(0x13198a2e03707344)
+	frames := 0
+	if s.PackedLocations == nil {
+		for _, li := range s.Locations {
+			if uint(li) >= uint(len(locTokens)) {
+				return [2]uint64{}, false
 			}
-			return key
+			t := &locTokens[li]
+			h0 = bits.RotateLeft64(h0^t[0], 29) * 0x9fb21c651e98df25
+			h1 = bits.RotateLeft64(h1^t[1], 31) * 0xff51afd7ed558ccd
+		}
+		frames = len(s.Locations)
+	} else {
+		b := s.PackedLocations
+		for pos := 0; pos < len(b); frames++ {
+			c := b[pos]
+			id := uint(c)
+			pos++
+			if c >= 0x80 {
+				if pos < len(b) && b[pos] < 0x80 {
+					id = uint(c&0x7f) | uint(b[pos])<<7
+					pos++
+				} else { // more than 16,383 locations
+					v, n := binary.Uvarint(b[pos-1:])
+					if n <= 0 {
+						return [2]uint64{}, false
+					}
+					id = uint(v)
+					pos += n - 1
+				}
+			}
+			if id-1 >= uint(len(locTokens)) { // id 0 wraps around
+				return [2]uint64{}, false
+			}
+			t := &locTokens[id-1]
+			h0 = bits.RotateLeft64(h0^t[0], 29) * 0x9fb21c651e98df25
+			h1 = bits.RotateLeft64(h1^t[1], 31) * 0xff51afd7ed558ccd
 		}
 	}
-	return key[:n+i]
+	return [2]uint64{mix(h0 ^ uint64(frames)), mix(h1 ^ uint64(frames))}, true
+}
+
+// mix is the final step of MurmurHash3's 64-bit hash: it spreads every bit
+// of x over the result, which the multiply steps of stackHash leave to the
+// high bits.
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // appendUvarint appends v as a varint, the one-byte form inline.

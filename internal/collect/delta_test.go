@@ -185,41 +185,129 @@ func TestDeltaStateAllocatesNothingOnceWarm(t *testing.T) {
 	}
 }
 
-func TestAppendStackKey(t *testing.T) {
-	tests := []struct {
-		name    string
-		numbers []uint32 // of the sample's locations, in order
-	}{
-		{"empty", nil},
-		{"one byte", []uint32{0, 1, 127}},
-		{"two bytes", []uint32{128, 300, 16383}},
-		{"mixed", []uint32{5, 200, 7, 16000, 0}},
-		{"longer from the start", []uint32{16384, 1, 1 << 21, 130}},
-		{"longer at the end", []uint32{3, 129, 1<<32 - 1}},
+// pack moves s's stack to PackedLocations, as runtime/pprof numbers
+// locations: id i+1 for index i.
+func pack(s *profile.Sample) {
+	b := []byte{}
+	for _, li := range s.Locations {
+		b = binary.AppendUvarint(b, uint64(li)+1)
 	}
+	s.Locations, s.PackedLocations = nil, b
+}
+
+// unpack undoes pack.
+func unpack(t *testing.T, s *profile.Sample) {
+	t.Helper()
+	for b := s.PackedLocations; len(b) > 0; {
+		id, n := binary.Uvarint(b)
+		if n <= 0 {
+			t.Fatalf("bad packed stack %v", s.PackedLocations)
+		}
+		s.Locations = append(s.Locations, int32(id-1))
+		b = b[n:]
+	}
+	s.PackedLocations = nil
+}
+
+func TestStackKey(t *testing.T) {
+	// Location i's program counter is pcs[i]; tokens are those of a
+	// deltaState, so equal program counters have equal tokens.
+	pcs := make([]uint64, 20000)
+	for i := range pcs {
+		pcs[i] = uint64(0x400000 + 16*i)
+	}
+	pcs[7] = pcs[3] // two locations of one program counter
+	d := newDeltaState(1, 0)
+	d.apply(&profile.Profile{SampleTypes: make([]profile.ValueType, 1), Locations: locations(pcs)})
 	labels := []profile.Label{{Key: "bytes", Num: 512, IsNum: true}, {Key: "k", Str: "v"}}
+	key := func(locs []int32, labels []profile.Label, packed bool) []byte {
+		s := profile.Sample{Locations: locs, Labels: labels}
+		if packed {
+			pack(&s)
+		}
+		k, ok := appendStackKey(nil, d.locTokens, &s)
+		if !ok {
+			t.Fatalf("stack %v: not ok", locs)
+		}
+		return k
+	}
+	base := []int32{0, 1, 2, 3, 200, 19999}
+	tests := []struct {
+		name  string
+		locs  []int32
+		equal bool // to base's key
+	}{
+		{"same", []int32{0, 1, 2, 3, 200, 19999}, true},
+		{"another location of the same program counter", []int32{0, 1, 2, 7, 200, 19999}, true},
+		{"frames swapped", []int32{1, 0, 2, 3, 200, 19999}, false},
+		{"one frame less", []int32{0, 1, 2, 3, 200}, false},
+		{"one frame more", []int32{0, 1, 2, 3, 200, 19999, 0}, false},
+		{"leaf differs", []int32{4, 1, 2, 3, 200, 19999}, false},
+		{"root differs", []int32{0, 1, 2, 3, 200, 19998}, false},
+		{"empty", nil, false},
+	}
+	for _, tt := range tests {
+		for _, packed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/packed=%v", tt.name, packed), func(t *testing.T) {
+				got := key(tt.locs, labels, packed)
+				want := key(base, labels, false)
+				if bytes.Equal(got, want) != tt.equal {
+					t.Errorf("key %x, base's %x: equal = %v, want %v", got, want, !tt.equal, tt.equal)
+				}
+				// The labels follow the 16 bytes of the hash as
+				// they are.
+				wantLabels := []byte{5, 'b', 'y', 't', 'e', 's', 'n', 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 'k', 's', 1, 'v'}
+				if len(got) != 16+len(wantLabels) || !bytes.Equal(got[16:], wantLabels) {
+					t.Errorf("key %x: want 16 bytes of hash, then %x", got, wantLabels)
+				}
+				if bytes.Equal(key(tt.locs, nil, packed), got) {
+					t.Error("labels do not change the key")
+				}
+			})
+		}
+	}
+}
+
+func TestStackKeyRejectsBadPackedStacks(t *testing.T) {
+	d := newDeltaState(1, 0)
+	d.apply(&profile.Profile{SampleTypes: make([]profile.ValueType, 1), Locations: locations(make([]uint64, 20000))})
+	tests := []struct {
+		name   string
+		packed []byte
+		ok     bool
+	}{
+		{"first and last", []byte{1, 0xa0, 0x9c, 0x01}, true}, // ids 1 and 20,000
+		{"id zero", []byte{1, 0}, false},
+		{"past the last", []byte{0xa1, 0x9c, 0x01}, false}, // 20,001
+		{"truncated two-byte id", []byte{1, 0x81}, false},
+		{"truncated three-byte id", []byte{0xa0, 0x9c}, false},
+		{"overlong", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false},
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Location i has the number of the reversed list, so that
-			// the key must follow the sample's indices.
-			n := len(tt.numbers)
-			pcs := make([]uint32, n)
-			s := profile.Sample{Labels: labels}
-			for i, num := range tt.numbers {
-				pcs[n-1-i] = num
-				s.Locations = append(s.Locations, int32(n-1-i))
+			s := profile.Sample{PackedLocations: tt.packed}
+			if _, ok := appendStackKey(nil, d.locTokens, &s); ok != tt.ok {
+				t.Errorf("ok = %v, want %v", ok, tt.ok)
 			}
-			want := binary.AppendUvarint([]byte("prefix"), uint64(n))
-			for _, num := range tt.numbers {
-				want = binary.AppendUvarint(want, uint64(num))
+			p := &profile.Profile{
+				SampleTypes: make([]profile.ValueType, 1),
+				Locations:   locations(make([]uint64, 20000)),
+				Samples:     []profile.Sample{{PackedLocations: tt.packed, Values: []int64{1}}},
 			}
-			want = append(want, 5, 'b', 'y', 't', 'e', 's', 'n', 0, 2, 0, 0, 0, 0, 0, 0, 0)
-			want = append(want, 1, 'k', 's', 1, 'v')
-			if got := appendStackKey([]byte("prefix"), pcs, &s); !bytes.Equal(got, want) {
-				t.Errorf("got  %v\nwant %v", got, want)
+			if err := d.apply(p); (err == nil) != tt.ok {
+				t.Errorf("apply: %v, want an error: %v", err, !tt.ok)
 			}
 		})
 	}
+}
+
+// locations returns locations with the given program counters.
+func locations(pcs []uint64) []profile.Location {
+	locs := make([]profile.Location, len(pcs))
+	for i, pc := range pcs {
+		locs[i] = profile.Location{Mapping: -1, Address: pc}
+	}
+	return locs
 }
 
 // TestDeltaStateMatchesReference applies windows of random deep stacks to
@@ -313,9 +401,19 @@ func TestDeltaStateMatchesReference(t *testing.T) {
 		}
 
 		want := referenceDelta(p, refPrev, []bool{true, true, false})
-		d.apply(p)
+		// Half the stacks come packed, as a Decoder with
+		// DeferLocations leaves them; ids past 16,383 take three bytes.
+		for i := range p.Samples {
+			if r.IntN(2) == 0 {
+				pack(&p.Samples[i])
+			}
+		}
+		if err := d.apply(p); err != nil {
+			t.Fatalf("window %d: %v", w, err)
+		}
 		got := make([]string, len(p.Samples))
 		for i := range p.Samples {
+			unpack(t, &p.Samples[i])
 			got[i] = formatSample(p, &p.Samples[i])
 		}
 		if !reflect.DeepEqual(got, want) {

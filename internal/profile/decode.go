@@ -38,6 +38,14 @@ type Decoder struct {
 	// DefaultMaxDecompressedSize.
 	MaxDecompressedSize int
 
+	// DeferLocations makes DecodeInto leave each sample's stack packed
+	// (Sample.PackedLocations) where the profile numbers its locations
+	// 1..n in order, as the runtime does, instead of decoding it into
+	// Sample.Locations. Code that reads every stack's identity but the
+	// locations of only a few (a delta that drops unchanged samples) can
+	// then decode just those few with ResolveLocations.
+	DeferLocations bool
+
 	// The runtime's profiles are gzip-compressed in memory: a decoder
 	// for that case, about three times faster than compress/gzip's
 	// streaming Reader, allocating nothing once raw is large enough.
@@ -77,6 +85,7 @@ type Decoder struct {
 
 type sampleEnd struct {
 	locs, vals, labels int
+	packed             span // the packed location ids left undecoded, if end > 0
 }
 
 // Decode decodes one profile like Parse, reusing the Decoder's buffers.
@@ -707,8 +716,13 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 	}
 	p.Samples = sized(d.reuse, p.Samples, len(d.sampleSpans))
 	nTypes := len(p.SampleTypes)
+	// Only DecodeInto may leave stacks packed: they alias the decoded
+	// bytes, which the Decoder reuses.
+	defer_ := d.DeferLocations && d.reuse && d.locationIDs.dense
 	for i, s := range d.sampleSpans {
 		valStart := len(d.vals)
+		locStart := len(d.locs)
+		var packed span // location ids left packed
 		// Readers are declared before their loop, here and elsewhere:
 		// a variable declared in a for statement is copied for every
 		// iteration when its address is taken, as reader's methods do.
@@ -730,10 +744,20 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 					if ps, err = r.bytesField(); err != nil {
 						return err
 					}
+					if defer_ && packed.end == 0 && len(d.locs) == locStart {
+						packed = ps
+						break
+					}
+					if packed, err = d.undefer(b, packed, i); err != nil {
+						return err
+					}
 					if err = d.appendLocationIDs(b, ps, i); err != nil {
 						return err
 					}
 				case wireVarint:
+					if packed, err = d.undefer(b, packed, i); err != nil {
+						return err
+					}
 					id, err := r.varint()
 					if err != nil {
 						return err
@@ -790,7 +814,7 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 		if n := len(d.vals) - valStart; n != nTypes {
 			return fmt.Errorf("profile: sample %d has %d values, want %d (one per sample type)", i, n, nTypes)
 		}
-		d.sampleEnds = append(d.sampleEnds, sampleEnd{locs: len(d.locs), vals: len(d.vals), labels: len(d.labels)})
+		d.sampleEnds = append(d.sampleEnds, sampleEnd{locs: len(d.locs), vals: len(d.vals), labels: len(d.labels), packed: packed})
 	}
 
 	locs := owned(d.reuse, d.locs)
@@ -802,7 +826,40 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 		smp.Locations = subslice(locs, prev.locs, end.locs)
 		smp.Values = subslice(vals, prev.vals, end.vals)
 		smp.Labels = subslice(labels, prev.labels, end.labels)
+		if end.packed.end > 0 {
+			smp.PackedLocations = b[end.packed.start:end.packed.end:end.packed.end]
+		}
 		prev = end
+	}
+	return nil
+}
+
+// undefer decodes location ids left packed for sample, if any, because the
+// sample turned out to have more than one run of them.
+func (d *Decoder) undefer(b []byte, packed span, sample int) (span, error) {
+	if packed.end == 0 {
+		return packed, nil
+	}
+	return span{}, d.appendLocationIDs(b, packed, sample)
+}
+
+// ResolveLocations decodes the stacks that DecodeInto left packed in p's
+// samples into their Locations. p must be the profile of the Decoder's last
+// DecodeInto. It returns an error, and p holds no valid profile, if a
+// sample references a location the profile does not have.
+func (d *Decoder) ResolveLocations(p *Profile) error {
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		if s.PackedLocations == nil {
+			continue
+		}
+		start := len(d.locs)
+		b := s.PackedLocations
+		if err := d.appendLocationIDs(b, span{start: 0, end: len(b)}, i); err != nil {
+			return err
+		}
+		s.Locations = subslice(d.locs, start, len(d.locs))
+		s.PackedLocations = nil
 	}
 	return nil
 }

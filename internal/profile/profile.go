@@ -29,6 +29,13 @@ type Sample struct {
 	Locations []int32
 	Values    []int64
 	Labels    []Label
+
+	// PackedLocations, when not nil, holds the sample's stack still
+	// encoded and Locations is nil: location ids as varints, leaf first,
+	// where id i is Profile.Locations[i-1]. Only a Decoder with
+	// DeferLocations set leaves stacks packed, and its ResolveLocations
+	// decodes them; the ids have not been checked.
+	PackedLocations []byte
 }
 
 // Label is a pprof label: either a string label (Str set) or a numeric label
