@@ -1,24 +1,25 @@
 package export
 
 import (
-	"compress/gzip"
 	"io"
 	"sync"
+
+	"github.com/pprofotel/profiler/internal/deflate"
 )
 
-// compressLevel is the gzip level of every compressed request. The profiler
-// pays the compression every window, in the application's process; on a
-// request of 7,000 heap stacks the fastest level took about a fifth of the
-// default level's CPU time for an output about 13% larger.
-const compressLevel = gzip.BestSpeed
-
-// Gzip compresses request bodies the way the OTLP exporters send them:
-// gzip at gzip.BestSpeed, through one writer kept from one request to the
-// next, because a new writer allocates close to a megabyte of state.
+// Gzip compresses request bodies the way the OTLP exporters send them, with
+// one deflate.Compressor kept from one request to the next.
+//
+// The exporters used compress/gzip at gzip.BestSpeed: on a request of 7,000
+// heap stacks that level took about a fifth of the default level's CPU
+// time for an output about 13% larger. internal/deflate writes streams the
+// same size or smaller in about half of that level's time (23 KB mutex
+// request: 164-231 µs against 343-517 µs, benchmarked side by side), and
+// allocates nothing once warm.
 //
 // The zero value is ready to use. A Gzip is not safe for concurrent use.
 type Gzip struct {
-	zw *gzip.Writer
+	c *deflate.Compressor // its tables take 64 KB: made on first use
 	// last is the size of the previous output, a capacity hint for the
 	// next one.
 	last int
@@ -32,31 +33,15 @@ func (g *Gzip) Append(dst, src []byte) []byte {
 		copy(grown, dst)
 		dst = grown
 	}
-	w := appendWriter{b: dst}
-	if g.zw == nil {
-		// The level is a constant the package accepts, so NewWriterLevel
-		// cannot fail.
-		g.zw, _ = gzip.NewWriterLevel(&w, compressLevel)
-	} else {
-		g.zw.Reset(&w)
+	if g.c == nil {
+		g.c = new(deflate.Compressor)
 	}
-	// appendWriter never fails, so neither can the gzip writer.
-	_, _ = g.zw.Write(src)
-	_ = g.zw.Close()
-	g.zw.Reset(nil) // do not keep the caller's buffer reachable
-	g.last = len(w.b) - len(dst)
-	return w.b
+	out := g.c.AppendGzip(dst, src)
+	g.last = len(out) - len(dst)
+	return out
 }
 
-// appendWriter is an io.Writer appending to a slice.
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
-}
-
-// grpcGzip compresses gRPC messages at compressLevel for one connection.
+// grpcGzip compresses gRPC messages like Gzip, for one connection.
 //
 // gRPC's registered "gzip" compressor runs at the level set by
 // google.golang.org/grpc/encoding/gzip.SetLevel, which is process-wide and
@@ -71,24 +56,18 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 type grpcGzip struct {
 	// gRPC may call Do from several streams at once; the exporter makes
 	// one call at a time, so the lock is never contended.
-	mu sync.Mutex
-	zw *gzip.Writer
+	mu  sync.Mutex
+	gz  Gzip
+	buf []byte
 }
 
 // Do writes the gzip stream of p to w.
 func (c *grpcGzip) Do(w io.Writer, p []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.zw == nil {
-		c.zw, _ = gzip.NewWriterLevel(w, compressLevel)
-	} else {
-		c.zw.Reset(w)
-	}
-	defer c.zw.Reset(nil) // do not keep gRPC's buffer reachable
-	if _, err := c.zw.Write(p); err != nil {
-		return err
-	}
-	return c.zw.Close()
+	c.buf = c.gz.Append(c.buf[:0], p)
+	_, err := w.Write(c.buf)
+	return err
 }
 
 // Type names the encoding, as the grpc-encoding header carries it.
