@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -17,10 +16,10 @@ import (
 //
 // Stacks are identified by their program counters and labels, not by pprof
 // location ids: the runtime numbers locations afresh on every write, but a
-// program counter names the same code for the life of the process. The
-// program counters enter a stack's key as a 128-bit hash (stackHash), so
-// that reading a stack costs one pass over its location ids, with nothing
-// written per frame; its labels enter the key as they are.
+// program counter names the same code for the life of the process. A
+// stack's key is a 128-bit hash of its program counters (stackHash) and
+// labels, so that reading a stack costs one pass over its location ids,
+// with nothing written per frame.
 //
 // The totals reported so far live in two tables that take turns: apply
 // reads the previous profile's table and writes the current profile's
@@ -32,18 +31,17 @@ type deltaState struct {
 	// isDelta[i] tells whether sample value i is cumulative. Heap profiles
 	// mix cumulative (alloc_*) and snapshot (inuse_*) values.
 	isDelta []bool
-	seed    maphash.Seed
 	// prev holds the totals reported up to the previous profile; cur is
 	// filled from it by apply and then swapped with it.
 	prev, cur stackTable
-	key       []byte // the stack key of the sample being applied
+	labels    []byte // the labels of the sample being applied, as bytes
 	// pcTokens holds two random 64-bit tokens for every program counter
 	// seen: the hash of a stack combines its frames' tokens. Program
 	// counters keep their meaning for the life of the process, and there
 	// are only as many as the binary has call sites, so they are never
 	// forgotten.
 	pcTokens  map[uint64][2]uint64
-	tokenSeed [2]maphash.Seed
+	tokenSeed [2]maphash.Seed // also hashes labels
 	// locTokens holds the tokens of each location of the profile being
 	// applied.
 	locTokens [][2]uint64
@@ -52,17 +50,37 @@ type deltaState struct {
 // stackTable maps stack keys to the cumulative values reported for them,
 // so that adding a stack allocates nothing once the buffers have grown.
 type stackTable struct {
-	keys   hashindex.Keys
+	index  hashindex.Index
+	keys   [][2]uint64
 	values []int64 // entry e's totals are values[e*n : e*n+n]
 }
 
 // reset empties t for a profile of the given number of samples, with room
-// for the key bytes and values like holds and an eighth more, so that a
-// table filled for a profile like the last one, or slightly larger, does
-// not grow: growing copies all the keys.
+// for as many entries as like holds and an eighth more, so that a table
+// filled for a profile like the last one, or slightly larger, does not
+// grow.
 func (t *stackTable) reset(samples int, like *stackTable) {
-	t.keys.Reset(samples, like.keys.Size()+like.keys.Size()/8)
+	t.index.Reset(samples)
+	t.keys = slices.Grow(t.keys[:0], len(like.keys)+len(like.keys)/8)
 	t.values = slices.Grow(t.values[:0], len(like.values)+len(like.values)/8)
+}
+
+// find returns the entry of key k, or -1 and where to add it.
+func (t *stackTable) find(k [2]uint64) (int32, hashindex.Probe) {
+	// k is a hash already.
+	p := t.index.Probe(k[0])
+	for e := t.index.Next(&p); e >= 0; e = t.index.Next(&p) {
+		if t.keys[e] == k {
+			return e, p
+		}
+	}
+	return -1, p
+}
+
+// add adds key k where find stopped, as the next entry.
+func (t *stackTable) add(p *hashindex.Probe, k [2]uint64) {
+	t.index.Insert(p, int32(len(t.keys)))
+	t.keys = append(t.keys, k)
 }
 
 // newDeltaState returns the state for a profile whose values at the given
@@ -74,7 +92,6 @@ func newDeltaState(numValues int, cumulative ...int) *deltaState {
 	}
 	return &deltaState{
 		isDelta:   isDelta,
-		seed:      maphash.MakeSeed(),
 		pcTokens:  make(map[uint64][2]uint64),
 		tokenSeed: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
@@ -133,12 +150,11 @@ func (d *deltaState) apply(p *profile.Profile) error {
 		if len(s.Values) != n {
 			continue
 		}
-		var ok bool
-		if d.key, ok = appendStackKey(d.key[:0], d.locTokens, &s); !ok {
+		k, ok := d.stackKey(&s)
+		if !ok {
 			return fmt.Errorf("collect: sample %d references a location the profile does not have", i)
 		}
-		h := d.keyHash(d.key)
-		e, at := cur.keys.Find(h, d.key)
+		e, at := cur.find(k)
 		if e >= 0 {
 			dst := merged[e].Values
 			for j, v := range s.Values {
@@ -146,14 +162,14 @@ func (d *deltaState) apply(p *profile.Profile) error {
 			}
 			continue
 		}
-		cur.keys.Add(&at, d.key)
+		cur.add(&at, k)
 		// The runtime writes its stacks in the same order every time,
 		// so the entry after the last one found is likely the one.
 		var pe int32
-		if int(guess) < prev.keys.Len() && bytes.Equal(prev.keys.Key(guess), d.key) {
+		if int(guess) < len(prev.keys) && prev.keys[guess] == k {
 			pe = guess
 		} else {
-			pe, _ = prev.keys.Find(h, d.key)
+			pe, _ = prev.find(k)
 		}
 		if pe >= 0 {
 			guess = pe + 1
@@ -194,35 +210,36 @@ func (d *deltaState) apply(p *profile.Profile) error {
 	return nil
 }
 
-// keyHash returns the hash of a stack key for the tables' index. A key
-// without labels is the stack's hash already.
-func (d *deltaState) keyHash(key []byte) uint64 {
-	if len(key) == 16 {
-		return binary.LittleEndian.Uint64(key)
+// stackKey returns the identity of s: the hash of its program counters
+// and, if it has labels, of them too. It reports false if a packed stack
+// is malformed or references a location the profile does not have.
+func (d *deltaState) stackKey(s *profile.Sample) ([2]uint64, bool) {
+	h, ok := stackHash(d.locTokens, s)
+	if len(s.Labels) == 0 || !ok {
+		return h, ok
 	}
-	return maphash.Bytes(d.seed, key)
+	d.labels = appendLabels(d.labels[:0], s.Labels)
+	return [2]uint64{
+		mix(h[0] ^ maphash.Bytes(d.tokenSeed[0], d.labels)),
+		mix(h[1] ^ maphash.Bytes(d.tokenSeed[1], d.labels)),
+	}, true
 }
 
-// appendStackKey appends the identity of s: the hash of its program
-// counters, by their tokens in locTokens, then its labels. It reports false
-// if a packed stack is malformed or references a location beyond locTokens.
-func appendStackKey(key []byte, locTokens [][2]uint64, s *profile.Sample) ([]byte, bool) {
-	h, ok := stackHash(locTokens, s)
-	key = binary.LittleEndian.AppendUint64(key, h[0])
-	key = binary.LittleEndian.AppendUint64(key, h[1])
-	for i := range s.Labels {
-		l := &s.Labels[i]
-		key = appendString(key, l.Key)
+// appendLabels appends labels in a form that tells every label set apart.
+func appendLabels(b []byte, labels []profile.Label) []byte {
+	for i := range labels {
+		l := &labels[i]
+		b = appendString(b, l.Key)
 		if l.IsNum {
-			key = append(key, 'n')
-			key = binary.LittleEndian.AppendUint64(key, uint64(l.Num))
-			key = appendString(key, l.NumUnit)
+			b = append(b, 'n')
+			b = binary.LittleEndian.AppendUint64(b, uint64(l.Num))
+			b = appendString(b, l.NumUnit)
 		} else {
-			key = append(key, 's')
-			key = appendString(key, l.Str)
+			b = append(b, 's')
+			b = appendString(b, l.Str)
 		}
 	}
-	return key, ok
+	return b
 }
 
 // stackHash returns the 128-bit hash of a stack: two independent 64-bit

@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -220,12 +219,12 @@ func TestStackKey(t *testing.T) {
 	d := newDeltaState(1, 0)
 	d.apply(&profile.Profile{SampleTypes: make([]profile.ValueType, 1), Locations: locations(pcs)})
 	labels := []profile.Label{{Key: "bytes", Num: 512, IsNum: true}, {Key: "k", Str: "v"}}
-	key := func(locs []int32, labels []profile.Label, packed bool) []byte {
+	key := func(locs []int32, labels []profile.Label, packed bool) [2]uint64 {
 		s := profile.Sample{Locations: locs, Labels: labels}
 		if packed {
 			pack(&s)
 		}
-		k, ok := appendStackKey(nil, d.locTokens, &s)
+		k, ok := d.stackKey(&s)
 		if !ok {
 			t.Fatalf("stack %v: not ok", locs)
 		}
@@ -251,17 +250,19 @@ func TestStackKey(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/packed=%v", tt.name, packed), func(t *testing.T) {
 				got := key(tt.locs, labels, packed)
 				want := key(base, labels, false)
-				if bytes.Equal(got, want) != tt.equal {
+				if (got == want) != tt.equal {
 					t.Errorf("key %x, base's %x: equal = %v, want %v", got, want, !tt.equal, tt.equal)
 				}
-				// The labels follow the 16 bytes of the hash as
-				// they are.
-				wantLabels := []byte{5, 'b', 'y', 't', 'e', 's', 'n', 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 'k', 's', 1, 'v'}
-				if len(got) != 16+len(wantLabels) || !bytes.Equal(got[16:], wantLabels) {
-					t.Errorf("key %x: want 16 bytes of hash, then %x", got, wantLabels)
-				}
-				if bytes.Equal(key(tt.locs, nil, packed), got) {
-					t.Error("labels do not change the key")
+				for _, other := range [][]profile.Label{
+					nil,
+					labels[:1],
+					{labels[1], labels[0]},
+					{{Key: "bytes", Num: 512, NumUnit: "bytes", IsNum: true}, labels[1]},
+					{labels[0], {Key: "k", Str: "w"}},
+				} {
+					if key(tt.locs, other, packed) == got {
+						t.Errorf("labels %v give the key of %v", other, labels)
+					}
 				}
 			})
 		}
@@ -286,7 +287,7 @@ func TestStackKeyRejectsBadPackedStacks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := profile.Sample{PackedLocations: tt.packed}
-			if _, ok := appendStackKey(nil, d.locTokens, &s); ok != tt.ok {
+			if _, ok := d.stackKey(&s); ok != tt.ok {
 				t.Errorf("ok = %v, want %v", ok, tt.ok)
 			}
 			p := &profile.Profile{
