@@ -15,6 +15,7 @@ import (
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pprofotel/profiler/internal/profile"
 )
@@ -502,4 +503,74 @@ func rawProfile(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// TestMalformedStackLeavesProfileOut checks that a stack the decoder leaves
+// packed for the delta, which references a location the profile does not
+// have, leaves that profile out of the window, counted, like any other
+// profile that cannot be read.
+func TestMalformedStackLeavesProfileOut(t *testing.T) {
+	// A mutex profile of three locations, numbered 1..3, and one sample of
+	// the given location ids, in protobuf (profile.proto's field numbers).
+	varint := func(b []byte, field protowire.Number, v uint64) []byte {
+		return protowire.AppendVarint(protowire.AppendTag(b, field, protowire.VarintType), v)
+	}
+	bytesField := func(b []byte, field protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, field, protowire.BytesType), m)
+	}
+	packed := func(vs ...uint64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = protowire.AppendVarint(b, v)
+		}
+		return b
+	}
+	build := func(ids ...uint64) []byte {
+		var p []byte
+		p = bytesField(p, 1, varint(varint(nil, 1, 1), 2, 2)) // contentions/count
+		p = bytesField(p, 1, varint(varint(nil, 1, 3), 2, 4)) // delay/nanoseconds
+		p = bytesField(p, 2, bytesField(bytesField(nil, 1, packed(ids...)), 2, packed(5, 7)))
+		for id := uint64(1); id <= 3; id++ {
+			p = bytesField(p, 4, varint(varint(nil, 1, id), 3, 0x1000*id))
+		}
+		for _, s := range []string{"", "contentions", "count", "delay", "nanoseconds"} {
+			p = bytesField(p, 6, []byte(s))
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		ids  []uint64
+		ok   bool
+	}{
+		{"valid", []uint64{1, 2, 3}, true},
+		{"unknown location", []uint64{1, 2, 4}, false},
+		{"location id zero", []uint64{0, 1, 2}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := build(tt.ids...)
+			stats := new(Stats)
+			c, err := New(Config{Profiles: []string{Mutex}, Stats: stats, Source: func(_ string, w io.Writer) error {
+				_, err := w.Write(data)
+				return err
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Unix(0, 0)
+			c.Start(now)
+			w := c.Collect(now.Add(time.Second))
+			if got := len(w.Profiles) == 1; got != tt.ok {
+				t.Errorf("window has %d profiles, want the mutex profile: %v", len(w.Profiles), tt.ok)
+			}
+			wantErrors := int64(0)
+			if !tt.ok {
+				wantErrors = 2 // the baseline and the window
+			}
+			if got := stats.Errors.Load(); got != wantErrors {
+				t.Errorf("%d errors counted, want %d", got, wantErrors)
+			}
+		})
+	}
 }
