@@ -86,6 +86,9 @@ func sum(data map[string][]byte) int {
 //     records through //go:linkname and write gzipped pprof (pprof-gz-B).
 //   - paired: ours and naive again, alternating window by window, for the
 //     ratio of their times (ours/naive) under the same machine conditions.
+//   - write-ours: the runtime's write of the live state, then ours on that
+//     very output, window by window, for ours/write under the same machine
+//     conditions.
 func BenchmarkWindow(b *testing.B) {
 	src := largeSource()
 	seqs := make(map[string]*sequence)
@@ -141,6 +144,9 @@ func BenchmarkWindow(b *testing.B) {
 		})
 		b.Run(k.name+"/paired", func(b *testing.B) {
 			benchPaired(b, seqs[k.name], k.names)
+		})
+		b.Run(k.name+"/write-ours", func(b *testing.B) {
+			benchWriteThenOurs(b, src, k.names)
 		})
 	}
 }
@@ -271,6 +277,50 @@ func benchPaired(b *testing.B, seq *sequence, names []string) {
 	b.ReportMetric(float64(ns[0].Nanoseconds())/float64(b.N), "ours-ns/op")
 	b.ReportMetric(float64(ns[1].Nanoseconds())/float64(b.N), "naive-ns/op")
 	b.ReportMetric(float64(ns[0])/float64(ns[1]), "ours/naive")
+}
+
+// benchWriteThenOurs times, in each window, the runtime writing the live
+// state (write-ns/op) and then ours processing exactly that output
+// (ours-ns/op), and reports their ratio. The write and ours variants run
+// minutes apart in a round; this pairs each of ours' windows with the
+// write that produced it.
+func benchWriteThenOurs(b *testing.B, src *gen.Source, names []string) {
+	b.StopTimer()
+	base, err := snapshot(names)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := newOurs(names, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src.Advance(advanceFraction)
+	if data, err := snapshot(names); err != nil {
+		b.Fatal(err)
+	} else if _, err := p.window(data); err != nil { // the steady state, untimed
+		b.Fatal(err)
+	}
+	var write, ours time.Duration
+	for range b.N {
+		src.Advance(advanceFraction)
+		runtime.GC()
+		b.StartTimer()
+		start := time.Now()
+		data, err := snapshot(names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		if _, err := p.window(data); err != nil {
+			b.Fatal(err)
+		}
+		ours += time.Since(mid)
+		write += mid.Sub(start)
+		b.StopTimer()
+	}
+	b.ReportMetric(float64(write.Nanoseconds())/float64(b.N), "write-ns/op")
+	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ours-ns/op")
+	b.ReportMetric(float64(ours)/float64(write), "ours/write")
 }
 
 // BenchmarkRetained runs the profiler's pipeline for 1,000 windows of the
