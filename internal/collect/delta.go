@@ -265,9 +265,7 @@ func stackHash(locTokens [][2]uint64, s *profile.Sample) ([2]uint64, bool) {
 			if uint(li) >= uint(len(locTokens)) {
 				return [2]uint64{}, false
 			}
-			t := &locTokens[li]
-			h0 = bits.RotateLeft64(h0^t[0], 29) * 0x9fb21c651e98df25
-			h1 = bits.RotateLeft64(h1^t[1], 31) * 0xff51afd7ed558ccd
+			h0, h1 = fold(h0, h1, &locTokens[li])
 		}
 		frames = len(s.Locations)
 	} else {
@@ -292,12 +290,16 @@ func stackHash(locTokens [][2]uint64, s *profile.Sample) ([2]uint64, bool) {
 			if id-1 >= uint(len(locTokens)) { // id 0 wraps around
 				return [2]uint64{}, false
 			}
-			t := &locTokens[id-1]
-			h0 = bits.RotateLeft64(h0^t[0], 29) * 0x9fb21c651e98df25
-			h1 = bits.RotateLeft64(h1^t[1], 31) * 0xff51afd7ed558ccd
+			h0, h1 = fold(h0, h1, &locTokens[id-1])
 		}
 	}
 	return [2]uint64{mix(h0 ^ uint64(frames)), mix(h1 ^ uint64(frames))}, true
+}
+
+// fold is stackHash's step: it folds a frame's tokens into the two lanes.
+func fold(h0, h1 uint64, t *[2]uint64) (uint64, uint64) {
+	return bits.RotateLeft64(h0^t[0], 29) * 0x9fb21c651e98df25,
+		bits.RotateLeft64(h1^t[1], 31) * 0xff51afd7ed558ccd
 }
 
 // mix is the final step of MurmurHash3's 64-bit hash: it spreads every bit

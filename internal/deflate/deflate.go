@@ -14,9 +14,12 @@ const (
 	tableBits = 14 // hash table of 16,384 positions: 64 KB, cleared per call
 
 	// blockTokens and blockInput bound the tokens and input of one block,
-	// so that its Huffman codes follow the data as it changes.
+	// so that its Huffman codes follow the data as it changes. A block
+	// ends at the first token boundary past blockInput bytes, at most a
+	// match or a step later, which keeps a block that is stored within
+	// one stored block's 65,535 bytes.
 	blockTokens = 1 << 15
-	blockInput  = 1 << 16
+	blockInput  = 0xffff - maxMatch - 33
 
 	endBlock    = 256
 	numLitLen   = 286
@@ -68,8 +71,10 @@ func (c *Compressor) AppendGzip(dst, src []byte) []byte {
 // appendDeflate appends the DEFLATE stream of src to dst.
 func (c *Compressor) appendDeflate(dst, src []byte) []byte {
 	c.w = bitWriter{out: dst}
-	if len(src) == 0 {
-		c.storedBlock(nil, true)
+	if len(src) == 0 || uint64(len(src)) >= 1<<32-1 {
+		// The table holds 32-bit positions: an input of 4 GiB or more,
+		// far more than a request, is stored as it is.
+		c.storedBlock(src, true)
 		return c.w.flush()
 	}
 	clear(c.table[:])
@@ -87,6 +92,14 @@ func (c *Compressor) appendDeflate(dst, src []byte) []byte {
 			// that data that repeats again after a long stretch that
 			// did not is still searched closely.
 			i += 1 + min(i-litStart, 1<<10)>>5
+			if i-blockStart >= blockInput {
+				// A long run of literals ends a block too, which
+				// bounds a block's symbol frequencies.
+				c.addLiterals(src[litStart:i])
+				litStart = i
+				c.block(src[blockStart:i], false)
+				blockStart = i
+			}
 			continue
 		}
 		n := minMatch + matchLen(src[cand+minMatch:], src[i+minMatch:min(len(src), i+maxMatch)])

@@ -98,6 +98,9 @@ func inputs(t testing.TB) []struct {
 			return b
 		}()},
 		{"random (stored)", random(200_000)},
+		// More literals than a block's frequencies could count if
+		// a run of literals did not end blocks.
+		{"random, 9 MB", random(9 << 20)},
 		{"random, small", random(100)},
 		{"text", []byte(text.String())},
 		{"matches at the window's limit", far},

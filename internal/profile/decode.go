@@ -718,7 +718,7 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 	nTypes := len(p.SampleTypes)
 	// Only DecodeInto may leave stacks packed: they alias the decoded
 	// bytes, which the Decoder reuses.
-	defer_ := d.DeferLocations && d.reuse && d.locationIDs.dense
+	deferIDs := d.DeferLocations && d.reuse && d.locationIDs.dense
 	for i, s := range d.sampleSpans {
 		valStart := len(d.vals)
 		locStart := len(d.locs)
@@ -744,7 +744,7 @@ func (d *Decoder) decodeSamples(b []byte, p *Profile) error {
 					if ps, err = r.bytesField(); err != nil {
 						return err
 					}
-					if defer_ && packed.end == 0 && len(d.locs) == locStart {
+					if deferIDs && packed.end == 0 && len(d.locs) == locStart {
 						packed = ps
 						break
 					}
