@@ -136,15 +136,11 @@ func BenchmarkWindow(b *testing.B) {
 			}
 			b.ReportMetric(float64(buf.Len()), "pprof-gz-B")
 		})
-		b.Run(k.name+"/ours", func(b *testing.B) {
-			benchPipeline(b, seqs[k.name], func(base map[string][]byte) (pipeline, error) { return newOurs(k.names, base) })
-		})
-		b.Run(k.name+"/naive", func(b *testing.B) {
-			benchPipeline(b, seqs[k.name], func(base map[string][]byte) (pipeline, error) { return newNaive(k.names, base) })
-		})
-		b.Run(k.name+"/paired", func(b *testing.B) {
-			benchPaired(b, seqs[k.name], k.names)
-		})
+		ours := func(base map[string][]byte) (pipeline, error) { return newOurs(k.names, base) }
+		naive := func(base map[string][]byte) (pipeline, error) { return newNaive(k.names, base) }
+		b.Run(k.name+"/ours", func(b *testing.B) { benchPipeline(b, seqs[k.name], ours) })
+		b.Run(k.name+"/naive", func(b *testing.B) { benchPipeline(b, seqs[k.name], naive) })
+		b.Run(k.name+"/paired", func(b *testing.B) { benchPaired(b, seqs[k.name], ours, naive) })
 		b.Run(k.name+"/write-ours", func(b *testing.B) {
 			benchWriteThenOurs(b, src, k.names)
 		})
@@ -187,37 +183,43 @@ func (s *sequence) window(i int) (map[string][]byte, error) {
 	return s.windows[i], nil
 }
 
-func benchPipeline(b *testing.B, seq *sequence, newPipeline func(map[string][]byte) (pipeline, error)) {
+type newPipeline func(baseline map[string][]byte) (pipeline, error)
+
+// readyPipelines makes a pipeline with each of news, window 0 of seq as its
+// baseline, and runs window 1 through it untimed, so that the benchmark
+// sees the steady state. It records the windows up to 1+n, the ones to
+// time, before returning after a GC: so that the variant that happens to
+// run first does not have the runtime's write and the source's work (and
+// the collection of their garbage) between its timed windows while the
+// other has not.
+func readyPipelines(b *testing.B, seq *sequence, n int, news ...newPipeline) []pipeline {
 	b.StopTimer()
-	base, err := seq.window(0)
-	if err != nil {
+	if _, err := seq.window(1 + n); err != nil {
 		b.Fatal(err)
 	}
-	p, err := newPipeline(base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// One window untimed, so the benchmark sees the steady state.
-	data, err := seq.window(1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.window(data); err != nil {
-		b.Fatal(err)
-	}
-	// Every window is recorded before the first is timed, so that the
-	// variant that happens to run first does not have the runtime's write
-	// and the source's work (and the collection of their garbage) between
-	// its timed windows while the other has not.
-	if _, err = seq.window(1 + b.N); err != nil {
-		b.Fatal(err)
+	out := make([]pipeline, len(news))
+	for i, newP := range news {
+		p, err := newP(seq.windows[0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.window(seq.windows[1]); err != nil {
+			b.Fatal(err)
+		}
+		out[i] = p
 	}
 	runtime.GC()
+	return out
+}
+
+func benchPipeline(b *testing.B, seq *sequence, newP newPipeline) {
+	p := readyPipelines(b, seq, b.N, newP)[0]
 	b.ReportAllocs()
 	size, in := 0, 0
 	var writeNs int64
+	var err error
 	for i := range b.N {
-		data = seq.windows[2+i]
+		data := seq.windows[2+i]
 		in = sum(data)
 		writeNs += seq.writeNs[2+i]
 		b.StartTimer()
@@ -237,30 +239,8 @@ func benchPipeline(b *testing.B, seq *sequence, newPipeline func(map[string][]by
 // separate ours and naive benchmarks run minutes apart in a round, and on a
 // shared machine the speed of the machine can change by a third in that
 // time; here both see it alike.
-func benchPaired(b *testing.B, seq *sequence, names []string) {
-	b.StopTimer()
-	base, err := seq.window(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	o, err := newOurs(names, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	n, err := newNaive(names, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pipelines := [2]pipeline{o, n}
-	if _, err = seq.window(1 + b.N); err != nil {
-		b.Fatal(err)
-	}
-	for _, p := range pipelines { // the steady state, untimed
-		if _, err := p.window(seq.windows[1]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	runtime.GC()
+func benchPaired(b *testing.B, seq *sequence, ours, naive newPipeline) {
+	pipelines := readyPipelines(b, seq, b.N, ours, naive)
 	var ns [2]time.Duration
 	b.StartTimer()
 	for i := range b.N {

@@ -251,9 +251,8 @@ func appendLabels(b []byte, labels []profile.Label) []byte {
 // 2^-128 (the tokens are random per process), far below anything a process
 // could meet in its life, even with a million stacks a window. Identifying
 // stacks by a hash rather than by their program counters written out, as
-// dd-trace-go's fastdelta also does, halves the cost of reading a stack
-// (2.5-3.6 against 5.5-6.7 ns per frame, measured on a mutex window's
-// stacks): this is the innermost loop of apply.
+// dd-trace-go's fastdelta also does, writes nothing per frame: this is the
+// innermost loop of apply (benchmark/README.md has the measurements).
 //
 // A packed stack is read straight from its location ids, which the runtime
 // numbers 1..len(locTokens).

@@ -2,7 +2,7 @@
 // numbers, for the tables of the profiler that have an entry per sample or
 // stack and are rebuilt every window. The owner of an Index keeps the keys
 // and tells them apart; the index only finds the entries whose hash may
-// match. Keys is such an owner for byte-string keys kept in one arena.
+// match.
 //
 // It does what a map[uint64]int32 with colliding entries chained does, for
 // less: with thousands of keys, each map access costs a cache miss or two

@@ -1,18 +1,25 @@
 package otlp
 
 import (
+	"bytes"
 	"hash/maphash"
+	"slices"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
 )
 
-// keyIndex numbers byte-string keys in the order they are added, hashing
-// them with maphash (see hashindex.Keys).
+// keyIndex numbers byte-string keys in the order they are added, like a
+// map[string]int32 whose values count up from 0, but allocates nothing once
+// its buffers have grown to the size of a window: a map[string] insert must
+// allocate a string for every new key. Keys are copied into one reused
+// arena and found through a hashindex.Index of their maphash hashes.
 type keyIndex struct {
 	seed maphash.Seed
 	// hash replaces maphash when set; tests use it to force collisions.
-	hash func([]byte) uint64
-	keys hashindex.Keys
+	hash  func([]byte) uint64
+	index hashindex.Index
+	ends  []int // key number -> end of the key in arena
+	arena []byte
 }
 
 func newKeyIndex() keyIndex {
@@ -24,8 +31,19 @@ func newKeyIndex() keyIndex {
 // than the last would otherwise make append double a buffer, and keep it
 // doubled for good.
 func (x *keyIndex) reset() {
-	n, size := x.keys.Len(), x.keys.Size()
-	x.keys.Reset(n+n/8, size+size/8)
+	n := len(x.ends) + len(x.ends)/8
+	x.index.Reset(n)
+	x.ends = slices.Grow(x.ends[:0], n)
+	x.arena = slices.Grow(x.arena[:0], len(x.arena)+len(x.arena)/8)
+}
+
+// key returns key number e.
+func (x *keyIndex) key(e int32) []byte {
+	start := 0
+	if e > 0 {
+		start = x.ends[e-1]
+	}
+	return x.arena[start:x.ends[e]]
 }
 
 // lookup returns the number of key, adding it as the next number if it is
@@ -37,9 +55,15 @@ func (x *keyIndex) lookup(key []byte) (num int32, found bool) {
 	} else {
 		h = maphash.Bytes(x.seed, key)
 	}
-	e, p := x.keys.Find(h, key)
-	if e >= 0 {
-		return e, true
+	p := x.index.Probe(h)
+	for e := x.index.Next(&p); e >= 0; e = x.index.Next(&p) {
+		if bytes.Equal(x.key(e), key) {
+			return e, true
+		}
 	}
-	return x.keys.Add(&p, key), false
+	e := int32(len(x.ends))
+	x.arena = append(x.arena, key...)
+	x.ends = append(x.ends, len(x.arena))
+	x.index.Insert(&p, e)
+	return e, false
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pprofotel/profiler/internal/inflate"
+	"github.com/pprofotel/profiler/internal/gzipmem"
 )
 
 // DefaultMaxDecompressedSize is the limit, in bytes, on the decompressed size
@@ -49,7 +49,7 @@ type Decoder struct {
 	// The runtime's profiles are gzip-compressed in memory: a decoder
 	// for that case, about three times faster than compress/gzip's
 	// streaming Reader, allocating nothing once raw is large enough.
-	inflate inflate.Decompressor
+	inflate gzipmem.Decompressor
 	raw     []byte // decompressed protobuf, reused
 
 	// Spans of top-level fields, collected in a first pass because the
@@ -159,7 +159,7 @@ func (d *Decoder) gunzip(data []byte) ([]byte, error) {
 	buf, err := d.inflate.AppendGunzip(buf, data, limit)
 	if err != nil {
 		d.raw = buf[:0]
-		if errors.Is(err, inflate.ErrLimit) {
+		if errors.Is(err, gzipmem.ErrLimit) {
 			return nil, fmt.Errorf("profile: decompressed size exceeds the limit of %d bytes (Decoder.MaxDecompressedSize)", limit)
 		}
 		return nil, fmt.Errorf("profile: decompressing: %w", err)

@@ -176,9 +176,9 @@ func TestParseErrors(t *testing.T) {
 		{name: "packed location id 0", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldLocation, pb{}.uint(1, 1)).msg(fieldSample, pb{}.packed(1, 1, 0).packed(2, 1))), wantErr: "sample 0 references unknown location 0"},
 		{name: "two-byte unknown location", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldLocation, pb{}.uint(1, 1)).msg(fieldSample, pb{}.packed(1, 1, 300).packed(2, 1))), wantErr: "sample 0 references unknown location 300"},
 		{name: "truncated packed location id", data: st(pb{}.msg(fieldSampleType, handSampleType()).msg(fieldLocation, pb{}.uint(1, 1)).msg(fieldSample, pb{}.bytes(1, []byte{1, 0x81}).packed(2, 1))), wantErr: "truncated varint"},
-		{name: "bad gzip header", data: []byte{0x1f, 0x8b, 0, 0}, wantErr: "profile: decompressing: inflate: truncated input"},
-		{name: "gzip header of another method", data: []byte{0x1f, 0x8b, 7, 0, 0, 0, 0, 0, 0, 255, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}, wantErr: "profile: decompressing: inflate: invalid gzip header"},
-		{name: "truncated gzip", data: validGz[:len(validGz)-6], wantErr: "profile: decompressing: inflate: truncated input: unexpected EOF"},
+		{name: "bad gzip header", data: []byte{0x1f, 0x8b, 0, 0}, wantErr: "profile: decompressing: gzipmem: truncated input"},
+		{name: "gzip header of another method", data: []byte{0x1f, 0x8b, 7, 0, 0, 0, 0, 0, 0, 255, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}, wantErr: "profile: decompressing: gzipmem: invalid gzip header"},
+		{name: "truncated gzip", data: validGz[:len(validGz)-6], wantErr: "profile: decompressing: gzipmem: truncated input: unexpected EOF"},
 		{name: "gzip bomb", data: bomb, maxSize: 64 << 10, wantErr: "decompressed size exceeds the limit of 65536 bytes"},
 		{name: "gzip exactly one byte over", data: gzipBytes(t, bytes.Repeat([]byte{0}, 1025)), maxSize: 1024, wantErr: "exceeds the limit of 1024 bytes"},
 	}

@@ -61,16 +61,6 @@ func (r results) each(name, unit string) string {
 	return strings.Join(out, ", ")
 }
 
-// rounds returns the ratio a ÷ b of unit in each round, in order.
-func (r results) rounds(a, b, unit string) string {
-	as, bs := r[a][unit], r[b][unit]
-	var out []string
-	for i := range min(len(as), len(bs)) {
-		out = append(out, ratio(as[i], bs[i]))
-	}
-	return strings.Join(out, ", ")
-}
-
 func ms(ns float64) string { return fmt.Sprintf("%.1f", ns/1e6) }
 
 func ratio(a, b float64) string {

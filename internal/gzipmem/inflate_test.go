@@ -1,4 +1,4 @@
-package inflate
+package gzipmem
 
 import (
 	"bytes"
@@ -296,35 +296,21 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
-// bitWriter writes a DEFLATE bit stream for hand-made blocks.
-type bitWriter struct {
-	b     []byte
-	nbits uint
-}
+// blockWriter writes hand-made DEFLATE blocks through the Compressor's bit
+// writer.
+type blockWriter struct{ bitWriter }
 
 // bits writes the low n bits of v, least significant first.
-func (w *bitWriter) bits(v uint64, n uint) {
-	for i := range n {
-		if w.nbits%8 == 0 {
-			w.b = append(w.b, 0)
-		}
-		w.b[len(w.b)-1] |= byte(v>>i&1) << (w.nbits % 8)
-		w.nbits++
-	}
-}
+func (w *blockWriter) bits(v uint64, n uint) { w.write(v, n) }
 
 // code writes an n-bit Huffman code, most significant bit first.
-func (w *bitWriter) code(c uint64, n uint) {
-	for i := int(n) - 1; i >= 0; i-- {
-		w.bits(c>>uint(i), 1)
-	}
-}
+func (w *blockWriter) code(c uint64, n uint) { w.write(uint64(reverse(int(c), uint8(n))), n) }
 
 // dynamicBlock writes a final dynamic block with 257 literal/length and one
 // distance code lengths given by litLens (symbol -> length, others 0), using
 // the code length code {0: "0", 1: "10", 2: "11"}, then the body.
-func dynamicBlock(litLens map[int]int, body func(w *bitWriter)) []byte {
-	w := &bitWriter{}
+func dynamicBlock(litLens map[int]int, body func(w *blockWriter)) []byte {
+	w := &blockWriter{}
 	w.bits(1, 1)  // BFINAL
 	w.bits(2, 2)  // dynamic
 	w.bits(0, 5)  // HLIT: 257
@@ -351,21 +337,21 @@ func dynamicBlock(litLens map[int]int, body func(w *bitWriter)) []byte {
 	}
 	put(1) // one distance code of length 1
 	body(w)
-	return w.b
+	return w.flush()
 }
 
 // fixedBlock writes a final fixed Huffman block with the given body.
-func fixedBlock(body func(w *bitWriter)) []byte {
-	w := &bitWriter{}
+func fixedBlock(body func(w *blockWriter)) []byte {
+	w := &blockWriter{}
 	w.bits(1, 1)
 	w.bits(1, 2)
 	body(w)
-	return w.b
+	return w.flush()
 }
 
 // Fixed code helpers (RFC 1951 section 3.2.6).
-func fixedLiteral(w *bitWriter, c byte) { w.code(0x30+uint64(c), 8) } // c < 144
-func fixedEnd(w *bitWriter)             { w.code(0, 7) }
+func fixedLiteral(w *blockWriter, c byte) { w.code(0x30+uint64(c), 8) } // c < 144
+func fixedEnd(w *blockWriter)             { w.code(0, 7) }
 
 var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}
 
@@ -375,7 +361,7 @@ func TestCorrupt(t *testing.T) {
 	mod := func(f func(b []byte) []byte) []byte { return f(append([]byte{}, valid...)) }
 	// Over-subscribed: three codes of length 1. Incomplete: 1 + 2 bits.
 	// Complete: 1 + 2 + 2 bits, literal 0 then end of block ("0", "11").
-	complete := dynamicBlock(map[int]int{0: 1, 1: 2, 256: 2}, func(w *bitWriter) { w.code(0, 1); w.code(3, 2) })
+	complete := dynamicBlock(map[int]int{0: 1, 1: 2, 256: 2}, func(w *blockWriter) { w.code(0, 1); w.code(3, 2) })
 	tests := []struct {
 		name string
 		src  []byte
@@ -391,41 +377,41 @@ func TestCorrupt(t *testing.T) {
 		{"stored-nlen", wrap(gzipHeader, []byte{1, 2, 0, 0xfd, 0xfe, 'a', 'b'}, []byte("ab")), nil},
 		{"stored-ok", wrap(gzipHeader, []byte{1, 2, 0, 0xfd, 0xff, 'a', 'b'}, []byte("ab")), []byte("ab")},
 		{"dynamic-complete", wrap(gzipHeader, complete, []byte{0}), []byte{0}},
-		{"dynamic-oversubscribed", wrap(gzipHeader, dynamicBlock(map[int]int{0: 1, 1: 1, 256: 1}, func(w *bitWriter) {}), nil), nil},
-		{"dynamic-incomplete", wrap(gzipHeader, dynamicBlock(map[int]int{0: 1, 256: 2}, func(w *bitWriter) { w.code(0, 1); w.code(2, 2) }), []byte{0}), nil},
+		{"dynamic-oversubscribed", wrap(gzipHeader, dynamicBlock(map[int]int{0: 1, 1: 1, 256: 1}, func(w *blockWriter) {}), nil), nil},
+		{"dynamic-incomplete", wrap(gzipHeader, dynamicBlock(map[int]int{0: 1, 256: 2}, func(w *blockWriter) { w.code(0, 1); w.code(2, 2) }), []byte{0}), nil},
 		{"clen-oversubscribed", wrap(gzipHeader, func() []byte {
-			w := &bitWriter{}
+			w := &blockWriter{}
 			w.bits(5, 3)
 			w.bits(0, 14)
 			for range 19 {
 				w.bits(1, 3)
 			}
-			return w.b
+			return w.flush()
 		}(), nil), nil},
-		{"distance-too-far", wrap(gzipHeader, fixedBlock(func(w *bitWriter) {
+		{"distance-too-far", wrap(gzipHeader, fixedBlock(func(w *blockWriter) {
 			fixedLiteral(w, 'a')
 			w.code(1, 7) // length 3
 			w.code(1, 5) // distance 2
 			fixedEnd(w)
 		}), []byte("aaaa")), nil},
-		{"distance-ok", wrap(gzipHeader, fixedBlock(func(w *bitWriter) {
+		{"distance-ok", wrap(gzipHeader, fixedBlock(func(w *blockWriter) {
 			fixedLiteral(w, 'a')
 			w.code(1, 7) // length 3
 			w.code(0, 5) // distance 1
 			fixedEnd(w)
 		}), []byte("aaaa")), []byte("aaaa")},
-		{"distance-into-previous-member", append(gz(t, []byte("abc"), 6, 0), wrap(gzipHeader, fixedBlock(func(w *bitWriter) {
+		{"distance-into-previous-member", append(gz(t, []byte("abc"), 6, 0), wrap(gzipHeader, fixedBlock(func(w *blockWriter) {
 			w.code(1, 7) // length 3
 			w.code(2, 5) // distance 3
 			fixedEnd(w)
 		}), []byte("abc"))...), nil},
-		{"fixed-reserved-length", wrap(gzipHeader, fixedBlock(func(w *bitWriter) {
+		{"fixed-reserved-length", wrap(gzipHeader, fixedBlock(func(w *blockWriter) {
 			fixedLiteral(w, 'a')
 			w.code(0xc6, 8) // symbol 286
 			w.code(0, 5)
 			fixedEnd(w)
 		}), []byte("aaaa")), nil},
-		{"fixed-reserved-distance", wrap(gzipHeader, fixedBlock(func(w *bitWriter) {
+		{"fixed-reserved-distance", wrap(gzipHeader, fixedBlock(func(w *blockWriter) {
 			fixedLiteral(w, 'a')
 			w.code(1, 7)
 			w.code(30, 5) // distance symbol 30

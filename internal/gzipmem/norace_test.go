@@ -1,6 +1,6 @@
 //go:build !race
 
-package inflate
+package gzipmem
 
 // raceEnabled reports whether the race detector is on (see race_test.go).
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package deflate
+package gzipmem
 
 import (
 	"encoding/binary"
@@ -20,13 +20,6 @@ const (
 	// one stored block's 65,535 bytes.
 	blockTokens = 1 << 15
 	blockInput  = 0xffff - maxMatch - 33
-
-	endBlock    = 256
-	numLitLen   = 286
-	numDist     = 30
-	numCodeLen  = 19
-	maxCodeBits = 15 // longest literal/length or distance code
-	maxCLBits   = 7  // longest code length code
 
 	// A token is a literal byte (below 1<<8) or a match: matchFlag, the
 	// length less 3 in bits 16-23 and the distance less one in bits 0-14.
@@ -155,12 +148,12 @@ func matchLen(a, b []byte) int {
 // resets the frequencies for the next.
 func (c *Compressor) block(data []byte, final bool) {
 	c.litFreq[endBlock] = 1
-	c.lit.build(c.litFreq[:], maxCodeBits)
-	c.dist.build(c.distFreq[:], maxCodeBits)
+	c.lit.build(c.litFreq[:], maxCodeLen)
+	c.dist.build(c.distFreq[:], maxCodeLen)
 	nlit, ndist := trimZeros(c.lit.lens[:numLitLen], 257), trimZeros(c.dist.lens[:numDist], 1)
 	c.codeLengthSymbols(nlit, ndist)
 	ncl := numCodeLen
-	for ncl > 4 && c.cl.lens[clOrder[ncl-1]] == 0 {
+	for ncl > 4 && c.cl.lens[codeOrder[ncl-1]] == 0 {
 		ncl--
 	}
 
@@ -215,7 +208,7 @@ func (c *Compressor) dynamicBlock(nlit, ndist, ncl int, final bool) {
 	w.write(uint64(nlit-257), 5)
 	w.write(uint64(ndist-1), 5)
 	w.write(uint64(ncl-4), 4)
-	for _, s := range clOrder[:ncl] {
+	for _, s := range codeOrder[:ncl] {
 		w.write(uint64(c.cl.lens[s]), 3)
 	}
 	for i := 0; i < len(c.clSyms); i++ {
@@ -240,11 +233,11 @@ func (c *Compressor) dynamicBlock(nlit, ndist, ncl int, final bool) {
 		// The code, then its extra bits, in one write of at most
 		// 15 + 5 bits.
 		n := uint(litLens[sym])
-		w.write(uint64(litCodes[sym])|uint64(l-int(lengthBase[lc]))<<n, n+uint(lengthExtra[lc]))
+		w.write(uint64(litCodes[sym])|uint64(l+3-int(lengthBase[lc]))<<n, n+uint(lengthExtra[lc]))
 		d := int(t & 0x7fff)
 		dc := distCode(d)
 		n = uint(distLens[dc])
-		w.write(uint64(distCodes[dc])|uint64(d-int(distBase[dc]))<<n, n+uint(distExtra[dc]))
+		w.write(uint64(distCodes[dc])|uint64(d+1-int(distBase[dc]))<<n, n+uint(distExtra[dc]))
 	}
 	w.write(uint64(litCodes[endBlock]), uint(litLens[endBlock]))
 }
@@ -319,7 +312,7 @@ func (c *Compressor) codeLengthSymbols(nlit, ndist int) {
 			add(l, 0)
 		}
 	}
-	c.cl.build(freq[:], maxCLBits)
+	c.cl.build(freq[:], maxCLLen)
 }
 
 func b2u(b bool) uint64 {

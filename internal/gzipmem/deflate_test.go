@@ -1,4 +1,4 @@
-package deflate
+package gzipmem
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/pprofotel/profiler/internal/inflate"
 )
 
 // gunzip decodes a gzip stream with compress/gzip, the reference reader.
@@ -117,7 +115,7 @@ func inputs(t testing.TB) []struct {
 // both read back every input, through one Compressor reused for all.
 func TestRoundTrip(t *testing.T) {
 	var c Compressor
-	var d inflate.Decompressor
+	var d Decompressor
 	for _, tt := range inputs(t) {
 		t.Run(tt.name, func(t *testing.T) {
 			gz := c.AppendGzip([]byte("prefix"), tt.data)
@@ -130,7 +128,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 			got, err := d.AppendGunzip(nil, gz, len(tt.data)+1)
 			if err != nil || !bytes.Equal(got, tt.data) {
-				t.Fatalf("inflate: %v, %d bytes, want %d", err, len(got), len(tt.data))
+				t.Fatalf("Decompressor: %v, %d bytes, want %d", err, len(got), len(tt.data))
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package inflate
+package gzipmem
 
 import (
 	"encoding/binary"
@@ -12,18 +12,18 @@ import (
 
 // ErrLimit is returned by [Decompressor.AppendGunzip] when the decompressed
 // data would exceed the caller's limit.
-var ErrLimit = errors.New("inflate: decompressed data exceeds limit")
+var ErrLimit = errors.New("gzipmem: decompressed data exceeds limit")
 
 // The errors are sentinels so that failing calls allocate nothing either.
 var (
-	errTruncated = fmt.Errorf("inflate: truncated input: %w", io.ErrUnexpectedEOF)
-	errHeader    = errors.New("inflate: invalid gzip header")
-	errChecksum  = errors.New("inflate: gzip checksum or size mismatch")
-	errBlockType = errors.New("inflate: invalid block type")
-	errStored    = errors.New("inflate: stored block length mismatch")
-	errCodes     = errors.New("inflate: invalid Huffman code lengths")
-	errSymbol    = errors.New("inflate: invalid Huffman code")
-	errDistance  = errors.New("inflate: match distance before start of output")
+	errTruncated = fmt.Errorf("gzipmem: truncated input: %w", io.ErrUnexpectedEOF)
+	errHeader    = errors.New("gzipmem: invalid gzip header")
+	errChecksum  = errors.New("gzipmem: gzip checksum or size mismatch")
+	errBlockType = errors.New("gzipmem: invalid block type")
+	errStored    = errors.New("gzipmem: stored block length mismatch")
+	errCodes     = errors.New("gzipmem: invalid Huffman code lengths")
+	errSymbol    = errors.New("gzipmem: invalid Huffman code")
+	errDistance  = errors.New("gzipmem: match distance before start of output")
 )
 
 // Decompressor decompresses gzip streams held in memory. The zero value is
@@ -293,10 +293,6 @@ func (d *Decompressor) storedBlock(st *state, br *bitReader) error {
 	br.pos, br.bits, br.nbits = p+n, 0, 0
 	return nil
 }
-
-// codeOrder is the order of the code length code lengths (RFC 1951 section
-// 3.2.7).
-var codeOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
 
 // readCodes reads a dynamic block header and builds d.lit and d.dist.
 func (d *Decompressor) readCodes(br *bitReader) error {

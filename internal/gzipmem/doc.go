@@ -23,4 +23,4 @@
 // The package accepts exactly the streams compress/gzip's multistream Reader
 // accepts and produces identical output for them (the fuzz test checks this);
 // see [Decompressor.AppendGunzip] for the details.
-package inflate
+package gzipmem

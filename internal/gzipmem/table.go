@@ -1,4 +1,4 @@
-package inflate
+package gzipmem
 
 import (
 	"math/bits"
@@ -41,11 +41,9 @@ const (
 	flagEnd     = 1 << 14 // end of block
 	flagLink    = 1 << 15 // subtable link
 
-	litBits  = 10 // primary index bits of literal/length tables
-	distBits = 8  // primary index bits of distance tables
-	clenBits = 7  // code length codes are at most 7 bits: no subtables
-
-	maxCodeLen = 15
+	litBits  = 10       // primary index bits of literal/length tables
+	distBits = 8        // primary index bits of distance tables
+	clenBits = maxCLLen // code length codes are short enough to need no subtables
 
 	// Table sizes: primary table plus room for subtables. A complete code of
 	// at most 288 symbols with at most 15 bits needs far fewer subtable
@@ -55,9 +53,6 @@ const (
 	// writing out of range.
 	litTableSize  = 1<<litBits + 288/6*32 + 32
 	distTableSize = 1<<distBits + 32/4*128
-
-	numLitLen = 286 // valid literal/length symbols (286 and 287 are reserved)
-	numDist   = 30  // valid distance symbols (30 and 31 are reserved)
 )
 
 // litInfo, distInfo and clenInfo give the entry bits for every symbol of
@@ -74,27 +69,12 @@ func init() {
 	for i := range 256 {
 		litInfo[i] = flagLiteral | uint32(i)<<16
 	}
-	litInfo[256] = flagEnd
-	// RFC 1951 section 3.2.5: lengths 3..10 have no extra bits, then every
-	// four codes the number of extra bits grows by one; 285 means 258.
-	base := uint32(3)
-	for sym := 257; sym < 285; sym++ {
-		extra := uint32(0)
-		if sym >= 265 {
-			extra = uint32(sym-261) / 4
-		}
-		litInfo[sym] = flagBase | extra | base<<16
-		base += 1 << extra
+	litInfo[endBlock] = flagEnd
+	for c, extra := range lengthExtra {
+		litInfo[257+c] = flagBase | uint32(extra) | uint32(lengthBase[c])<<16
 	}
-	litInfo[285] = flagBase | 258<<16
-	base = 1
-	for sym := range numDist {
-		extra := uint32(0)
-		if sym >= 4 {
-			extra = uint32(sym)/2 - 1
-		}
-		distInfo[sym] = flagBase | extra | base<<16
-		base += 1 << extra
+	for c, extra := range distExtra {
+		distInfo[c] = flagBase | uint32(extra) | uint32(distBase[c])<<16
 	}
 	for sym := range clenInfo {
 		clenInfo[sym] = flagLiteral | uint32(sym)<<16
@@ -129,7 +109,7 @@ func initFixed() {
 	}
 	if !buildTable(fixedLit[:], litBits, lens[:], litInfo[:]) ||
 		!buildTable(fixedDist[:], distBits, dlens[:], distInfo[:]) {
-		panic("inflate: cannot build fixed Huffman tables")
+		panic("gzipmem: cannot build fixed Huffman tables")
 	}
 }
 
@@ -173,13 +153,7 @@ func buildTable(table []uint32, primaryBits uint, lens []uint8, info []uint32) b
 		}
 	}
 
-	// First canonical code of each length (RFC 1951 section 3.2.2).
-	var next [maxCodeLen + 1]int
-	code := 0
-	for l := 1; l <= maxCodeLen; l++ {
-		code = (code + count[l-1]) << 1
-		next[l] = code
-	}
+	next := firstCodes(&count)
 
 	if maxLen > int(primaryBits) {
 		// Size each subtable for the longest code sharing its prefix, then

@@ -1,6 +1,6 @@
 //go:build race
 
-package inflate
+package gzipmem
 
 // raceEnabled reports whether the race detector is on. It slows decoding
 // and compression by an order of magnitude, so the larger tests sample

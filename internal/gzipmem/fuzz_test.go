@@ -1,4 +1,4 @@
-package inflate
+package gzipmem
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ func FuzzAppendGunzip(f *testing.F) {
 	}
 	f.Add(append(gz(f, []byte("a"), 1, 0), gz(f, nil, 6, 0)...))
 	f.Add(gz(f, makeData("runs", 5000, 2), 1, 0))
-	f.Add(wrap(gzipHeader, dynamicBlock(map[int]int{0: 1, 1: 2, 256: 2}, func(w *bitWriter) { w.code(0, 1); w.code(3, 2) }), []byte{0}))
+	f.Add(wrap(gzipHeader, dynamicBlock(map[int]int{0: 1, 1: 2, 256: 2}, func(w *blockWriter) { w.code(0, 1); w.code(3, 2) }), []byte{0}))
 	var d Decompressor
 	f.Fuzz(func(t *testing.T, src []byte) {
 		got, err := d.AppendGunzip(nil, src, fuzzLimit)

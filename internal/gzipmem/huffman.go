@@ -1,7 +1,6 @@
-package deflate
+package gzipmem
 
 import (
-	"math/bits"
 	"slices"
 )
 
@@ -46,20 +45,14 @@ func (h *huffman) build(freq []int32, maxBits int) {
 	}
 
 	// Canonical codes (RFC 1951 section 3.2.2): by length, then symbol.
-	var count [maxCodeBits + 1]uint16
+	var count [maxCodeLen + 1]int
 	for _, l := range h.lens[:len(freq)] {
 		count[l]++
 	}
-	count[0] = 0
-	var next [maxCodeBits + 2]uint16
-	code := uint16(0)
-	for l := 1; l <= maxCodeBits; l++ {
-		code = (code + count[l-1]) << 1
-		next[l] = code
-	}
+	next := firstCodes(&count)
 	for sym, l := range h.lens[:len(freq)] {
 		if l != 0 {
-			h.codes[sym] = bits.Reverse16(next[l]) >> (16 - l)
+			h.codes[sym] = uint16(reverse(next[l], l))
 			next[l]++
 		}
 	}
