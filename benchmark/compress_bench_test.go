@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	kgzip "github.com/klauspost/compress/gzip"
@@ -68,22 +69,33 @@ func (w *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// klauspostLevel is klauspost/compress/gzip at level, one Writer reset
-// for every request.
+// writerEncoder is a gzip Writer reset for every request, writing into
+// dst grown first to an eighth more than the previous output, as
+// export.Gzip sizes its output.
+func writerEncoder(zw interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}, w *appendWriter) func(dst, src []byte) []byte {
+	last := 0
+	return func(dst, src []byte) []byte {
+		w.b = slices.Grow(dst, last+last/8)
+		zw.Reset(w)
+		_, _ = zw.Write(src)
+		_ = zw.Close()
+		last = len(w.b) - len(dst)
+		return w.b
+	}
+}
+
+// klauspostLevel is klauspost/compress/gzip at level.
 func klauspostLevel(level int) func() func(dst, src []byte) []byte {
 	return func() func(dst, src []byte) []byte {
-		var w appendWriter
-		zw, err := kgzip.NewWriterLevel(&w, level)
+		w := new(appendWriter)
+		zw, err := kgzip.NewWriterLevel(w, level)
 		if err != nil {
 			panic(err)
 		}
-		return func(dst, src []byte) []byte {
-			w.b = dst
-			zw.Reset(&w)
-			_, _ = zw.Write(src)
-			_ = zw.Close()
-			return w.b
-		}
+		return writerEncoder(zw, w)
 	}
 }
 
@@ -101,15 +113,9 @@ var gzipEncoders = []gzipEncoder{
 	{"klauspost-3", klauspostLevel(3)},
 	{"klauspost-5", klauspostLevel(5)},
 	{"stdlib-1", func() func(dst, src []byte) []byte {
-		var w appendWriter
-		zw, _ := gzip.NewWriterLevel(&w, gzip.BestSpeed)
-		return func(dst, src []byte) []byte {
-			w.b = dst
-			zw.Reset(&w)
-			_, _ = zw.Write(src)
-			_ = zw.Close()
-			return w.b
-		}
+		w := new(appendWriter)
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		return writerEncoder(zw, w)
 	}},
 }
 
