@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/pprof"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,7 +67,8 @@ type CPUProfiler struct {
 // atomically and may be read at any time.
 type Stats struct {
 	// CPUSkipped counts windows without a CPU profile because the CPU
-	// profiler was in use by someone else.
+	// profiler was in use by someone else, or was stopped by someone else
+	// (a stray pprof.StopCPUProfile) during the window.
 	CPUSkipped atomic.Int64
 	// Errors counts profiles that could not be read or decoded.
 	Errors atomic.Int64
@@ -90,7 +92,7 @@ type Collector struct {
 	buf      bytes.Buffer
 	// The CPU profile of one window is decoded while the next one records,
 	// so two buffers take turns; cpuBufs[cpuCur] is the one recording.
-	cpuBufs [2]bytes.Buffer
+	cpuBufs [2]cpuWriter
 	cpuCur  int
 	// cpuOn tells whether the CPU profile currently records.
 	cpuOn bool
@@ -230,10 +232,19 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
 	var data []byte
 	if c.cpuOn {
-		c.cpuProf.Stop()
+		w := &c.cpuBufs[c.cpuCur]
 		c.cpuOn = false
-		data = c.cpuBufs[c.cpuCur].Bytes()
 		c.cpuCur ^= 1
+		if w.claim() {
+			// Someone else stopped the profile: what it recorded is
+			// theirs, and the profiler may already be theirs again, so
+			// it is not stopped here.
+			c.stats.CPUSkipped.Add(1)
+			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
+		} else {
+			c.cpuProf.Stop()
+			data = w.bytes()
+		}
 	}
 	if next {
 		c.startCPU()
@@ -248,7 +259,7 @@ func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
 // profiler the window goes without CPU data; the next window tries again.
 func (c *Collector) startCPU() {
 	buf := &c.cpuBufs[c.cpuCur]
-	buf.Reset()
+	buf.reset()
 	if err := c.cpuProf.Start(buf); err != nil {
 		c.stats.CPUSkipped.Add(1)
 		if !c.cpuBusyLogged {
@@ -263,6 +274,50 @@ func (c *Collector) startCPU() {
 		c.cpuBusyLogged = false
 	}
 	c.cpuOn = true
+}
+
+// cpuWriter receives a CPU profile. runtime/pprof writes the profile only
+// once it stops, so a write before the collector claims the profile to stop
+// it means that someone else stopped it.
+type cpuWriter struct {
+	// mu orders the profile writer's goroutine against the collector.
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	claimed bool // the collector is stopping the profile
+	early   bool // written to before it was claimed
+}
+
+func (w *cpuWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.claimed {
+		w.early = true
+	}
+	return w.buf.Write(p)
+}
+
+// claim marks the profile as stopped by the collector from now on, and
+// reports whether it had been stopped by someone else.
+func (w *cpuWriter) claim() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.claimed = true
+	return w.early
+}
+
+// bytes returns the recorded profile, once stopped.
+func (w *cpuWriter) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Bytes()
+}
+
+// reset empties the writer for the next profile.
+func (w *cpuWriter) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Reset()
+	w.claimed, w.early = false, false
 }
 
 // read writes the named profile into a reused buffer and decodes it into

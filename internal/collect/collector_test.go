@@ -17,6 +17,7 @@ import (
 	gpprof "github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/pprofotel/profiler/internal/cputest"
 	"github.com/pprofotel/profiler/internal/profile"
 )
 
@@ -572,5 +573,40 @@ func TestMalformedStackLeavesProfileOut(t *testing.T) {
 				t.Errorf("%d errors counted, want %d", got, wantErrors)
 			}
 		})
+	}
+}
+
+// TestStrayStopCPUProfile has the application call pprof.StopCPUProfile
+// in the middle of a window, as a careless one would: that window goes
+// without CPU data and is counted as skipped, and the next one has the
+// CPU profile running again, with samples.
+func TestStrayStopCPUProfile(t *testing.T) {
+	stats := new(Stats)
+	c, err := New(Config{Profiles: []string{CPU, Goroutine}, Stats: stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	pprof.StopCPUProfile() // the application's
+	w := c.Collect(time.Now())
+	for _, p := range w.Profiles {
+		if p.Name == CPU {
+			t.Errorf("the window the application stopped the CPU profile in has a CPU profile of %d samples", len(p.Data.Samples))
+		}
+	}
+	if got := stats.CPUSkipped.Load(); got != 1 {
+		t.Errorf("CPUSkipped = %d, want 1", got)
+	}
+	if err := pprof.StartCPUProfile(io.Discard); err == nil {
+		pprof.StopCPUProfile()
+		t.Fatal("the CPU profiler is free after the window: the collector did not restart it")
+	}
+	cputest.Spin(200 * time.Millisecond)
+	w = c.Stop(time.Now())
+	if p := findProfile(t, w, CPU); len(p.Samples) == 0 {
+		t.Error("the CPU profile of the window after the restart has no samples")
+	}
+	if got := stats.CPUSkipped.Load(); got != 1 {
+		t.Errorf("CPUSkipped = %d after the restarted window, want 1", got)
 	}
 }
