@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -72,7 +73,18 @@ type Stats struct {
 	CPUSkipped atomic.Int64
 	// Errors counts profiles that could not be read or decoded.
 	Errors atomic.Int64
+	// GoroutineSkipped counts windows without a goroutine profile because
+	// more goroutines than Config.MaxGoroutines were running.
+	GoroutineSkipped atomic.Int64
 }
+
+// DefaultMaxGoroutines is the number of goroutines above which the
+// goroutine profile is skipped. The runtime writes that profile while the
+// application's goroutines wait, for a time that grows with their number:
+// BenchmarkGoroutineProfile in benchmark/ measured the write and the
+// lateness of an application's 5 ms ticker at 1,000 to 100,000 parked
+// goroutines (benchmark/README.md, "Goroutine profile").
+const DefaultMaxGoroutines = 10_000
 
 // Collector reads the enabled runtime profiles once per window. It is not
 // safe for concurrent use: the profiler drives it from one goroutine.
@@ -99,8 +111,14 @@ type Collector struct {
 	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
 	// stretch of busy windows.
 	cpuBusyLogged bool
-	deltas        map[string]*deltaState
-	windowStart   time.Time
+	// maxGoroutines is Config.MaxGoroutines with the default applied; 0
+	// is no limit.
+	maxGoroutines int
+	// goroutinesLogged keeps the "too many goroutines" warning to once per
+	// stretch of skipped windows.
+	goroutinesLogged bool
+	deltas           map[string]*deltaState
+	windowStart      time.Time
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -112,6 +130,11 @@ type Config struct {
 	Logger   *slog.Logger
 	// Stats receives the counts; may be nil.
 	Stats *Stats
+	// MaxGoroutines is the number of running goroutines above which a
+	// window goes without its goroutine profile, counted in
+	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
+	// negative value sets no limit.
+	MaxGoroutines int
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -126,6 +149,14 @@ func New(cfg Config) (*Collector, error) {
 		deltas:  make(map[string]*deltaState),
 
 		reusable: make(map[string]*reusedProfile),
+
+		maxGoroutines: cfg.MaxGoroutines,
+	}
+	switch {
+	case c.maxGoroutines == 0:
+		c.maxGoroutines = DefaultMaxGoroutines
+	case c.maxGoroutines < 0:
+		c.maxGoroutines = 0
 	}
 	if c.source == nil {
 		c.source = RuntimeSource
@@ -203,6 +234,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 				continue // the CPU profiler was busy during this window
 			}
 		} else {
+			if name == Goroutine && c.tooManyGoroutines() {
+				continue
+			}
 			p, err = c.read(name)
 		}
 		if err != nil {
@@ -274,6 +308,26 @@ func (c *Collector) startCPU() {
 		c.cpuBusyLogged = false
 	}
 	c.cpuOn = true
+}
+
+// tooManyGoroutines reports whether more goroutines run than the goroutine
+// profile may be written for, counting and logging the skipped profile.
+func (c *Collector) tooManyGoroutines() bool {
+	n := runtime.NumGoroutine()
+	if c.maxGoroutines > 0 && n > c.maxGoroutines {
+		c.stats.GoroutineSkipped.Add(1)
+		if !c.goroutinesLogged {
+			c.logger.Warn("pprofotel: goroutine profile skipped: writing it would hold up the application for too long; will check every window",
+				"goroutines", n, "limit", c.maxGoroutines)
+			c.goroutinesLogged = true
+		}
+		return true
+	}
+	if c.goroutinesLogged {
+		c.logger.Info("pprofotel: goroutine profile resumed", "goroutines", n, "limit", c.maxGoroutines)
+		c.goroutinesLogged = false
+	}
+	return false
 }
 
 // cpuWriter receives a CPU profile. runtime/pprof writes the profile only
