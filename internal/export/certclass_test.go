@@ -3,14 +3,8 @@ package export
 import (
 	"context"
 	"crypto/tls"
-	"io"
-	"log"
-	"net/http/httptest"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/pprofotel/profiler/internal/testcert"
 )
@@ -49,31 +43,7 @@ func TestCertificateFailuresArePermanent(t *testing.T) {
 				t.Run(protocol+"/"+tls.VersionName(version)+"/"+tt.name, func(t *testing.T) {
 					serverTLS := pki.ServerConfig(tt.requireClientCert)
 					serverTLS.MaxVersion = version
-					var endpoint string
-					var received func() int
-					if protocol == ProtocolGRPC {
-						c := &fakeCollector{}
-						endpoint = startGRPC(t, c, grpc.Creds(credentials.NewTLS(serverTLS)))
-						received = func() int {
-							c.mu.Lock()
-							defer c.mu.Unlock()
-							return len(c.requests)
-						}
-					} else {
-						c := &httpCollector{}
-						ts := httptest.NewUnstartedServer(c)
-						ts.TLS = serverTLS
-						ts.EnableHTTP2 = true
-						ts.Config.ErrorLog = log.New(io.Discard, "", 0)
-						ts.StartTLS()
-						t.Cleanup(ts.Close)
-						endpoint = ts.URL + profilesPath
-						received = func() int {
-							c.mu.Lock()
-							defer c.mu.Unlock()
-							return len(c.calls)
-						}
-					}
+					endpoint, received := startTLSCollector(t, protocol, serverTLS)
 					e, err := NewOTLP(OTLPConfig{Protocol: protocol, Endpoint: endpoint, TLS: tt.tls, Timeout: 5 * time.Second})
 					if err != nil {
 						t.Fatalf("NewOTLP: %v", err)
