@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/pprof"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,11 +68,23 @@ type CPUProfiler struct {
 // atomically and may be read at any time.
 type Stats struct {
 	// CPUSkipped counts windows without a CPU profile because the CPU
-	// profiler was in use by someone else.
+	// profiler was in use by someone else, or was stopped by someone else
+	// (a stray pprof.StopCPUProfile) during the window.
 	CPUSkipped atomic.Int64
 	// Errors counts profiles that could not be read or decoded.
 	Errors atomic.Int64
+	// GoroutineSkipped counts windows without a goroutine profile because
+	// more goroutines than Config.MaxGoroutines were running.
+	GoroutineSkipped atomic.Int64
 }
+
+// DefaultMaxGoroutines is the number of goroutines above which the
+// goroutine profile is skipped. The runtime writes that profile while the
+// application's goroutines wait, for a time that grows with their number:
+// BenchmarkGoroutineProfile in benchmark/ measured the write and the
+// lateness of an application's 5 ms ticker at 1,000 to 100,000 parked
+// goroutines (benchmark/README.md, "Goroutine profile").
+const DefaultMaxGoroutines = 10_000
 
 // Collector reads the enabled runtime profiles once per window. It is not
 // safe for concurrent use: the profiler drives it from one goroutine.
@@ -90,15 +104,21 @@ type Collector struct {
 	buf      bytes.Buffer
 	// The CPU profile of one window is decoded while the next one records,
 	// so two buffers take turns; cpuBufs[cpuCur] is the one recording.
-	cpuBufs [2]bytes.Buffer
+	cpuBufs [2]cpuWriter
 	cpuCur  int
 	// cpuOn tells whether the CPU profile currently records.
 	cpuOn bool
 	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
 	// stretch of busy windows.
 	cpuBusyLogged bool
-	deltas        map[string]*deltaState
-	windowStart   time.Time
+	// maxGoroutines is Config.MaxGoroutines with the default applied; 0
+	// is no limit.
+	maxGoroutines int
+	// goroutinesLogged keeps the "too many goroutines" warning to once per
+	// stretch of skipped windows.
+	goroutinesLogged bool
+	deltas           map[string]*deltaState
+	windowStart      time.Time
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -110,6 +130,11 @@ type Config struct {
 	Logger   *slog.Logger
 	// Stats receives the counts; may be nil.
 	Stats *Stats
+	// MaxGoroutines is the number of running goroutines above which a
+	// window goes without its goroutine profile, counted in
+	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
+	// negative value sets no limit.
+	MaxGoroutines int
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -124,6 +149,14 @@ func New(cfg Config) (*Collector, error) {
 		deltas:  make(map[string]*deltaState),
 
 		reusable: make(map[string]*reusedProfile),
+
+		maxGoroutines: cfg.MaxGoroutines,
+	}
+	switch {
+	case c.maxGoroutines == 0:
+		c.maxGoroutines = DefaultMaxGoroutines
+	case c.maxGoroutines < 0:
+		c.maxGoroutines = 0
 	}
 	if c.source == nil {
 		c.source = RuntimeSource
@@ -201,6 +234,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 				continue // the CPU profiler was busy during this window
 			}
 		} else {
+			if name == Goroutine && c.tooManyGoroutines() {
+				continue
+			}
 			p, err = c.read(name)
 		}
 		if err != nil {
@@ -230,10 +266,19 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
 	var data []byte
 	if c.cpuOn {
-		c.cpuProf.Stop()
+		w := &c.cpuBufs[c.cpuCur]
 		c.cpuOn = false
-		data = c.cpuBufs[c.cpuCur].Bytes()
 		c.cpuCur ^= 1
+		if w.claim() {
+			// Someone else stopped the profile: what it recorded is
+			// theirs, and the profiler may already be theirs again, so
+			// it is not stopped here.
+			c.stats.CPUSkipped.Add(1)
+			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
+		} else {
+			c.cpuProf.Stop()
+			data = w.bytes()
+		}
 	}
 	if next {
 		c.startCPU()
@@ -248,7 +293,7 @@ func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
 // profiler the window goes without CPU data; the next window tries again.
 func (c *Collector) startCPU() {
 	buf := &c.cpuBufs[c.cpuCur]
-	buf.Reset()
+	buf.reset()
 	if err := c.cpuProf.Start(buf); err != nil {
 		c.stats.CPUSkipped.Add(1)
 		if !c.cpuBusyLogged {
@@ -263,6 +308,70 @@ func (c *Collector) startCPU() {
 		c.cpuBusyLogged = false
 	}
 	c.cpuOn = true
+}
+
+// tooManyGoroutines reports whether more goroutines run than the goroutine
+// profile may be written for, counting and logging the skipped profile.
+func (c *Collector) tooManyGoroutines() bool {
+	n := runtime.NumGoroutine()
+	if c.maxGoroutines > 0 && n > c.maxGoroutines {
+		c.stats.GoroutineSkipped.Add(1)
+		if !c.goroutinesLogged {
+			c.logger.Warn("pprofotel: goroutine profile skipped: writing it would hold up the application for too long; will check every window",
+				"goroutines", n, "limit", c.maxGoroutines)
+			c.goroutinesLogged = true
+		}
+		return true
+	}
+	if c.goroutinesLogged {
+		c.logger.Info("pprofotel: goroutine profile resumed", "goroutines", n, "limit", c.maxGoroutines)
+		c.goroutinesLogged = false
+	}
+	return false
+}
+
+// cpuWriter receives a CPU profile. runtime/pprof writes the profile only
+// once it stops, so a write before the collector claims the profile to stop
+// it means that someone else stopped it.
+type cpuWriter struct {
+	// mu orders the profile writer's goroutine against the collector.
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	claimed bool // the collector is stopping the profile
+	early   bool // written to before it was claimed
+}
+
+func (w *cpuWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.claimed {
+		w.early = true
+	}
+	return w.buf.Write(p)
+}
+
+// claim marks the profile as stopped by the collector from now on, and
+// reports whether it had been stopped by someone else.
+func (w *cpuWriter) claim() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.claimed = true
+	return w.early
+}
+
+// bytes returns the recorded profile, once stopped.
+func (w *cpuWriter) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Bytes()
+}
+
+// reset empties the writer for the next profile.
+func (w *cpuWriter) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Reset()
+	w.claimed, w.early = false, false
 }
 
 // read writes the named profile into a reused buffer and decodes it into

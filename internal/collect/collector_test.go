@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	gpprof "github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/pprofotel/profiler/internal/cputest"
 	"github.com/pprofotel/profiler/internal/profile"
 )
 
@@ -573,4 +575,113 @@ func TestMalformedStackLeavesProfileOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStrayStopCPUProfile has the application call pprof.StopCPUProfile
+// in the middle of a window, as a careless one would: that window goes
+// without CPU data and is counted as skipped, and the next one has the
+// CPU profile running again, with samples.
+func TestStrayStopCPUProfile(t *testing.T) {
+	stats := new(Stats)
+	c, err := New(Config{Profiles: []string{CPU, Goroutine}, Stats: stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	pprof.StopCPUProfile() // the application's
+	w := c.Collect(time.Now())
+	for _, p := range w.Profiles {
+		if p.Name == CPU {
+			t.Errorf("the window the application stopped the CPU profile in has a CPU profile of %d samples", len(p.Data.Samples))
+		}
+	}
+	if got := stats.CPUSkipped.Load(); got != 1 {
+		t.Errorf("CPUSkipped = %d, want 1", got)
+	}
+	if err := pprof.StartCPUProfile(io.Discard); err == nil {
+		pprof.StopCPUProfile()
+		t.Fatal("the CPU profiler is free after the window: the collector did not restart it")
+	}
+	cputest.Spin(200 * time.Millisecond)
+	w = c.Stop(time.Now())
+	if p := findProfile(t, w, CPU); len(p.Samples) == 0 {
+		t.Error("the CPU profile of the window after the restart has no samples")
+	}
+	if got := stats.CPUSkipped.Load(); got != 1 {
+		t.Errorf("CPUSkipped = %d after the restarted window, want 1", got)
+	}
+}
+
+// TestGoroutineGuard runs windows with the number of goroutines below,
+// above and again below Config.MaxGoroutines: above it the window goes
+// without its goroutine profile, counted every window and logged once, and
+// the other profiles are unaffected.
+func TestGoroutineGuard(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		max  func(base int) int
+		want int // windows skipped of the three
+	}{
+		{"limit", func(base int) int { return base + 100 }, 2},
+		{"no limit", func(int) int { return -1 }, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			stats := new(Stats)
+			c, err := New(Config{
+				Profiles:      []string{Heap, Goroutine},
+				Stats:         stats,
+				Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
+				MaxGoroutines: tt.max(runtime.NumGoroutine()),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Start(time.Now())
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 200 {
+				wg.Go(func() { <-stop })
+			}
+			skipped := 0
+			for i := range 2 {
+				w := c.Collect(time.Now())
+				if findName(w, Heap) == nil {
+					t.Errorf("window %d: heap profile missing", i)
+				}
+				if findName(w, Goroutine) == nil {
+					skipped++
+				}
+			}
+			close(stop)
+			wg.Wait()
+			w := c.Stop(time.Now())
+			if p := findName(w, Goroutine); p == nil {
+				t.Error("goroutine profile still missing below the limit")
+			}
+			if skipped != tt.want || stats.GoroutineSkipped.Load() != int64(tt.want) {
+				t.Errorf("skipped %d windows, counted %d, want %d", skipped, stats.GoroutineSkipped.Load(), tt.want)
+			}
+			if n := strings.Count(logs.String(), "goroutine profile skipped"); n != min(tt.want, 1) {
+				t.Errorf("logged the skip %d times, want %d:\n%s", n, min(tt.want, 1), logs.String())
+			}
+		})
+	}
+	c, err := New(Config{Profiles: []string{Goroutine}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.maxGoroutines != DefaultMaxGoroutines {
+		t.Errorf("zero MaxGoroutines gives a limit of %d, want DefaultMaxGoroutines", c.maxGoroutines)
+	}
+}
+
+// findName returns the named profile of w, or nil.
+func findName(w Window, name string) *profile.Profile {
+	for _, p := range w.Profiles {
+		if p.Name == name {
+			return p.Data
+		}
+	}
+	return nil
 }

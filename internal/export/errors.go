@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,10 +92,16 @@ func (e *ExportError) Unwrap() []error {
 //     carries a google.rpc.RetryInfo. A RetryInfo delay is honoured.
 //   - HTTP: 429, 502, 503 and 504 are retryable, after the Retry-After delay
 //     (seconds or an HTTP-date) if given. When no response arrived the
-//     attempt is retryable, unless the server's certificate was rejected.
+//     attempt is retryable.
 //
-// Everything else is permanent.
+// On both transports a failed TLS handshake is permanent: a server
+// certificate we refuse (unknown authority, wrong name, expired) or a
+// client certificate the server refuses would meet the same refusal on the
+// next attempt. Everything else is permanent.
 func (e *ExportError) Retryable() (bool, time.Duration) {
+	if isCertificateError(e.Err) {
+		return false, 0
+	}
 	switch {
 	case e.Status != nil:
 		return grpcRetryable(e.Status)
@@ -172,13 +179,54 @@ func parseRetryAfter(v string, received time.Time) time.Duration {
 	return 0
 }
 
-// isCertificateError reports a TLS peer that will not be trusted on a later
-// attempt either.
+// isCertificateError reports a TLS handshake that will fail on a later
+// attempt too: our verification of the server's certificate, or the
+// server's refusal of the handshake or of our certificate.
+//
+// net/http keeps the error chain, so the verification errors are found by
+// type. A peer's refusal reaches us as an alert, whose type crypto/tls does
+// not export, inside a *net.OpError with Op "remote error". gRPC turns a
+// failed connection into an UNAVAILABLE status holding only the text, in
+// which its own words "authentication handshake failed" mark a failed TLS
+// handshake, and in which an alert read after the handshake (TLS 1.3
+// servers verify the client's certificate then) keeps the alert's text.
 func isCertificateError(err error) bool {
+	if err == nil {
+		return false
+	}
 	var verr *tls.CertificateVerificationError
 	var uerr x509.UnknownAuthorityError
 	var herr x509.HostnameError
 	var cerr x509.CertificateInvalidError
-	return errors.As(err, &verr) || errors.As(err, &uerr) ||
-		errors.As(err, &herr) || errors.As(err, &cerr)
+	if errors.As(err, &verr) || errors.As(err, &uerr) ||
+		errors.As(err, &herr) || errors.As(err, &cerr) {
+		return true
+	}
+	var oerr *net.OpError
+	if errors.As(err, &oerr) && oerr.Op == "remote error" && oerr.Err != nil && refusalAlert(oerr.Err.Error()) {
+		return true
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+		msg := st.Message()
+		if strings.Contains(msg, "authentication handshake failed") {
+			return true
+		}
+		if _, alert, ok := strings.Cut(msg, "remote error: "); ok && refusalAlert(strings.TrimRight(alert, `"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusalAlert reports the text of a TLS alert by which a peer refuses the
+// handshake or a certificate (RFC 8446, section 6.2), as crypto/tls
+// spells it.
+func refusalAlert(text string) bool {
+	switch strings.TrimPrefix(text, "tls: ") {
+	case "handshake failure", "bad certificate", "unsupported certificate",
+		"revoked certificate", "expired certificate", "unknown certificate",
+		"unknown certificate authority", "access denied", "certificate required":
+		return true
+	}
+	return false
 }

@@ -125,7 +125,11 @@ func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
 	if cfg.Insecure {
 		creds = insecure.NewCredentials()
 	}
-	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(creds),
+		// gRPC accepts 16 MB of response headers by default.
+		grpc.WithMaxHeaderListSize(maxResponseHeaderBytes),
+	}
 	if cfg.Compression == compressionGzip {
 		// See grpcGzip for why this is not grpc.UseCompressor.
 		opts = append(opts, grpc.WithCompressor(new(grpcGzip))) //nolint:staticcheck // the only per-connection compressor

@@ -33,6 +33,11 @@ const (
 	// maxErrorMessage bounds the text of a non-Status error body kept in
 	// ExportError.Message.
 	maxErrorMessage = 512
+	// maxResponseHeaderBytes bounds the header of a response, which
+	// net/http would otherwise read up to 10 MB of (1 MB over HTTP/2) and
+	// keep while the response is handled. A collector's response header is
+	// a few hundred bytes.
+	maxResponseHeaderBytes = 64 << 10
 )
 
 // httpExporter POSTs each request to one URL.
@@ -94,7 +99,7 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 		timeout:   cfg.Timeout,
 		onPartial: cfg.OnPartialSuccess,
 	}
-	e.client = &http.Client{Transport: e.transport}
+	e.client = &http.Client{Transport: e.transport, CheckRedirect: refuseRedirect}
 	// User headers first: the protocol's own headers must win.
 	for _, k := range sortedKeys(cfg.Headers) {
 		e.header.Set(k, cfg.Headers[k])
@@ -113,9 +118,18 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 	return e, nil
 }
 
+// refuseRedirect makes the client return a redirect response instead of
+// following it. The exporter sends to one configured URL: a redirect could
+// take the body and the configured headers, which are often credentials
+// that net/http cannot tell apart from other headers, to another host or
+// from https to plain http. The redirect is reported as a permanent
+// failure that names where it pointed.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
 // newTransport is http.DefaultTransport's configuration (proxy from the
 // environment, dial and handshake timeouts, HTTP/2) with a private
-// connection pool, so that Shutdown closes only this exporter's connections.
+// connection pool, so that Shutdown closes only this exporter's connections,
+// and a bound on response headers.
 func newTransport(tlsConfig *tls.Config) *http.Transport {
 	return &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
@@ -123,13 +137,14 @@ func newTransport(tlsConfig *tls.Config) *http.Transport {
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		TLSClientConfig:       tlsConfig,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          4,
-		MaxIdleConnsPerHost:   2,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:        tlsConfig,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           4,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
 }
 
@@ -175,11 +190,15 @@ func (e *httpExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 		}
 		return nil
 	}
+	msg := errorMessage(resp.Header.Get("Content-Type"), data)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		msg = fmt.Sprintf("redirect to %q not followed: configure the endpoint it names", truncate(resp.Header.Get("Location")))
+	}
 	return &ExportError{
 		Protocol:   e.protocol(),
 		StatusCode: resp.StatusCode,
 		RetryAfter: resp.Header.Get("Retry-After"),
-		Message:    errorMessage(resp.Header.Get("Content-Type"), data),
+		Message:    msg,
 		received:   received,
 	}
 }
@@ -276,7 +295,11 @@ func errorMessage(contentType string, data []byte) string {
 	if !utf8.Valid(data) {
 		return ""
 	}
-	msg := strings.TrimSpace(string(data))
+	return truncate(strings.TrimSpace(string(data)))
+}
+
+// truncate bounds a text taken from a response to maxErrorMessage bytes.
+func truncate(msg string) string {
 	if len(msg) > maxErrorMessage {
 		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "..."
 	}

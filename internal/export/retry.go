@@ -2,8 +2,10 @@ package export
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -21,9 +23,15 @@ import (
 // it is what the collector asked for, so it is neither shortened to
 // MaxInterval nor lengthened to the backoff. The backoff interval still
 // grows, so that a later failure without a delay waits longer.
+//
+// A collector's delay holds for every request until it has passed, not only
+// for the request it answered: when the policy gives up on a request
+// because the delay reaches past its limits, the next Export waits for the
+// rest of the delay before its first attempt. Meanwhile the caller's queue
+// fills, and its drop-oldest rule bounds the memory.
 type RetryConfig struct {
-	// Enabled turns retrying on. When false WithRetry returns the exporter
-	// unchanged: every Export makes exactly one attempt.
+	// Enabled turns retrying on. When false every Export makes exactly
+	// one attempt, still not before a collector's delay has passed.
 	Enabled bool
 	// InitialInterval is the interval of the first retry. A value <= 0
 	// takes the default.
@@ -91,14 +99,13 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 // would start after it, or after MaxElapsedTime, the decorator gives up at
 // once and returns the last failure, wrapped in an error that counts the
 // attempts. The returned errors keep the last failure in their chain, so
-// errors.As finds its *ExportError.
+// errors.As finds its *ExportError. An Export that the collector's delay
+// keeps from starting before ctx's deadline returns an error wrapping
+// ErrThrottled without an attempt.
 //
 // Shutdown interrupts a wait or an attempt in flight, then shuts e down.
 // It wraps any Sender, so profiles and logs requests share one policy.
 func WithRetry[R any](e Sender[R], cfg RetryConfig, opts ...RetryOption) Sender[R] {
-	if !cfg.Enabled {
-		return e
-	}
 	if cfg.InitialInterval <= 0 {
 		cfg.InitialInterval = DefaultRetryConfig.InitialInterval
 	}
@@ -132,6 +139,50 @@ type retryExporter[R any] struct {
 	// stopping is cancelled by Shutdown.
 	stopping context.Context
 	stop     context.CancelFunc
+
+	// holdMu guards holdUntil, the end of the last delay a collector
+	// asked for: no attempt starts before it.
+	holdMu    sync.Mutex
+	holdUntil time.Time
+}
+
+// ErrThrottled is in the chain of the error of an Export that was not
+// attempted because the collector's requested delay had not passed before
+// the caller's deadline.
+var ErrThrottled = errors.New("export: the collector asked to wait")
+
+// hold extends the time before which no attempt starts to until.
+func (r *retryExporter[R]) hold(until time.Time) {
+	r.holdMu.Lock()
+	defer r.holdMu.Unlock()
+	if until.After(r.holdUntil) {
+		r.holdUntil = until
+	}
+}
+
+// waitHold waits until the collector's last delay has passed, or returns
+// at once when ctx's deadline comes first.
+func (r *retryExporter[R]) waitHold(ctx context.Context) error {
+	r.holdMu.Lock()
+	until := r.holdUntil
+	r.holdMu.Unlock()
+	now := r.now()
+	wait := until.Sub(now)
+	if wait <= 0 {
+		return nil
+	}
+	if deadline, ok := ctx.Deadline(); ok && !until.Before(deadline) {
+		return fmt.Errorf("export: not attempted: %w until %s, %v away, after the context deadline",
+			ErrThrottled, until.Format(time.RFC3339), wait.Round(time.Millisecond))
+	}
+	if err := r.sleep(ctx, wait); err != nil {
+		if r.stopping.Err() != nil {
+			err = ErrShutdown
+		}
+		return fmt.Errorf("export: not attempted: %w while waiting %v, as the collector asked: %w",
+			err, wait.Round(time.Millisecond), ErrThrottled)
+	}
+	return nil
 }
 
 // Export makes attempts until one succeeds, a failure is permanent, or the
@@ -145,6 +196,9 @@ func (r *retryExporter[R]) Export(ctx context.Context, req R) error {
 	stopWatching := context.AfterFunc(r.stopping, cancel)
 	defer stopWatching()
 
+	if err := r.waitHold(ctx); err != nil {
+		return err
+	}
 	start := r.now()
 	interval := r.cfg.InitialInterval
 	for attempt := 1; ; attempt++ {
@@ -153,6 +207,12 @@ func (r *retryExporter[R]) Export(ctx context.Context, req R) error {
 			return nil
 		}
 		retry, delay := Retryable(err)
+		if retry && delay > 0 {
+			r.hold(r.now().Add(delay))
+		}
+		if !r.cfg.Enabled {
+			return err
+		}
 		if !retry {
 			if attempt == 1 {
 				return err

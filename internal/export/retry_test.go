@@ -3,6 +3,7 @@ package export
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"slices"
@@ -328,10 +329,41 @@ func TestRetryShutdownInterruptsWait(t *testing.T) {
 	}
 }
 
-func TestRetryDisabledReturnsExporter(t *testing.T) {
-	next := &scriptedExporter{}
-	if e := WithRetry(next, RetryConfig{InitialInterval: time.Second}); e != Exporter(next) {
-		t.Errorf("WithRetry with Enabled false = %T, want the exporter itself", e)
+// TestServerDelayHoldsAcrossExports checks that a collector's delay that
+// the policy does not wait out within one Export (it reaches past
+// MaxElapsedTime, or retrying is off) keeps every later Export from
+// starting before it has passed, and that a deadline before its end
+// returns ErrThrottled without an attempt.
+func TestServerDelayHoldsAcrossExports(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enabled=%v", enabled), func(t *testing.T) {
+			clock := newFakeClock()
+			start := clock.Now()
+			next := &scriptedExporter{script: []error{httpFailure(http.StatusTooManyRequests, "3600")}}
+			cfg := RetryConfig{Enabled: enabled, InitialInterval: time.Second, MaxInterval: time.Second, MaxElapsedTime: time.Minute}
+			e := WithRetry(next, cfg, clock.option())
+			if err := e.Export(context.Background(), testRequest(1)); err == nil {
+				t.Fatal("first Export succeeded, want the 429")
+			}
+			if got := next.attempts(); got != 1 {
+				t.Fatalf("attempts = %d, want 1: the delay is past MaxElapsedTime", got)
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), start.Add(time.Hour-time.Second))
+			err := e.Export(ctx, testRequest(2))
+			cancel()
+			if !errors.Is(err, ErrThrottled) || next.attempts() != 1 {
+				t.Fatalf("Export with a deadline before the delay's end: %v after %d attempts, want ErrThrottled and no attempt", err, next.attempts())
+			}
+			if err := e.Export(context.Background(), testRequest(3)); err != nil {
+				t.Fatalf("Export after the delay: %v", err)
+			}
+			if waited := clock.Now().Sub(start); waited != time.Hour {
+				t.Errorf("the third Export started %v after the first, want the collector's hour", waited)
+			}
+			if got := next.attempts(); got != 2 {
+				t.Errorf("attempts = %d, want 2", got)
+			}
+		})
 	}
 }
 

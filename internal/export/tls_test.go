@@ -33,32 +33,7 @@ func TestOTLPTLS(t *testing.T) {
 	for _, protocol := range []string{ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON} {
 		for _, tt := range tests {
 			t.Run(protocol+"/"+tt.name, func(t *testing.T) {
-				serverTLS := pki.ServerConfig(tt.requireClientCert)
-				var endpoint string
-				var received func() int
-				if protocol == ProtocolGRPC {
-					c := &fakeCollector{}
-					endpoint = startGRPC(t, c, grpc.Creds(credentials.NewTLS(serverTLS)))
-					received = func() int {
-						c.mu.Lock()
-						defer c.mu.Unlock()
-						return len(c.requests)
-					}
-				} else {
-					c := &httpCollector{}
-					ts := httptest.NewUnstartedServer(c)
-					ts.TLS = serverTLS
-					// The rejected handshakes are expected; keep them out of the log.
-					ts.Config.ErrorLog = log.New(io.Discard, "", 0)
-					ts.StartTLS()
-					t.Cleanup(ts.Close)
-					endpoint = ts.URL + profilesPath
-					received = func() int {
-						c.mu.Lock()
-						defer c.mu.Unlock()
-						return len(c.calls)
-					}
-				}
+				endpoint, received := startTLSCollector(t, protocol, pki.ServerConfig(tt.requireClientCert))
 				var nextProtos []string
 				if tt.tls != nil {
 					nextProtos = tt.tls.NextProtos
@@ -88,5 +63,33 @@ func TestOTLPTLS(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// startTLSCollector starts a collector of protocol over TLS with serverTLS
+// and returns its endpoint and a count of the requests it received.
+func startTLSCollector(t *testing.T, protocol string, serverTLS *tls.Config) (endpoint string, received func() int) {
+	t.Helper()
+	if protocol == ProtocolGRPC {
+		c := &fakeCollector{}
+		endpoint = startGRPC(t, c, grpc.Creds(credentials.NewTLS(serverTLS)))
+		return endpoint, func() int {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.requests)
+		}
+	}
+	c := &httpCollector{}
+	ts := httptest.NewUnstartedServer(c)
+	ts.TLS = serverTLS
+	ts.EnableHTTP2 = true
+	// The rejected handshakes are expected; keep them out of the log.
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts.URL + profilesPath, func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.calls)
 	}
 }

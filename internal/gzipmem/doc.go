@@ -1,4 +1,4 @@
-// Package inflate is a fast gzip (RFC 1952) and DEFLATE (RFC 1951)
+// Package gzipmem is a fast gzip (RFC 1952) and DEFLATE (RFC 1951)
 // decompressor for data held entirely in memory.
 //
 // compress/gzip reads its input through an io.ByteReader one byte at a time

@@ -1,9 +1,6 @@
 package gzipmem
 
-import "math/bits"
-
-// RFC 1951's alphabets and tables, which the Compressor and the
-// Decompressor share.
+// RFC 1951's alphabets and tables.
 const (
 	numLitLen  = 286 // valid literal/length symbols (286 and 287 are reserved)
 	numDist    = 30  // valid distance symbols (30 and 31 are reserved)
@@ -25,11 +22,6 @@ var (
 	distExtra   = [numDist]uint8{0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13}
 	lengthBase  = bases(lengthExtra[:], 3)
 	distBase    = bases(distExtra[:], 1)
-
-	// lengthCode is the length code of each match length less 3.
-	lengthCode = lengthCodes()
-	// clExtraBits gives the repeat count's bits of code length symbols.
-	clExtraBits = [numCodeLen]uint8{16: 2, 17: 3, 18: 7}
 )
 
 // bases returns the first value of each code whose extra bits are extra,
@@ -47,25 +39,6 @@ func bases(extra []uint8, first int) []uint16 {
 		b[len(b)-1] = 258
 	}
 	return b
-}
-
-func lengthCodes() (codes [256]uint8) {
-	for c := range len(lengthExtra) - 1 {
-		for l := lengthBase[c]; l < lengthBase[c]+1<<lengthExtra[c]; l++ {
-			codes[l-3] = uint8(c)
-		}
-	}
-	codes[258-3] = uint8(len(lengthExtra) - 1)
-	return codes
-}
-
-// distCode returns the code of a distance less one, d < 32,768.
-func distCode(d int) int {
-	if d < 4 {
-		return d
-	}
-	n := bits.Len(uint(d)) // d's highest bit is n-1, and the code's extra bits are n-2
-	return 2*(n-1) + (d>>(n-2))&1
 }
 
 // firstCodes returns the first canonical code of each length for a code

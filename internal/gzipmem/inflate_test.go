@@ -296,15 +296,36 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
-// blockWriter writes hand-made DEFLATE blocks through the Compressor's bit
-// writer.
-type blockWriter struct{ bitWriter }
+// blockWriter writes hand-made DEFLATE blocks, packing bits least
+// significant first as DEFLATE does.
+type blockWriter struct {
+	out   []byte
+	acc   uint64
+	nbits uint
+}
 
 // bits writes the low n bits of v, least significant first.
-func (w *blockWriter) bits(v uint64, n uint) { w.write(v, n) }
+func (w *blockWriter) bits(v uint64, n uint) {
+	w.acc |= v << w.nbits
+	w.nbits += n
+	for w.nbits >= 8 {
+		w.out = append(w.out, byte(w.acc))
+		w.acc >>= 8
+		w.nbits -= 8
+	}
+}
 
 // code writes an n-bit Huffman code, most significant bit first.
-func (w *blockWriter) code(c uint64, n uint) { w.write(uint64(reverse(int(c), uint8(n))), n) }
+func (w *blockWriter) code(c uint64, n uint) { w.bits(uint64(reverse(int(c), uint8(n))), n) }
+
+// flush pads the last byte with zero bits and returns the output.
+func (w *blockWriter) flush() []byte {
+	if w.nbits > 0 {
+		w.out = append(w.out, byte(w.acc))
+		w.acc, w.nbits = 0, 0
+	}
+	return w.out
+}
 
 // dynamicBlock writes a final dynamic block with 257 literal/length and one
 // distance code lengths given by litLens (symbol -> length, others 0), using
@@ -609,5 +630,45 @@ func BenchmarkAppendGunzip(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestBlockBoundarySweep decodes inputs of every length across deflate
+// block boundaries: the natural ones of compress/flate's stored and
+// Huffman-only blocks (every 65,535 bytes of input) and the ones a Flush
+// makes every 1,000 bytes at every level, so that each end of a block
+// meets the fast loop's margins (8 input and 274 output bytes) at every
+// offset. compress/gzip's reader is the reference.
+func TestBlockBoundarySweep(t *testing.T) {
+	data := makeData("mixed", 132_000, 3)
+	type sweep struct {
+		levels          []int
+		from, to        int
+		flushEvery      int
+		strideUnderRace int
+	}
+	natural := []int{gzip.NoCompression, gzip.HuffmanOnly}
+	sweeps := []sweep{
+		{natural, 65_535 - 300, 65_535 + 300, 0, 29},
+		{natural, 2*65_535 - 300, 2*65_535 + 300, 0, 29},
+		{[]int{gzip.NoCompression, gzip.HuffmanOnly, 1, 6, 9}, 700, 3_300, 1_000, 7},
+	}
+	var d Decompressor
+	for _, s := range sweeps {
+		stride := 1
+		if raceEnabled {
+			stride = s.strideUnderRace
+		}
+		for _, level := range s.levels {
+			for n := s.from; n <= s.to; n += stride {
+				src := gz(t, data[:n], level, s.flushEvery)
+				got, err := d.AppendGunzip(nil, src, 1<<30)
+				if err != nil || !bytes.Equal(got, data[:n]) {
+					want, stdErr := stdGunzip(src, 1<<30)
+					t.Fatalf("level %d, length %d: AppendGunzip gave %d bytes, %v; compress/gzip %d bytes, %v",
+						level, n, len(got), err, len(want), stdErr)
+				}
+			}
+		}
 	}
 }
