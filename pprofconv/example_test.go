@@ -1,7 +1,9 @@
 package pprofconv_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -58,13 +60,17 @@ func Example() {
 	// alloc_objects alloc_space inuse_objects inuse_space
 }
 
-// Write a CPU profile for go build -pgo from the windows of one service.
+// Write a CPU profile for go build -pgo from the CPU samples of a window,
+// here one held in memory.
 func ExamplePGO() {
-	dir, _ := os.MkdirTemp("", "profiles")
-	defer os.RemoveAll(dir)
-	writeWindows(dir)
+	start := t0
+	req := otlp.NewBuilder(nil, nil).Build(start, start.Add(time.Second), otlptest.FixtureInputs())
+	data, err := proto.Marshal(req)
+	if err != nil {
+		log.Fatal(err)
+	}
 
-	reqs, err := pprofconv.ReadPath(dir)
+	reqs, err := pprofconv.Read(bytes.NewReader(data), "window")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +82,7 @@ func ExamplePGO() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := pprofconv.WriteFile(filepath.Join(dir, "default.pgo"), pgo); err != nil {
+	if err := pgo.Write(io.Discard); err != nil { // or WriteFile(path, pgo)
 		log.Fatal(err)
 	}
 	fmt.Println(len(profiles["cpu"].Sample), "samples with span labels,", len(pgo.Sample), "without")

@@ -116,8 +116,22 @@ func (s *selection) filter() (pprofconv.Filter, error) {
 	return f, nil
 }
 
-// convert reads paths and converts the windows f selects.
-func convert(paths []string, stdin io.Reader, f pprofconv.Filter) (map[string]*pprof.Profile, error) {
+// convert parses args with fs, which holds the selection's flags and
+// prints usage before them on -h, reads the paths among args and converts
+// the windows the flags select.
+func (s *selection) convert(fs *flag.FlagSet, usage string, args []string, stdin io.Reader) (map[string]*pprof.Profile, error) {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	f, err := s.filter()
+	if err != nil {
+		return nil, err
+	}
+	paths := fs.Args()
 	if len(paths) == 0 {
 		return nil, errors.New("no PATH given: name files or directories of OTLP profiles, or - for standard input")
 	}
@@ -153,18 +167,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	open := fs.String("open", "cpu", "with -http, the profile to open")
 	var sel selection
 	sel.register(fs, true)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: pprofotel pprof [flags] PATH...\n\nWrites DIR/<profile>.pb.gz for each runtime profile in the selected windows, merged.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	f, err := sel.filter()
-	if err != nil {
-		return err
-	}
-	profiles, err := convert(fs.Args(), stdin, f)
+	profiles, err := sel.convert(fs, "usage: pprofotel pprof [flags] PATH...\n\nWrites DIR/<profile>.pb.gz for each runtime profile in the selected windows, merged.\n\n", args, stdin)
 	if err != nil {
 		return err
 	}
@@ -193,21 +196,9 @@ func runPGO(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pprofotel pgo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "default.pgo", "file to write the CPU profile to (go build -pgo=auto reads default.pgo in the main package's directory)")
-	var sel selection
+	sel := selection{profiles: "cpu"}
 	sel.register(fs, false)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: pprofotel pgo [flags] PATH...\n\nWrites the CPU samples of the selected windows, merged, for go build -pgo.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	f, err := sel.filter()
-	if err != nil {
-		return err
-	}
-	f.Profiles = []string{"cpu"}
-	profiles, err := convert(fs.Args(), stdin, f)
+	profiles, err := sel.convert(fs, "usage: pprofotel pgo [flags] PATH...\n\nWrites the CPU samples of the selected windows, merged, for go build -pgo.\n\n", args, stdin)
 	if err != nil {
 		return err
 	}
