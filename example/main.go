@@ -62,6 +62,7 @@ func main() {
 		opts = append(opts, profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
 			profiler.MutexProfile, profiler.BlockProfile))
 	}
+	var madeDir string // removed if Start fails
 	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" ||
 		!set("PPROFOTEL_EXPORTER") && !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
 	if toFiles {
@@ -76,7 +77,7 @@ func main() {
 			if err != nil {
 				log.Fatal(err)
 			}
-			*dir = d
+			*dir, madeDir = d, d
 			fallthrough
 		default:
 			opts = append(opts, profiler.WithFileDir(*dir))
@@ -91,6 +92,9 @@ func main() {
 	runStart := time.Now()
 	p, err := profiler.Start(opts...)
 	if err != nil {
+		if madeDir != "" {
+			os.Remove(madeDir)
+		}
 		log.Fatal(err)
 	}
 
