@@ -16,8 +16,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/pprofotel/profiler/internal/cputest"
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/pprofconv"
 )
 
 //go:noinline
@@ -124,11 +124,13 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	sort.Strings(files)
 	var samples []linkedSample
 	for _, f := range files {
-		req, err := export.ReadFile(f)
+		reqs, err := pprofconv.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		samples = append(samples, cpuSamples(req)...)
+		for _, r := range reqs {
+			samples = append(samples, cpuSamples(r.Request)...)
+		}
 	}
 
 	for _, tc := range []struct {

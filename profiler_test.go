@@ -3,6 +3,7 @@ package profiler
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -25,8 +26,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/pprofconv"
 )
 
 var allTypes = []string{"cpu", "heap", "goroutine", "mutex", "block"}
@@ -314,14 +315,14 @@ func TestWindowsAreLossless(t *testing.T) {
 	cumulative := map[string]bool{"alloc_objects": true, "alloc_space": true, "contentions": true, "delay": true}
 	checked := map[string]int{}
 	for w, file := range files {
-		req, err := export.ReadFile(file)
+		reqs, err := pprofconv.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := otlptest.Validate(req); err != nil {
+		if err := otlptest.Validate(reqs[0].Request); err != nil {
 			t.Fatalf("window %d: %v", w, err)
 		}
-		sent, err := otlptest.ToPprof(req)
+		sent, err := pprofconv.Convert(reqs, pprofconv.Filter{})
 		if err != nil {
 			t.Fatalf("window %d: %v", w, err)
 		}
@@ -330,6 +331,7 @@ func TestWindowsAreLossless(t *testing.T) {
 			if got == nil {
 				t.Fatalf("window %d: no %s profile", w, name)
 			}
+			goToolPprofTop(t, got, fmt.Sprintf("window%d-%s", w, pprofconv.FileName(name)))
 			var want *gpprof.Profile
 			switch name {
 			case "cpu":
@@ -377,6 +379,19 @@ func TestWindowsAreLossless(t *testing.T) {
 		if checked[k] == 0 {
 			t.Errorf("%s: no stack was compared in any window; the test proved nothing for it", k)
 		}
+	}
+}
+
+// goToolPprofTop writes p to a file named name and has go tool pprof -top
+// read it, failing the test if pprof cannot.
+func goToolPprofTop(t *testing.T, p *gpprof.Profile, name string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := pprofconv.WriteFile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("go", "tool", "pprof", "-top", path).CombinedOutput(); err != nil {
+		t.Fatalf("go tool pprof -top %s: %v\n%s", name, err, out)
 	}
 }
 

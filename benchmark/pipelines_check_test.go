@@ -1,10 +1,12 @@
 package benchmark
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/pprofotel/profiler/benchmark/internal/gen"
 	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/pprofconv"
 )
 
 // TestPipelinesAgree checks that what the benchmarks compare is the same
@@ -43,7 +45,7 @@ func TestPipelinesAgree(t *testing.T) {
 		if err := otlptest.Validate(o.req); err != nil {
 			t.Fatalf("window %d: ours is not a valid request: %v", w, err)
 		}
-		got, err := otlptest.ToPprof(o.req)
+		got, err := pprofconv.Convert([]pprofconv.Request{{Source: fmt.Sprint("window ", w), Request: o.req}}, pprofconv.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,14 @@
 // Command example runs a small HTTP service under load and profiles it with
 // pprofotel: all five profile types, a short period.
 //
-// With no OTLP endpoint in the environment it writes every window into a
-// directory with the file exporter and prints a summary of each window: per
-// profile type, the total of every sample type and the functions that
-// account for most of it. With OTEL_EXPORTER_OTLP_ENDPOINT (or the
+// It is configured as a service would be: the environment variables of the
+// README's Configuration section apply, and the flags only fill in what the
+// environment leaves unset. With no exporter or OTLP endpoint in the
+// environment it writes every window into a directory with the file
+// exporter, prints a summary of each window of this run (per profile and
+// sample type, the total and the top functions by flat value, as go tool
+// pprof -top ranks them), and ends with the command that opens the run in
+// go tool pprof's flame graph. With OTEL_EXPORTER_OTLP_ENDPOINT (or the
 // PROFILES form) set, it sends the windows there instead.
 //
 //	go run ./example -duration 30s -period 5s
@@ -27,43 +31,70 @@ import (
 	"sync"
 	"time"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
+	gpprof "github.com/google/pprof/profile"
 
 	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/pprofconv"
 )
 
 func main() {
 	duration := flag.Duration("duration", 30*time.Second, "how long to run the service under load")
-	period := flag.Duration("period", 5*time.Second, "profiling period: one window, one export, per period")
-	dir := flag.String("dir", "", "where the file exporter writes windows (default: a new temporary directory)")
+	period := flag.Duration("period", 5*time.Second, "profiling period, one window per period (PPROFOTEL_PERIOD wins)")
+	dir := flag.String("dir", "", "where the file exporter writes windows (PPROFOTEL_FILE_DIR wins; default: a new temporary directory)")
 	flag.Parse()
 
-	opts := []profiler.Option{
-		profiler.WithServiceName("pprofotel-example"),
-		profiler.WithPeriod(*period),
-		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile),
+	// The example is configured like any service: the environment
+	// (README, Configuration) sets the profiler up, and the example's flags
+	// and defaults apply only to what the environment leaves unset, since
+	// an option would win over it. A bad value makes Start fail.
+	set := func(name string) bool { return os.Getenv(name) != "" }
+	var opts []profiler.Option
+	if !set("OTEL_SERVICE_NAME") && !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
+		opts = append(opts, profiler.WithServiceName("pprofotel-example"))
 	}
-	toFiles := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") == ""
+	periodText := period.String()
+	if set("PPROFOTEL_PERIOD") {
+		periodText = os.Getenv("PPROFOTEL_PERIOD")
+	} else {
+		opts = append(opts, profiler.WithPeriod(*period))
+	}
+	if !set("PPROFOTEL_PROFILES") {
+		opts = append(opts, profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
+			profiler.MutexProfile, profiler.BlockProfile))
+	}
+	var madeDir string // removed if Start fails
+	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" ||
+		!set("PPROFOTEL_EXPORTER") && !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
 	if toFiles {
-		if *dir == "" {
+		if !set("PPROFOTEL_EXPORTER") {
+			opts = append(opts, profiler.WithExporter(profiler.ExporterFile))
+		}
+		switch {
+		case set("PPROFOTEL_FILE_DIR"):
+			*dir = os.Getenv("PPROFOTEL_FILE_DIR")
+		case *dir == "":
 			d, err := os.MkdirTemp("", "pprofotel-example-")
 			if err != nil {
 				log.Fatal(err)
 			}
-			*dir = d
+			*dir, madeDir = d, d
+			fallthrough
+		default:
+			opts = append(opts, profiler.WithFileDir(*dir))
 		}
-		opts = append(opts, profiler.WithExporter(profiler.ExporterFile), profiler.WithFileDir(*dir))
-		fmt.Printf("no OTLP endpoint configured: writing windows to %s\n", *dir)
+		fmt.Printf("writing windows to %s\n", *dir)
 	} else {
-		fmt.Println("sending windows to the OTLP endpoint from the environment")
+		fmt.Println("sending windows to the exporter the environment configures")
 	}
 
+	// Windows already in the directory are another run's.
+	windows := &windowPrinter{out: os.Stdout, dir: *dir, seen: windowFiles(*dir)}
+	runStart := time.Now()
 	p, err := profiler.Start(opts...)
 	if err != nil {
+		if madeDir != "" {
+			os.Remove(madeDir)
+		}
 		log.Fatal(err)
 	}
 
@@ -73,12 +104,14 @@ func main() {
 		log.Fatal(err)
 	}
 	go http.Serve(ln, srv.routes())
-	fmt.Printf("service on http://%s, under load for %s, one window every %s\n", ln.Addr(), *duration, *period)
+	fmt.Printf("service on http://%s, under load for %s, one window every %s\n", ln.Addr(), *duration, periodText)
+	if toFiles {
+		fmt.Println("per window, profile and sample type: the total, and the top functions by flat value (the function on top of the stack), as go tool pprof -top ranks them")
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
 	var summaries sync.WaitGroup
-	windows := &windowPrinter{out: os.Stdout, dir: *dir, seen: map[string]bool{}}
 	if toFiles {
 		summaries.Add(1)
 		go func() {
@@ -95,10 +128,29 @@ func main() {
 		log.Printf("stop: %v", err)
 	}
 	summaries.Wait()
-	if toFiles {
-		windows.printNew() // the last, partial window written by Stop
-		fmt.Printf("windows are in %s\n", *dir)
+	if !toFiles {
+		return
 	}
+	windows.printNew() // the last, partial window written by Stop
+	fmt.Printf("\nthis run's windows are in %s; to open them, merged, in go tool pprof on a flame graph:\n", *dir)
+	fmt.Println(" ", openCommand(*dir, runStart))
+}
+
+// openCommand returns the command that converts the windows of the run
+// started at start, in dir, to pprof and opens the CPU profile in go tool
+// pprof's web UI, which starts on the flame graph. -from leaves out the
+// windows of earlier runs into the same directory.
+func openCommand(dir string, start time.Time) string {
+	return "go run github.com/pprofotel/profiler/cmd/pprofotel pprof -from " + start.UTC().Format(time.RFC3339Nano) +
+		" -o " + shellQuote(filepath.Join(dir, "pprof")) + " -http=: " + shellQuote(dir)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]#~;&|<>(){}!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // service is the application being profiled.
@@ -219,12 +271,29 @@ func watch(ctx context.Context, p *windowPrinter) {
 }
 
 // windowPrinter prints the summary of each window file in dir once: the
-// files it has printed are in seen, so that the call after Stop prints only
-// the window Stop wrote.
+// files it has printed, or that were there before the run, are in seen.
 type windowPrinter struct {
 	out  io.Writer
 	dir  string
 	seen map[string]bool
+}
+
+// isWindowFile tells the files the file exporter writes from its temporary
+// files and anything else.
+func isWindowFile(name string) bool {
+	return !strings.HasPrefix(name, ".") && (strings.HasSuffix(name, ".pb") || strings.HasSuffix(name, ".json"))
+}
+
+// windowFiles returns the names of the window files in dir.
+func windowFiles(dir string) map[string]bool {
+	seen := make(map[string]bool)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if isWindowFile(e.Name()) {
+			seen[e.Name()] = true
+		}
+	}
+	return seen
 }
 
 // printNew prints the summaries of the window files not printed yet.
@@ -235,107 +304,80 @@ func (p *windowPrinter) printNew() {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if p.seen[name] || !(strings.HasSuffix(name, ".pb") || strings.HasSuffix(name, ".json")) {
+		if p.seen[name] || !isWindowFile(name) {
 			continue
 		}
 		p.seen[name] = true
-		req, err := readRequest(filepath.Join(p.dir, name))
+		reqs, err := pprofconv.ReadFile(filepath.Join(p.dir, name))
 		if err != nil {
-			log.Printf("%s: %v", name, err)
+			log.Print(err)
 			continue
 		}
-		fmt.Fprint(p.out, summarize(name, req))
-	}
-}
-
-func readRequest(path string) (*collectorpb.ExportProfilesServiceRequest, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	req := new(collectorpb.ExportProfilesServiceRequest)
-	if strings.HasSuffix(path, ".json") {
-		return req, protojson.Unmarshal(data, req)
-	}
-	return req, proto.Unmarshal(data, req)
-}
-
-// summarize prints, per profile type and sample type, the total and the
-// three functions with the most self value, charging the runtime's frames
-// to the code that called them.
-func summarize(file string, req *collectorpb.ExportProfilesServiceRequest) string {
-	var b strings.Builder
-	d := req.GetDictionary()
-	str := func(i int32) string { return d.GetStringTable()[i] }
-	// leaf names the innermost frame outside the runtime and the standard
-	// library's synchronisation, where a reader of the summary can act.
-	leaf := func(s *profilespb.Sample) string {
-		first := "?"
-		for _, li := range d.GetStackTable()[s.GetStackIndex()].GetLocationIndices() {
-			for _, ln := range d.GetLocationTable()[li].GetLines() {
-				name := str(d.GetFunctionTable()[ln.GetFunctionIndex()].GetNameStrindex())
-				if first == "?" {
-					first = name
-				}
-				if !isPlumbing(name) {
-					return name
-				}
-			}
+		summary, err := summarize(name, reqs)
+		if err != nil {
+			log.Print(err)
+			continue
 		}
-		return first
+		fmt.Fprint(p.out, summary)
 	}
-	for _, rp := range req.GetResourceProfiles() {
-		for _, sp := range rp.GetScopeProfiles() {
-			kind := "?"
-			for _, kv := range sp.GetScope().GetAttributes() {
-				if kv.GetKey() == "pprofotel.profile.name" {
-					kind = kv.GetValue().GetStringValue()
-				}
+}
+
+// profileOrder is the order the summary lists the runtime profiles in.
+var profileOrder = []string{"cpu", "heap", "goroutine", "mutex", "block"}
+
+// summarize prints, per profile and sample type, the total and the three
+// functions with the most flat value: the value of the samples where the
+// function is on top of the stack (the innermost frame, inlined frames
+// counting), as go tool pprof -top ranks them.
+func summarize(file string, reqs []pprofconv.Request) (string, error) {
+	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, name := range profileOrder {
+		p := profiles[name]
+		if p == nil {
+			continue
+		}
+		if b.Len() == 0 {
+			fmt.Fprintf(&b, "\n== window %s +%s (%s)\n", time.Unix(0, p.TimeNanos).Format("15:04:05"),
+				time.Duration(p.DurationNanos).Round(time.Millisecond), file)
+		}
+		for i, st := range p.SampleType {
+			total := int64(0)
+			flat := map[string]int64{}
+			for _, s := range p.Sample {
+				total += s.Value[i]
+				flat[leaf(s)] += s.Value[i]
 			}
-			for _, prof := range sp.GetProfiles() {
-				if b.Len() == 0 {
-					start := time.Unix(0, int64(prof.GetTimeUnixNano()))
-					fmt.Fprintf(&b, "\n== window %s +%s (%s)\n", start.Format("15:04:05"),
-						time.Duration(prof.GetDurationNano()).Round(time.Millisecond), file)
-				}
-				st := prof.GetSampleType()
-				total := int64(0)
-				byFunc := map[string]int64{}
-				for _, s := range prof.GetSamples() {
-					for _, v := range s.GetValues() {
-						total += v
-						byFunc[leaf(s)] += v
-					}
-				}
-				fmt.Fprintf(&b, "  %-9s %-14s %14d %-11s", kind, str(st.GetTypeStrindex()), total, str(st.GetUnitStrindex()))
-				type fv struct {
-					name string
-					v    int64
-				}
-				var top []fv
-				for n, v := range byFunc {
+			fmt.Fprintf(&b, "  %-9s %-14s %14d %-11s", name, st.Type, total, st.Unit)
+			type fv struct {
+				name string
+				v    int64
+			}
+			var top []fv
+			for n, v := range flat {
+				if v != 0 {
 					top = append(top, fv{n, v})
 				}
-				sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v || top[i].v == top[j].v && top[i].name < top[j].name })
-				for i := 0; i < len(top) && i < 3; i++ {
-					fmt.Fprintf(&b, " %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
-				}
-				b.WriteString("\n")
 			}
+			sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v || top[i].v == top[j].v && top[i].name < top[j].name })
+			for i := 0; i < len(top) && i < 3; i++ {
+				fmt.Fprintf(&b, " %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
+			}
+			b.WriteString("\n")
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
-// isPlumbing tells the runtime's and the standard library's internals from
-// code that called into them.
-func isPlumbing(fn string) bool {
-	for _, prefix := range []string{"runtime.", "sync.", "internal/", "syscall.", "time.Sleep"} {
-		if strings.HasPrefix(fn, prefix) {
-			return true
-		}
+// leaf names the function on top of the stack of s.
+func leaf(s *gpprof.Sample) string {
+	if len(s.Location) == 0 || len(s.Location[0].Line) == 0 || s.Location[0].Line[0].Function == nil {
+		return "?"
 	}
-	return false
+	return s.Location[0].Line[0].Function.Name
 }
 
 // shortName drops the package path of a function name, and the type

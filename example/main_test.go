@@ -7,25 +7,20 @@ import (
 	"strings"
 	"testing"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	"time"
+
 	"google.golang.org/protobuf/proto"
+
+	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlptest"
 )
 
-// writeWindow writes a one-profile request as the file exporter would.
+// writeWindow writes a window of the fixture program as the file exporter
+// would.
 func writeWindow(t *testing.T, dir, name string) {
 	t.Helper()
-	req := &collectorpb.ExportProfilesServiceRequest{
-		Dictionary: &profilespb.ProfilesDictionary{StringTable: []string{"", "samples", "count"}},
-		ResourceProfiles: []*profilespb.ResourceProfiles{{
-			ScopeProfiles: []*profilespb.ScopeProfiles{{
-				Profiles: []*profilespb.Profile{{
-					SampleType:   &profilespb.ValueType{TypeStrindex: 1, UnitStrindex: 2},
-					TimeUnixNano: 1_700_000_000_000_000_000,
-				}},
-			}},
-		}},
-	}
+	start := time.Unix(1_700_000_000, 0)
+	req := otlp.NewBuilder(nil, nil).Build(start, start.Add(time.Second), otlptest.FixtureInputs())
 	data, err := proto.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +35,8 @@ func writeWindow(t *testing.T, dir, name string) {
 func TestPrintNewPrintsEachWindowOnce(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	p := &windowPrinter{out: &out, dir: dir, seen: map[string]bool{}}
+	writeWindow(t, dir, "w0.pb") // an earlier run's
+	p := &windowPrinter{out: &out, dir: dir, seen: windowFiles(dir)}
 
 	steps := []struct {
 		write []string
@@ -79,6 +75,38 @@ func TestShortName(t *testing.T) {
 	for _, tt := range tests {
 		if got := shortName(tt.in); got != tt.want {
 			t.Errorf("shortName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestSummaryFollowsPprofFlat checks the summary's top functions against
+// the fixture: flat value, the function on top of the stack, runtime frames
+// included, as go tool pprof -top ranks them.
+func TestSummaryFollowsPprofFlat(t *testing.T) {
+	dir := t.TempDir()
+	writeWindow(t, dir, "w.pb")
+	var out bytes.Buffer
+	(&windowPrinter{out: &out, dir: dir, seen: map[string]bool{}}).printNew()
+	for _, want := range []string{
+		"  cpu       cpu                  40000005 nanoseconds strings.Repeat (75%) main.handle (25%)",
+		"  heap      alloc_space              2048 bytes       runtime.mallocgc (100%)",
+		"  heap      inuse_space              1324 bytes       runtime.mallocgc (77%) strings.Repeat (23%)",
+	} {
+		if !strings.Contains(out.String(), want+"\n") {
+			t.Errorf("summary lacks the line\n%s\nsummary:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestOpenCommand(t *testing.T) {
+	start := time.Date(2026, 11, 23, 12, 0, 0, 5, time.UTC)
+	tests := []struct{ dir, want string }{
+		{"/tmp/pprofotel-example-1", "go run github.com/pprofotel/profiler/cmd/pprofotel pprof -from 2026-11-23T12:00:00.000000005Z -o /tmp/pprofotel-example-1/pprof -http=: /tmp/pprofotel-example-1"},
+		{"/tmp/my windows", "go run github.com/pprofotel/profiler/cmd/pprofotel pprof -from 2026-11-23T12:00:00.000000005Z -o '/tmp/my windows/pprof' -http=: '/tmp/my windows'"},
+	}
+	for _, tt := range tests {
+		if got := openCommand(tt.dir, start); got != tt.want {
+			t.Errorf("openCommand(%q) =\n%s\nwant\n%s", tt.dir, got, tt.want)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	pprofprofile "github.com/google/pprof/profile"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -80,7 +81,7 @@ func TestProfilesThroughCollector(t *testing.T) {
 			checkWindows(t, windows, run)
 			checkValues(t, windows)
 			checkLinks(t, windows, run)
-			checkPprofRoundTrip(t, windows, refTop)
+			checkPprofRoundTrip(t, col.ProfilesFile, windows, refTop)
 		})
 	}
 }
@@ -474,9 +475,10 @@ func checkLinks(t *testing.T, windows []*profilespb.ProfilesData, run *profiledR
 // it, which leaves its samples with the function it interrupted.
 
 // checkPprofRoundTrip converts the CPU profile of a full window, as the
-// Collector wrote it, back to pprof, opens it with go tool pprof, and
-// compares its top functions with the reference run's.
-func checkPprofRoundTrip(t *testing.T, windows []*profilespb.ProfilesData, ref pprofTop) {
+// Collector wrote it to profilesFile, back to pprof with the pprofotel
+// command, opens it with go tool pprof, and compares its top functions with
+// the reference run's.
+func checkPprofRoundTrip(t *testing.T, profilesFile string, windows []*profilespb.ProfilesData, ref pprofTop) {
 	t.Helper()
 	// The window with the most CPU, the last one (cut short by Stop) aside.
 	best, bestCPU := -1, int64(0)
@@ -494,31 +496,38 @@ func checkPprofRoundTrip(t *testing.T, windows []*profilespb.ProfilesData, ref p
 	if best < 0 {
 		t.Fatal("no full window has CPU samples")
 	}
-	pd := windows[best]
-	d := dict{pd.GetDictionary()}
-	var scope *profilespb.ScopeProfiles
-	for _, sp := range pd.GetResourceProfiles()[0].GetScopeProfiles() {
-		if d.text(d.scopeAttr(sp, attrProfileName)) == "cpu" {
-			scope = sp
-		}
+	// The window's bounds select it alone: the windows before it end
+	// where it starts, the windows after it start where it ends.
+	start, end := windowBounds(windows[best])
+	out := t.TempDir()
+	args := []string{"pprof", "-service", serviceName(windows[best]), "-profile", "cpu",
+		"-from", time.Unix(0, int64(start)).UTC().Format(time.RFC3339Nano),
+		"-to", time.Unix(0, int64(end)).UTC().Format(time.RFC3339Nano),
+		"-o", out, profilesFile}
+	if msg, err := exec.Command(pprofotelCommand(t), args...).CombinedOutput(); err != nil {
+		t.Fatalf("window %d: pprofotel %s: %v\n%s", best, strings.Join(args, " "), err, msg)
 	}
-	p, err := toPprof(d, scope)
+	path := filepath.Join(out, "cpu.pb.gz")
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatalf("window %d: converting the CPU profile to pprof: %v", best, err)
+		t.Fatal(err)
+	}
+	p, err := pprofprofile.Parse(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("window %d: %v", best, err)
 	}
 	if got := p.SampleType; len(got) != 2 || got[0].Type != "samples" || got[1].Type != "cpu" || got[1].Unit != "nanoseconds" {
 		t.Errorf("window %d: pprof sample types %v, want samples/count and cpu/nanoseconds as the runtime writes them", best, got)
 	}
-	path := filepath.Join(t.TempDir(), "cpu.pprof")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
+	var total int64
+	for _, s := range p.Sample {
+		for _, v := range s.Value {
+			total += v
+		}
 	}
-	if err := p.Write(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	if total != bestCPU {
+		t.Errorf("window %d: the pprof profile holds %d samples and nanoseconds together, the Collector's window %d", best, total, bestCPU)
 	}
 
 	got := runPprofTop(t, path)
@@ -532,6 +541,18 @@ func checkPprofRoundTrip(t *testing.T, windows []*profilespb.ProfilesData, ref p
 				top.what, top.top.rows[0], funcName(burnCPU), best, got.output, ref.output)
 		}
 	}
+}
+
+// pprofotelCommand builds the pprofotel command of the module under test
+// (the go build cache makes every build after the first a link) and returns
+// its path.
+func pprofotelCommand(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pprofotel")
+	if out, err := exec.Command("go", "build", "-o", path, "github.com/pprofotel/profiler/cmd/pprofotel").CombinedOutput(); err != nil {
+		t.Fatalf("go build github.com/pprofotel/profiler/cmd/pprofotel: %v\n%s", err, out)
+	}
+	return path
 }
 
 // pprofTop is the output of go tool pprof -top and the function names of

@@ -10,6 +10,7 @@
 // exponential backoff, honouring the delays the collector asks for.
 //
 // OTLP/JSON differs from the canonical protobuf JSON mapping: trace, span and
-// profile ids are hex strings instead of base64. The HTTP exporter, the file
-// exporter and ReadFile apply that rule.
+// profile ids are hex strings instead of base64. The HTTP exporter and the
+// file exporter encode through package otlpjson, which applies that rule,
+// and package pprofconv reads the files back through it.
 package export

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpjson"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	"google.golang.org/protobuf/proto"
 )
 
-// File name extensions written by the file exporter and read by ReadFile.
+// File name extensions written by the file exporter; package pprofconv
+// reads them back.
 const (
 	extProtobuf = ".pb"
 	extJSON     = ".json"
@@ -64,7 +65,7 @@ func (e *fileExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 	ext := extProtobuf
 	if e.json {
 		ext = extJSON
-		data, err = marshalJSON(req, true)
+		data, err = otlpjson.Marshal(req, true)
 	} else {
 		data, err = otlp.AppendRequest(e.size.buffer(), req)
 		if err == nil {
@@ -133,29 +134,4 @@ func writeFileAtomic(path string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// ReadFile reads a request written by the file exporter, as protobuf or as
-// OTLP/JSON depending on the extension of path (.pb or .json).
-func ReadFile(path string) (*collectorpb.ExportProfilesServiceRequest, error) {
-	ext := filepath.Ext(path)
-	if ext != extProtobuf && ext != extJSON {
-		return nil, fmt.Errorf("read profiles file %q: extension %q: want %s or %s", path, ext, extProtobuf, extJSON)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read profiles file: %w", err)
-	}
-	if ext == extJSON {
-		req, err := unmarshalJSON(data)
-		if err != nil {
-			return nil, fmt.Errorf("read profiles file %q: %w", path, err)
-		}
-		return req, nil
-	}
-	req := new(collectorpb.ExportProfilesServiceRequest)
-	if err := proto.Unmarshal(data, req); err != nil {
-		return nil, fmt.Errorf("read profiles file %q: %w", path, err)
-	}
-	return req, nil
 }

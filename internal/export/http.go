@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/pprofotel/profiler/internal/otlpjson"
 	"io"
 	"mime"
 	"net"
@@ -220,7 +221,7 @@ func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]
 	var err error
 	switch {
 	case e.json:
-		body, err = marshalJSON(req, false)
+		body, err = otlpjson.Marshal(req, false)
 	case e.gzip:
 		// Only the compressed copy leaves encode, so the encoding can be
 		// marshalled into the buffer kept for that, with room for an

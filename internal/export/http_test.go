@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"github.com/pprofotel/profiler/internal/otlpjson"
 	"io"
 	"log"
 	"net/http"
@@ -95,7 +96,7 @@ func decodeBody(t *testing.T, call httpCall) *collectorpb.ExportProfilesServiceR
 		}
 		return req
 	case "application/json":
-		req, err := unmarshalJSON(call.body)
+		req, err := otlpjson.Unmarshal(call.body)
 		if err != nil {
 			t.Fatalf("decode JSON body: %v", err)
 		}

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"flag"
+	"github.com/pprofotel/profiler/internal/otlpjson"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 func TestMarshalJSONGolden(t *testing.T) {
-	got, err := marshalJSON(testRequest(1), true)
+	got, err := otlpjson.Marshal(testRequest(1), true)
 	if err != nil {
 		t.Fatalf("marshalJSON: %v", err)
 	}
@@ -38,11 +39,11 @@ func TestMarshalJSONGolden(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	for _, indent := range []bool{false, true} {
 		req := testRequest(5)
-		data, err := marshalJSON(req, indent)
+		data, err := otlpjson.Marshal(req, indent)
 		if err != nil {
 			t.Fatalf("marshalJSON: %v", err)
 		}
-		got, err := unmarshalJSON(data)
+		got, err := otlpjson.Unmarshal(data)
 		if err != nil {
 			t.Fatalf("unmarshalJSON: %v", err)
 		}
@@ -63,7 +64,7 @@ func TestUnmarshalJSONAcceptsOtherProducers(t *testing.T) {
 	  "resource_profiles": [{"scope_profiles": [{"profiles": [{"profile_id": "0102030405060708090A0B0C0D0E0F10", "futureField": 1}]}]}],
 	  "dictionary": {"link_table": [{}, {"trace_id": "4BF92F3577B34DA6A3CE929D0E0E4736", "span_id": "00F067AA0BA902B7"}]}
 	}`
-	got, err := unmarshalJSON([]byte(in))
+	got, err := otlpjson.Unmarshal([]byte(in))
 	if err != nil {
 		t.Fatalf("unmarshalJSON: %v", err)
 	}
@@ -92,7 +93,7 @@ func TestUnmarshalJSONRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := unmarshalJSON([]byte(tt.in))
+			_, err := otlpjson.Unmarshal([]byte(tt.in))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("unmarshalJSON error = %v, want one containing %q", err, tt.wantErr)
 			}
@@ -105,7 +106,7 @@ func TestMarshalJSONDiffersFromProtojsonOnlyInIDs(t *testing.T) {
 	req := testRequest(2)
 	req.Dictionary.LinkTable = nil
 	req.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].ProfileId = nil
-	data, err := marshalJSON(req, false)
+	data, err := otlpjson.Marshal(req, false)
 	if err != nil {
 		t.Fatal(err)
 	}

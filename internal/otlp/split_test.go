@@ -9,6 +9,7 @@ import (
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/profile"
 	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/pprofconv"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 )
@@ -57,7 +58,7 @@ func totals(t *testing.T, parts ...*collectorpb.ExportProfilesServiceRequest) ma
 	t.Helper()
 	sum := make(map[string]int64)
 	for i, part := range parts {
-		profs, err := otlptest.ToPprof(part)
+		profs, err := pprofconv.Convert([]pprofconv.Request{{Source: fmt.Sprint("part ", i), Request: part}}, pprofconv.Filter{})
 		if err != nil {
 			t.Fatalf("part %d: %v", i, err)
 		}

@@ -5,10 +5,9 @@
 // format, plus the conventions of this module: every Sample has exactly one
 // value (each pprof sample type is its own Profile), samples with a zero value
 // are left out, and every ScopeProfiles carries the pprof.scope.* and
-// pprofotel.profile.name attributes. ToPprof turns a request back into
-// github.com/google/pprof profiles, and StackTotals reduces a pprof profile to
-// per-stack totals, so that tests can compare what was sent with what the
-// runtime reported.
+// pprofotel.profile.name attributes. StackTotals reduces a pprof profile (as
+// package pprofconv rebuilds it from a request) to per-stack totals, so that
+// tests can compare what was sent with what the runtime reported.
 //
 // The package is meant to be imported from _test.go files only.
 package otlptest

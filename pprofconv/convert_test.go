@@ -1,4 +1,4 @@
-package otlptest_test
+package pprofconv_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/pprofconv"
 )
 
 // toGoogle converts a decoded profile to a google pprof profile directly,
@@ -130,7 +131,7 @@ func fromGoogle(g *pprofprofile.Profile) *profile.Profile {
 	return p
 }
 
-// roundTrip builds a request from inputs and checks that ToPprof gives
+// roundTrip builds a request from inputs and checks that Convert gives
 // back, for every input and sample type, the stack totals of the input.
 func roundTrip(t *testing.T, inputs []otlp.Input) map[string]*pprofprofile.Profile {
 	t.Helper()
@@ -139,17 +140,17 @@ func roundTrip(t *testing.T, inputs []otlp.Input) map[string]*pprofprofile.Profi
 	if err := otlptest.Validate(req); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	got, err := otlptest.ToPprof(req)
+	got, err := pprofconv.Convert([]pprofconv.Request{{Source: "request", Request: req}}, pprofconv.Filter{})
 	if err != nil {
-		t.Fatalf("ToPprof: %v", err)
+		t.Fatalf("Convert: %v", err)
 	}
 	if len(got) != len(inputs) {
-		t.Fatalf("ToPprof returned %d profiles, want %d", len(got), len(inputs))
+		t.Fatalf("Convert returned %d profiles, want %d", len(got), len(inputs))
 	}
 	for _, in := range inputs {
 		g := got[in.Name]
 		if g == nil {
-			t.Fatalf("ToPprof lost profile %q", in.Name)
+			t.Fatalf("Convert lost profile %q", in.Name)
 		}
 		want := toGoogle(in.Profile)
 		if len(g.SampleType) != len(want.SampleType) {
@@ -168,7 +169,7 @@ func roundTrip(t *testing.T, inputs []otlp.Input) map[string]*pprofprofile.Profi
 	return got
 }
 
-func TestToPprofFixture(t *testing.T) {
+func TestConvertFixture(t *testing.T) {
 	got := roundTrip(t, otlptest.FixtureInputs())
 
 	tests := []struct {
@@ -216,7 +217,7 @@ func allocLarge(n int) [][]byte {
 
 var sink [][]byte
 
-func TestToPprofRuntimeHeap(t *testing.T) {
+func TestConvertRuntimeHeap(t *testing.T) {
 	old := runtime.MemProfileRate
 	runtime.MemProfileRate = 1
 	defer func() { runtime.MemProfileRate = old }()

@@ -1,4 +1,7 @@
-package export
+// Package otlpjson encodes and decodes OTLP profiles requests as OTLP/JSON:
+// the file exporter and the OTLP/HTTP exporter write it, package pprofconv
+// reads it back, all through this one codec.
+package otlpjson
 
 import (
 	"bytes"
@@ -11,7 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// marshalJSON encodes req as OTLP/JSON. protojson implements the canonical
+// Marshal encodes req as OTLP/JSON. protojson implements the canonical
 // protobuf JSON mapping, which OTLP follows except for ids: OTLP wants
 // trace, span and profile ids as hex strings where protojson writes base64.
 // The protojson output is therefore decoded into a generic tree, the id
@@ -19,7 +22,7 @@ import (
 // sorted, which JSON readers do not mind. The profiles protos have no enum
 // fields, so the OTLP rule of enums as integers is met by default; it is set
 // explicitly for fields that later versions may add.
-func marshalJSON(req *collectorpb.ExportProfilesServiceRequest, indent bool) ([]byte, error) {
+func Marshal(req *collectorpb.ExportProfilesServiceRequest, indent bool) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("otlp json: %w", err)
@@ -43,10 +46,10 @@ func marshalJSON(req *collectorpb.ExportProfilesServiceRequest, indent bool) ([]
 	return buf.Bytes(), nil
 }
 
-// unmarshalJSON decodes an OTLP/JSON request written by marshalJSON or by
+// Unmarshal decodes an OTLP/JSON request written by Marshal or by
 // any other OTLP/JSON producer. Unknown fields are ignored, as OTLP asks of
 // receivers.
-func unmarshalJSON(data []byte) (*collectorpb.ExportProfilesServiceRequest, error) {
+func Unmarshal(data []byte) (*collectorpb.ExportProfilesServiceRequest, error) {
 	tree, err := decodeTree(data)
 	if err != nil {
 		return nil, err

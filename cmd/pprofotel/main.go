@@ -1,0 +1,242 @@
+// Command pprofotel turns the OTLP profiles that pprofotel exported back
+// into pprof profiles, for go tool pprof and its flame graph, and into a
+// profile for profile-guided optimization.
+//
+// Usage:
+//
+//	pprofotel pprof [flags] PATH...   write one pprof profile per runtime profile
+//	pprofotel pgo [flags] PATH...     write a merged CPU profile for go build -pgo
+//
+// A PATH is a file the profiler's file exporter wrote (.pb or .json), a file
+// the Collector's file exporter wrote (one OTLP/JSON request per line), a
+// directory of such files, or - for standard input.
+//
+// The pprof subcommand writes DIR/cpu.pb.gz, DIR/heap.pb.gz, and so on, each
+// holding all the sample types of its runtime profile, the selected windows
+// merged. With -http it then opens one of them in go tool pprof's web UI,
+// which starts on the flame graph:
+//
+//	go run ./cmd/pprofotel pprof -http=: /tmp/profiles
+//	go tool pprof -sample_index=inuse_space pprof/heap.pb.gz
+//	go tool pprof -tagfocus span_id=00f067aa0ba902b7 pprof/cpu.pb.gz
+//
+// The pgo subcommand writes the merged CPU profile:
+//
+//	go run ./cmd/pprofotel pgo -o default.pgo /tmp/profiles
+//	go build -pgo=default.pgo ./...
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	pprof "github.com/google/pprof/profile"
+
+	"github.com/pprofotel/profiler/pprofconv"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "pprofotel:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+const usage = `usage:
+  pprofotel pprof [flags] PATH...   write one pprof profile per runtime profile
+  pprofotel pgo [flags] PATH...     write a merged CPU profile for go build -pgo
+
+PATH is a file of OTLP profiles requests (protobuf, OTLP/JSON, or OTLP/JSON
+lines as the Collector's file exporter writes), a directory of them, or -
+for standard input. Run "pprofotel pprof -h" for the flags.
+`
+
+// run runs the command line args, reading "-" from stdin.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no subcommand")
+	}
+	switch args[0] {
+	case "pprof":
+		return runPprof(args[1:], stdin, stdout, stderr)
+	case "pgo":
+		return runPGO(args[1:], stdin, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// selection holds the flags that select windows, shared by both
+// subcommands.
+type selection struct {
+	service, from, to, profiles string
+}
+
+func (s *selection) register(fs *flag.FlagSet, profiles bool) {
+	fs.StringVar(&s.service, "service", "", "keep the windows of this service.name only")
+	fs.StringVar(&s.from, "from", "", "keep the windows that end after this time (RFC 3339, e.g. 2026-11-23T14:05:00Z)")
+	fs.StringVar(&s.to, "to", "", "keep the windows that start before this time (RFC 3339)")
+	if profiles {
+		fs.StringVar(&s.profiles, "profile", "", "comma-separated runtime profiles to write (cpu,heap,goroutine,mutex,block); default all")
+	}
+}
+
+func (s *selection) filter() (pprofconv.Filter, error) {
+	f := pprofconv.Filter{Service: s.service}
+	for _, t := range []struct {
+		flag, v string
+		dst     *time.Time
+	}{{"from", s.from, &f.Start}, {"to", s.to, &f.End}} {
+		if t.v == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339Nano, t.v)
+		if err != nil {
+			return f, fmt.Errorf("-%s %q: want an RFC 3339 time such as 2026-11-23T14:05:00Z", t.flag, t.v)
+		}
+		*t.dst = v
+	}
+	if s.profiles != "" {
+		f.Profiles = strings.Split(s.profiles, ",")
+	}
+	return f, nil
+}
+
+// convert parses args with fs, which holds the selection's flags and
+// prints usage before them on -h, reads the paths among args and converts
+// the windows the flags select.
+func (s *selection) convert(fs *flag.FlagSet, usage string, args []string, stdin io.Reader) (map[string]*pprof.Profile, error) {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	f, err := s.filter()
+	if err != nil {
+		return nil, err
+	}
+	paths := fs.Args()
+	if len(paths) == 0 {
+		return nil, errors.New("no PATH given: name files or directories of OTLP profiles, or - for standard input")
+	}
+	var reqs []pprofconv.Request
+	for _, path := range paths {
+		var r []pprofconv.Request
+		var err error
+		if path == "-" {
+			r, err = pprofconv.Read(stdin, "standard input")
+		} else {
+			r, err = pprofconv.ReadPath(path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r...)
+	}
+	profiles, err := pprofconv.Convert(reqs, f)
+	if err != nil {
+		return nil, err
+	}
+	if len(profiles) == 0 {
+		return nil, fmt.Errorf("no window of %d requests matches the selection", len(reqs))
+	}
+	return profiles, nil
+}
+
+func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pprofotel pprof", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "pprof", "directory to write the profiles to, created if needed")
+	http := fs.String("http", "", "then open a profile in go tool pprof's web UI at this address (\":\" picks a free port), on its flame graph")
+	open := fs.String("open", "cpu", "with -http, the profile to open")
+	var sel selection
+	sel.register(fs, true)
+	profiles, err := sel.convert(fs, "usage: pprofotel pprof [flags] PATH...\n\nWrites DIR/<profile>.pb.gz for each runtime profile in the selected windows, merged.\n\n", args, stdin)
+	if err != nil {
+		return err
+	}
+	if *http != "" && profiles[*open] == nil {
+		return fmt.Errorf("-open %s: the selected windows hold no %s profile (they hold %s)", *open, *open, strings.Join(names(profiles), ", "))
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for _, name := range names(profiles) {
+		path := filepath.Join(*out, pprofconv.FileName(name))
+		if err := pprofconv.WriteFile(path, profiles[name]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", path, describe(profiles[name]))
+	}
+	if *http == "" {
+		return nil
+	}
+	cmd := exec.Command("go", "tool", "pprof", "-http="+*http, filepath.Join(*out, pprofconv.FileName(*open)))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	return cmd.Run()
+}
+
+func runPGO(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pprofotel pgo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "default.pgo", "file to write the CPU profile to (go build -pgo=auto reads default.pgo in the main package's directory)")
+	sel := selection{profiles: "cpu"}
+	sel.register(fs, false)
+	profiles, err := sel.convert(fs, "usage: pprofotel pgo [flags] PATH...\n\nWrites the CPU samples of the selected windows, merged, for go build -pgo.\n\n", args, stdin)
+	if err != nil {
+		return err
+	}
+	p, err := pprofconv.PGO(profiles["cpu"])
+	if err != nil {
+		return err
+	}
+	if err := pprofconv.WriteFile(*out, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", *out, describe(p))
+	return nil
+}
+
+// names returns the keys of profiles in order.
+func names(profiles map[string]*pprof.Profile) []string {
+	out := make([]string, 0, len(profiles))
+	for n := range profiles {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// describe summarises p: its time span and the total of each sample type.
+func describe(p *pprof.Profile) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s from %s,", time.Duration(p.DurationNanos).Round(time.Millisecond),
+		time.Unix(0, p.TimeNanos).UTC().Format(time.RFC3339))
+	for i, st := range p.SampleType {
+		var total int64
+		for _, s := range p.Sample {
+			total += s.Value[i]
+		}
+		fmt.Fprintf(&b, " %s=%d", st.Type, total)
+		if st.Unit != "count" {
+			b.WriteString(st.Unit)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gpprof "github.com/google/pprof/profile"
+
+	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/cputest"
+	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/pprofconv"
+)
+
+const (
+	testTraceID = "0af7651916cd43dd8448eb211c80319c"
+	testSpanID  = "b7ad6b7169203331"
+)
+
+//go:noinline
+func spinInSpan(d time.Duration) { cputest.Spin(d) }
+
+//go:noinline
+func spinOutside(d time.Duration) { cputest.Spin(d) }
+
+var sink [][]byte
+
+// workload spins inside and outside a span, allocates, contends and
+// blocks, until stop is closed.
+func workload(stop chan struct{}) {
+	var mu sync.Mutex
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		// Do restores the labels of the context it is given when f returns: the
+		// span's labels are in force during spinInSpan only.
+		pprof.Do(context.Background(), pprof.Labels(labels.TraceIDKey, testTraceID, labels.SpanIDKey, testSpanID),
+			func(context.Context) { spinInSpan(20 * time.Millisecond) })
+		spinOutside(10 * time.Millisecond)
+		sink = append(sink[:0], make([]byte, 1<<16), make([]byte, 1<<10))
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				mu.Lock()
+				time.Sleep(time.Millisecond)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// profiledDir runs the profiler with the file exporter over workload until
+// it has written at least n windows, and returns the directory.
+func profiledDir(t *testing.T, n int) string {
+	t.Helper()
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 512
+	defer func() { runtime.MemProfileRate = old }()
+	dir := t.TempDir()
+	p, err := profiler.Start(
+		profiler.WithServiceName("pprofotel-cmd-test"),
+		profiler.WithPeriod(300*time.Millisecond),
+		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.MutexProfile, profiler.BlockProfile),
+		profiler.WithMutexProfileFraction(1), profiler.WithBlockProfileRate(1),
+		profiler.WithExporter(profiler.ExporterFile), profiler.WithFileDir(dir),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { workload(stop); close(done) }()
+	for {
+		time.Sleep(100 * time.Millisecond)
+		if files, _ := filepath.Glob(filepath.Join(dir, "*.pb")); len(files) >= n {
+			break
+		}
+	}
+	close(stop)
+	<-done
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// goTool runs go tool pprof with args, failing the test if it fails.
+func goToolPprof(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"tool", "pprof"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func readProfile(t *testing.T, path string) *gpprof.Profile {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p, err := gpprof.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// windowTotals converts each window alone and returns, per "profile/sample
+// type", its stack totals; labels are dropped when noLabels is set.
+func windowTotals(t *testing.T, reqs []pprofconv.Request, noLabels bool) []map[string]map[string]int64 {
+	t.Helper()
+	var out []map[string]map[string]int64
+	for _, r := range reqs {
+		profiles, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := make(map[string]map[string]int64)
+		for name, p := range profiles {
+			if noLabels {
+				for _, s := range p.Sample {
+					s.Label, s.NumLabel, s.NumUnit = nil, nil, nil
+				}
+			}
+			for i, st := range p.SampleType {
+				w[name+"/"+st.Type] = otlptest.StackTotals(p, i)
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// TestPprofOfProfilerWindows converts what the profiler wrote with the
+// command and checks that go tool pprof reads every file, that each file
+// holds all its sample types (-sample_index=inuse_space), that span links
+// are labels (-tagfocus), and that the merged profiles are the sum of the
+// windows, the snapshots aside, which are the last window's.
+func TestPprofOfProfilerWindows(t *testing.T) {
+	dir := profiledDir(t, 3)
+	out := filepath.Join(t.TempDir(), "pprof")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"pprof", "-o", out, dir}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("pprofotel pprof: %v\n%s", err, stderr.String())
+	}
+	t.Logf("pprofotel pprof:\n%s", stdout.String())
+
+	reqs, err := pprofconv.ReadPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	windows := windowTotals(t, reqs, false)
+	snapshot := map[string]bool{"heap/inuse_objects": true, "heap/inuse_space": true, "goroutine/goroutine": true}
+	wantTypes := map[string][]string{
+		"cpu":       {"samples", "cpu"},
+		"heap":      {"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"},
+		"goroutine": {"goroutine"},
+		"mutex":     {"contentions", "delay"},
+		"block":     {"contentions", "delay"},
+	}
+	for name, types := range wantTypes {
+		path := filepath.Join(out, name+".pb.gz")
+		goToolPprof(t, "-top", path)
+		p := readProfile(t, path)
+		var got []string
+		for _, st := range p.SampleType {
+			got = append(got, st.Type)
+		}
+		if strings.Join(got, ",") != strings.Join(types, ",") {
+			t.Errorf("%s sample types %v, want %v", name, got, types)
+		}
+		for i, st := range p.SampleType {
+			k := name + "/" + st.Type
+			want := make(map[string]int64)
+			for w, wt := range windows {
+				if snapshot[k] && w != len(windows)-1 {
+					continue
+				}
+				for stack, v := range wt[k] {
+					want[stack] += v
+				}
+			}
+			gotTotals := otlptest.StackTotals(p, i)
+			if len(want) == 0 && (k == "cpu/cpu" || k == "heap/alloc_space" || k == "heap/inuse_space" || k == "mutex/delay") {
+				t.Errorf("%s: no stack in any window; the test proves nothing for it", k)
+			}
+			if len(gotTotals) != len(want) {
+				t.Errorf("%s: %d stacks merged, the windows have %d", k, len(gotTotals), len(want))
+			}
+			for stack, v := range want {
+				if gotTotals[stack] != v {
+					t.Errorf("%s %s: merged %d, windows %d", k, stack, gotTotals[stack], v)
+					break
+				}
+			}
+		}
+	}
+	heap := filepath.Join(out, "heap.pb.gz")
+	if top := goToolPprof(t, "-top", "-sample_index=inuse_space", heap); !strings.Contains(top, "Type: inuse_space") {
+		t.Errorf("go tool pprof -sample_index=inuse_space does not show inuse_space:\n%s", top)
+	}
+	cpu := filepath.Join(out, "cpu.pb.gz")
+	top := goToolPprof(t, "-top", "-tagfocus", "span_id="+testSpanID, cpu)
+	if !strings.Contains(top, "spinInSpan") || strings.Contains(top, "spinOutside") {
+		t.Errorf("go tool pprof -tagfocus span_id=%s should show spinInSpan and not spinOutside:\n%s", testSpanID, top)
+	}
+}
+
+// TestPGO writes the PGO profile of the windows after the first and checks
+// that it holds their CPU samples merged, then builds a program with it.
+func TestPGO(t *testing.T) {
+	dir := profiledDir(t, 3)
+	reqs, err := pprofconv.ReadPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From the end of the first window: the first is left out.
+	first := readProfile(t, writeOne(t, reqs[0]))
+	from := time.Unix(0, first.TimeNanos+first.DurationNanos).UTC().Format(time.RFC3339Nano)
+	pgo := filepath.Join(t.TempDir(), "default.pgo")
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"pgo", "-o", pgo, "-from", from, dir}, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("pprofotel pgo: %v\n%s", err, stderr.String())
+	}
+	p := readProfile(t, pgo)
+	for i, st := range p.SampleType {
+		want := make(map[string]int64)
+		for _, wt := range windowTotals(t, reqs[1:], true) {
+			for stack, v := range wt["cpu/"+st.Type] {
+				want[stack] += v
+			}
+		}
+		got := otlptest.StackTotals(p, i)
+		if len(want) == 0 || len(got) != len(want) {
+			t.Errorf("%s: %d stacks in the PGO profile, %d in the windows after the first", st.Type, len(got), len(want))
+		}
+		for stack, v := range want {
+			if got[stack] != v {
+				t.Errorf("%s %s: PGO profile %d, windows %d", st.Type, stack, got[stack], v)
+				break
+			}
+		}
+	}
+	for _, s := range p.Sample {
+		if len(s.Label) > 0 {
+			t.Fatalf("PGO profile sample has labels %v", s.Label)
+		}
+	}
+
+	prog := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod":  "module pgotest\n\ngo 1.26\n",
+		"main.go": "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(prog, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := exec.Command("go", "build", "-pgo="+pgo, "-o", filepath.Join(prog, "hello"), ".")
+	build.Dir = prog
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -pgo=%s: %v\n%s", pgo, err, out)
+	}
+}
+
+// writeOne converts one window's CPU profile to a file and returns its path.
+func writeOne(t *testing.T, r pprofconv.Request) string {
+	t.Helper()
+	profiles, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{Profiles: []string{"cpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	if err := pprofconv.WriteFile(path, profiles["cpu"]); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBadInput checks that the command names the file and what is wrong,
+// and leaves no output behind.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"text.pb":        "hello",
+		"truncated.json": `{"resourceProfiles": [{"scopeProfiles": [`,
+		"nototlp.json":   `{"hello": "world"}`,
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		args    []string
+		stdin   string
+		wantErr string
+	}{
+		{[]string{"pprof", filepath.Join(dir, "text.pb")}, "", filepath.Join(dir, "text.pb") + ": not an OTLP profiles request in protobuf, or truncated"},
+		{[]string{"pprof", filepath.Join(dir, "truncated.json")}, "", filepath.Join(dir, "truncated.json") + ":1: truncated"},
+		{[]string{"pgo", filepath.Join(dir, "nototlp.json")}, "", filepath.Join(dir, "nototlp.json") + ":1: holds no resource profiles"},
+		{[]string{"pprof", "-"}, "\x1f\x8b\x08", "standard input: gzip-compressed"},
+		{[]string{"pprof", filepath.Join(dir, "missing")}, "", "stat " + filepath.Join(dir, "missing")},
+		{[]string{"pprof"}, "", "no PATH given"},
+		{[]string{"pprof", "-from", "yesterday", dir}, "", `-from "yesterday": want an RFC 3339 time`},
+		{[]string{"flame"}, "", `unknown subcommand "flame"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{tt.args[0], "-o", filepath.Join(out, "x")}, tt.args[1:]...)
+			if tt.args[0] == "flame" {
+				args = tt.args
+			}
+			var stdout, stderr bytes.Buffer
+			err := run(args, strings.NewReader(tt.stdin), &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) > 0 {
+				t.Errorf("left %d files behind in the output directory", len(entries))
+			}
+		})
+	}
+}

@@ -1,0 +1,205 @@
+package pprofconv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pprofotel/profiler/internal/otlpjson"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Request is one OTLP profiles request and where it was read.
+type Request struct {
+	// Source names where the request came from: the file, followed for
+	// JSON holding several requests by ":" and the line it starts on.
+	Source  string
+	Request *collectorpb.ExportProfilesServiceRequest
+}
+
+// dirExtensions are the file name extensions ReadPath reads in a
+// directory: the profiler's file exporter writes .pb and .json, the
+// Collector's file exporter is configured with a path of the user's choice,
+// commonly .json or .jsonl.
+var dirExtensions = []string{".pb", ".json", ".jsonl"}
+
+// ReadPath reads the requests in the file at path or, when path is a
+// directory, in its files ending in .pb, .json or .jsonl, in name order
+// (the profiler names its files so that this is the order they were
+// written). Files starting with "." are skipped: the file exporter writes
+// under such a name and renames the file when it is complete.
+func ReadPath(path string) ([]Request, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return ReadFile(path)
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Request
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !slices.Contains(dirExtensions, filepath.Ext(name)) {
+			continue
+		}
+		reqs, err := ReadFile(filepath.Join(path, name))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, reqs...)
+	}
+	return out, nil
+}
+
+// ReadFile reads the requests in the file at path, whatever its name.
+func ReadFile(path string) ([]Request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Read(f, path)
+}
+
+// Read reads OTLP profiles requests from r, naming source in errors and in
+// the Source of each request. Input starting with "{" is OTLP/JSON: one
+// request, indented or not, or several, one per line as the Collector's file
+// exporter writes them. Other input is one protobuf-encoded request.
+//
+// Read returns an error naming source and what is wrong when the input is
+// not OTLP profiles, is truncated, or was written for another version of
+// the OTLP profiles protocol than v1development.
+func Read(r io.Reader, source string) ([]Request, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case len(trimmed) == 0:
+		return nil, fmt.Errorf("%s: empty: not an OTLP profiles request", source)
+	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
+		return nil, fmt.Errorf("%s: gzip-compressed, as pprof profiles are; want an OTLP profiles request (protobuf or OTLP/JSON)", source)
+	case trimmed[0] == '{':
+		return readJSON(data, source)
+	}
+	req := new(collectorpb.ExportProfilesServiceRequest)
+	if err := proto.Unmarshal(data, req); err != nil {
+		return nil, fmt.Errorf("%s: not an OTLP profiles request in protobuf, or truncated: %w", source, err)
+	}
+	if err := checkRequest(req, true); err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	return []Request{{Source: source, Request: req}}, nil
+}
+
+// readJSON reads a stream of OTLP/JSON requests. A request that does not end
+// before the data does is reported as truncated: the Collector's file
+// exporter may be in the middle of a line.
+func readJSON(data []byte, source string) ([]Request, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var out []Request
+	for {
+		start := dec.InputOffset()
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			break
+		}
+		// The line of the value, not of the whitespace before it.
+		start += int64(len(data[start:]) - len(bytes.TrimLeft(data[start:], " \t\r\n")))
+		where := fmt.Sprintf("%s:%d", source, 1+bytes.Count(data[:start], []byte{'\n'}))
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("%s: truncated: the JSON ends before the request does", where)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: not OTLP/JSON: %w", where, err)
+		}
+		req, err := otlpjson.Unmarshal(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: not an OTLP profiles request: %w", where, err)
+		}
+		if err := checkRequest(req, false); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		out = append(out, Request{Source: where, Request: req})
+	}
+	if len(out) == 1 {
+		out[0].Source = source
+	}
+	return out, nil
+}
+
+// checkRequest tells a request of another protocol version, or data that
+// only happens to decode, from an OTLP profiles v1development request.
+// Protobuf decoding keeps fields it does not know, which an older or newer
+// version of the protocol has; OTLP/JSON decoding drops them, so a JSON
+// request of another version shows as profiles without a dictionary.
+func checkRequest(req *collectorpb.ExportProfilesServiceRequest, binary bool) error {
+	if len(req.GetResourceProfiles()) == 0 {
+		return errors.New("holds no resource profiles: not an OTLP profiles request")
+	}
+	if binary {
+		if field, ok := unknownField(req.ProtoReflect()); ok {
+			return fmt.Errorf("field %s is unknown to OTLP profiles v1development: a request of another version of the protocol, or not OTLP profiles", field)
+		}
+	}
+	hasProfiles := false
+	for _, rp := range req.ResourceProfiles {
+		for _, sp := range rp.GetScopeProfiles() {
+			hasProfiles = hasProfiles || len(sp.GetProfiles()) > 0
+		}
+	}
+	if hasProfiles && len(req.GetDictionary().GetStringTable()) == 0 {
+		return errors.New("profiles without a dictionary: a request of another version of OTLP profiles than v1development, or not OTLP profiles")
+	}
+	return nil
+}
+
+// unknownField returns the path of the first field of m, or of a message
+// within it, that the protocol does not define.
+func unknownField(m protoreflect.Message) (string, bool) {
+	if u := m.GetUnknown(); len(u) > 0 {
+		return fmt.Sprintf("%s #%d", m.Descriptor().FullName(), unknownNumber(u)), true
+	}
+	var path string
+	var found bool
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Kind() != protoreflect.MessageKind {
+			return true
+		}
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				if path, found = unknownField(l.Get(i).Message()); found {
+					return false
+				}
+			}
+		case fd.IsMap():
+		default:
+			path, found = unknownField(v.Message())
+		}
+		return !found
+	})
+	return path, found
+}
+
+// unknownNumber returns the field number of the first unknown field in u.
+func unknownNumber(u protoreflect.RawFields) protowire.Number {
+	num, _, _ := protowire.ConsumeTag(u)
+	return num
+}
