@@ -112,7 +112,7 @@ func (c *Context) Update(res *resourcepb.Resource) (dropped []string, err error)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if published != c {
+	if c == nil || published != c {
 		return nil, errors.New("processctx: update of a withdrawn context")
 	}
 	mapped, err := mapPayload(payload)
@@ -141,11 +141,12 @@ func (c *Context) Update(res *resourcepb.Resource) (dropped []string, err error)
 
 // Withdraw unmaps the header and the payload, as the C reference does: the
 // mapping disappears from /proc/<pid>/maps, and a reader that kept its
-// address fails to read it. Withdrawing twice is harmless.
+// address fails to read it. Withdrawing twice, or a nil Context, does
+// nothing.
 func (c *Context) Withdraw() error {
 	mu.Lock()
 	defer mu.Unlock()
-	if published != c {
+	if c == nil || published != c {
 		return nil
 	}
 	published = nil

@@ -195,6 +195,9 @@ func TestWithdrawLeavesNothing(t *testing.T) {
 	if err := c.Withdraw(); err != nil {
 		t.Errorf("second Withdraw: %v", err)
 	}
+	if err := (*processctx.Context)(nil).Withdraw(); err != nil {
+		t.Errorf("Withdraw of nil: %v", err)
+	}
 	if _, err := c.Update(testResource("again")); err == nil {
 		t.Error("Update of a withdrawn context succeeded")
 	}
