@@ -389,3 +389,35 @@ func TestReaderDuringPublications(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkPublishWithdraw measures what Start and Stop spend on the
+// process context: a publication (with the scan of /proc/self/maps for a
+// foreign context) and its withdrawal.
+func BenchmarkPublishWithdraw(b *testing.B) {
+	res := testResource("bench", "deployment.environment.name", "prod", "host.name", "h")
+	b.ReportAllocs()
+	for b.Loop() {
+		c, _, err := processctx.Publish(res)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Withdraw(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUpdate(b *testing.B) {
+	c, _, err := processctx.Publish(testResource("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Withdraw()
+	res := testResource("bench", "deployment.environment.name", "prod", "host.name", "h")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Update(res); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
