@@ -46,6 +46,7 @@ const (
 	envExporter      = "PPROFOTEL_EXPORTER"
 	envFileDir       = "PPROFOTEL_FILE_DIR"
 	envFileFormat    = "PPROFOTEL_FILE_FORMAT"
+	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
 )
 
 // Defaults.
@@ -112,6 +113,9 @@ type config struct {
 	delivery deliverySettings
 	resource *resource.Resource
 	logger   *slog.Logger
+	// processContext publishes the resource for readers outside the
+	// process (OTEP 4719); see WithProcessContext.
+	processContext bool
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
@@ -223,6 +227,13 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		default:
 			env.fail(name, v, errors.New(`format must be "proto" or "json"`))
 		}
+	}
+
+	c.processContext = true
+	if o.processContext != nil {
+		c.processContext = *o.processContext
+	} else if v, ok := env.boolean(envProcessCtx); ok {
+		c.processContext = v
 	}
 
 	c.otlp = resolveOTLP(&o, env, c.exporter == ExporterSplunk)

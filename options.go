@@ -151,6 +151,8 @@ type options struct {
 	exporter      *ExporterKind
 	fileDir       *string
 	fileJSON      *bool
+	// processContext is set by WithProcessContext.
+	processContext *bool
 
 	endpoint    *endpointOption
 	protocol    *Protocol
@@ -293,6 +295,15 @@ func WithFileDir(dir string) Option {
 // PPROFOTEL_FILE_FORMAT=json.
 func WithFileJSON(json bool) Option {
 	return optionFunc(func(o *options) { o.fileJSON = &json })
+}
+
+// WithProcessContext turns on or off the publication of the profiler's
+// resource as the process context of OTEP 4719, which the OpenTelemetry
+// eBPF profiler reads to tell which service a process is. It is on by
+// default on Linux amd64 and arm64 (and does nothing elsewhere),
+// overridden by PPROFOTEL_PROCESS_CONTEXT=false.
+func WithProcessContext(publish bool) Option {
+	return optionFunc(func(o *options) { o.processContext = &publish })
 }
 
 // WithEndpoint sets the OTLP endpoint as "host:port", without a scheme.

@@ -16,6 +16,7 @@ import (
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/delivery"
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/processctx"
 )
 
 // ScopeName is the instrumentation scope name of every profile the profiler
@@ -59,6 +60,9 @@ type Profiler struct {
 	// prevMutexFraction is the runtime's mutex fraction before Start,
 	// restored by Stop.
 	prevMutexFraction int
+
+	// processContext is the published process context, nil when none is.
+	processContext *processctx.Context
 }
 
 // Start starts profiling with the given options, which win over the
@@ -139,8 +143,30 @@ func start(cfg *config) (*Profiler, error) {
 		p.pipe.shutdown(context.Background())
 		return nil, err
 	}
+	if cfg.processContext {
+		p.publishProcessContext()
+	}
 	go p.loop()
 	return p, nil
+}
+
+// publishProcessContext publishes the resource the exporter sends, so that
+// the OpenTelemetry eBPF profiler names this process as we do. Failing to
+// publish costs that name, not the profiles, so it is logged and no more.
+func (p *Profiler) publishProcessContext() {
+	c, dropped, err := processctx.Publish(toProtoResource(p.cfg.resource))
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		p.cfg.logger.Debug("pprofotel: no process context on this platform")
+	case err != nil:
+		p.cfg.logger.Warn("pprofotel: the process context is not published", "error", err)
+	default:
+		p.processContext = c
+		if len(dropped) > 0 {
+			p.cfg.logger.Warn("pprofotel: resource attributes left out of the process context to fit the readers' limit",
+				"limit_bytes", processctx.MaxPayloadSize, "dropped", dropped)
+		}
+	}
 }
 
 // startCollector reads the baselines and starts the CPU profile. It runs on
@@ -170,6 +196,9 @@ func (p *Profiler) loop() {
 		case ctx := <-p.stopRequests:
 			lastErr := p.window(time.Now(), true)
 			p.restoreRuntime()
+			if err := p.processContext.Withdraw(); err != nil {
+				p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)
+			}
 			var errs []error
 			if lastErr != nil {
 				errs = append(errs, lastErr)
