@@ -17,7 +17,10 @@ import (
 
 // ToPprof rebuilds one multi-valued pprof profile per ScopeProfiles of req,
 // keyed by the scope's pprofotel.profile.name attribute. The Profiles of a
-// scope become the sample types, placed by pprof.scope.sample_type_order;
+// scope become the sample types runtime/pprof names them by (read back
+// through otlp.SampleTypes), placed by pprof.scope.sample_type_order; the
+// types the Builder did not send because another gives them (otlp.Unsent,
+// the CPU profile's cpu/nanoseconds) are computed and take the free indices;
 // samples with the same stack, attributes and link are merged into one pprof
 // sample. Links come back as trace_id and span_id labels in lower-case hex.
 // Every returned profile passes CheckValid.
@@ -77,10 +80,15 @@ func (c *converter) valueType(vt *profilespb.ValueType) (*pprofprofile.ValueType
 }
 
 func (c *converter) scope(sp *profilespb.ScopeProfiles) (*pprofprofile.Profile, error) {
-	n := len(sp.Profiles)
+	sent := make([]otlp.SampleType, len(sp.Profiles))
+	for j, prof := range sp.Profiles {
+		sent[j] = pprofSampleType(c.d, prof)
+	}
+	unsent := otlp.Unsent(sent)
+	n := len(sp.Profiles) + len(unsent)
 	order := scopeAttribute(sp.Scope, otlp.AttrSampleTypeOrder).GetArrayValue().GetValues()
-	if len(order) != n {
-		return nil, fmt.Errorf("%s has %d entries for %d profiles", otlp.AttrSampleTypeOrder, len(order), n)
+	if len(order) != len(sp.Profiles) {
+		return nil, fmt.Errorf("%s has %d entries for %d profiles", otlp.AttrSampleTypeOrder, len(order), len(sp.Profiles))
 	}
 	c.p = &pprofprofile.Profile{
 		SampleType:        make([]*pprofprofile.ValueType, n),
@@ -95,21 +103,21 @@ func (c *converter) scope(sp *profilespb.ScopeProfiles) (*pprofprofile.Profile, 
 	for j, prof := range sp.Profiles {
 		pos := order[j].GetIntValue()
 		if pos < 0 || pos >= int64(n) || c.p.SampleType[pos] != nil {
-			return nil, fmt.Errorf("%s is not a permutation", otlp.AttrSampleTypeOrder)
+			return nil, fmt.Errorf("%s is not a set of distinct indices in 0..%d", otlp.AttrSampleTypeOrder, n-1)
 		}
-		vt, err := c.valueType(prof.SampleType)
-		if err != nil {
+		if _, err := c.valueType(prof.SampleType); err != nil {
 			return nil, err
 		}
-		c.p.SampleType[pos] = vt
+		c.p.SampleType[pos] = &pprofprofile.ValueType{Type: sent[j].Pprof.Type, Unit: sent[j].Pprof.Unit}
 		if j == 0 {
 			c.p.TimeNanos = int64(prof.TimeUnixNano)
 			c.p.DurationNanos = int64(prof.DurationNano)
 			c.p.Period = prof.Period
 			if prof.PeriodType != nil {
-				if c.p.PeriodType, err = c.valueType(prof.PeriodType); err != nil {
+				if _, err := c.valueType(prof.PeriodType); err != nil {
 					return nil, err
 				}
+				c.p.PeriodType = &pprofprofile.ValueType{Type: sent[j].PprofPeriod.Type, Unit: sent[j].PprofPeriod.Unit}
 			}
 		}
 		for _, s := range prof.Samples {
@@ -121,6 +129,7 @@ func (c *converter) scope(sp *profilespb.ScopeProfiles) (*pprofprofile.Profile, 
 			key := fmt.Sprint(s.StackIndex, s.LinkIndex, attrs)
 			ps := samples[key]
 			if ps == nil {
+				var err error
 				if ps, err = c.sample(s, n); err != nil {
 					return nil, err
 				}
@@ -128,6 +137,20 @@ func (c *converter) scope(sp *profilespb.ScopeProfiles) (*pprofprofile.Profile, 
 				keys = append(keys, key)
 			}
 			ps.Value[pos] += s.Values[0]
+		}
+	}
+	// The unsent types take the free indices, in the table's order, and
+	// are their source's values times the period.
+	free := 0
+	for _, st := range unsent {
+		for c.p.SampleType[free] != nil {
+			free++
+		}
+		c.p.SampleType[free] = &pprofprofile.ValueType{Type: st.Pprof.Type, Unit: st.Pprof.Unit}
+		from := slices.IndexFunc(c.p.SampleType, func(vt *pprofprofile.ValueType) bool { return vt != nil && vt.Type == st.ScaledFrom })
+		for _, k := range keys {
+			v := samples[k].Value
+			v[free] = v[from] * c.p.Period
 		}
 	}
 	for _, k := range keys {
@@ -332,7 +355,10 @@ func (c *converter) function(i int32) (*pprofprofile.Function, error) {
 // identity. The key lists the frames leaf first, inlined frames included, as
 // "function:line" joined by ";", then "|" and the sorted labels: "key=value"
 // for string labels and "key=number" or "key=number unit" for numeric ones,
-// joined by ",". A location without lines shows as its hex address. Keys
+// joined by ",". Numeric labels are left out of the key, as the Builder
+// sends none (package otlp): a runtime profile's samples that differ only in
+// them add up under one key. A location without lines shows as its hex
+// address. Keys
 // whose total is zero are left out, so that a profile compares equal to a
 // copy that dropped its zero-valued samples.
 func StackTotals(p *pprofprofile.Profile, sampleIndex int) map[string]int64 {
@@ -369,16 +395,6 @@ func StackTotals(p *pprofprofile.Profile, sampleIndex int) map[string]int64 {
 		for k, vs := range s.Label {
 			for _, v := range vs {
 				lbls = append(lbls, k+"="+v)
-			}
-		}
-		for k, vs := range s.NumLabel {
-			units := s.NumUnit[k]
-			for i, v := range vs {
-				l := k + "=" + strconv.FormatInt(v, 10)
-				if i < len(units) && units[i] != "" {
-					l += " " + units[i]
-				}
-				lbls = append(lbls, l)
 			}
 		}
 		slices.Sort(lbls)
