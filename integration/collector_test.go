@@ -21,9 +21,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	profiler "github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/labels"
 )
 
@@ -218,8 +220,8 @@ func windowBounds(pd *profilespb.ProfilesData) (start, end uint64) {
 }
 
 // checkResource checks that every window carries the resource the
-// profiler built: the service name and attribute set in code, the detected
-// process id, and the SDK naming the profiler.
+// profiler built: the service name and attribute set in code and the SDK
+// naming the profiler.
 func checkResource(t *testing.T, windows []*profilespb.ProfilesData, run *profiledRun) {
 	t.Helper()
 	want := map[string]string{
@@ -228,7 +230,6 @@ func checkResource(t *testing.T, windows []*profilespb.ProfilesData, run *profil
 		"telemetry.sdk.name":      "pprofotel",
 		"telemetry.sdk.language":  "go",
 		"telemetry.sdk.version":   profiler.Version,
-		"process.pid":             fmt.Sprint(os.Getpid()),
 	}
 	for i, pd := range windows {
 		if n := len(pd.GetResourceProfiles()); n != 1 {
@@ -361,17 +362,16 @@ func checkValues(t *testing.T, windows []*profilespb.ProfilesData) {
 		fn                  any
 	}{
 		{"cpu", "samples", burnCPU},
-		{"cpu", "cpu", burnCPU},
-		{"cpu", "cpu", burnInSpan},
+		{"cpu", "samples", burnInSpan},
 		{"heap", "alloc_objects", allocateBuffers},
 		{"heap", "alloc_space", allocateBuffers},
 		{"heap", "inuse_objects", allocateBuffers},
 		{"heap", "inuse_space", allocateBuffers},
 		{"goroutine", "goroutine", parkGoroutine},
-		{"mutex", "contentions", contendMutex},
-		{"mutex", "delay", contendMutex},
-		{"block", "contentions", blockOnChannel},
-		{"block", "delay", blockOnChannel},
+		{"mutex", "mutex_contentions", contendMutex},
+		{"mutex", "mutex_delay", contendMutex},
+		{"block", "block_contentions", blockOnChannel},
+		{"block", "block_delay", blockOnChannel},
 	}
 	for _, tt := range tests {
 		fn := funcName(tt.fn)
@@ -495,17 +495,11 @@ func checkPprofRoundTrip(t *testing.T, windows []*profilespb.ProfilesData, ref p
 		t.Fatal("no full window has CPU samples")
 	}
 	pd := windows[best]
-	d := dict{pd.GetDictionary()}
-	var scope *profilespb.ScopeProfiles
-	for _, sp := range pd.GetResourceProfiles()[0].GetScopeProfiles() {
-		if d.text(d.scopeAttr(sp, attrProfileName)) == "cpu" {
-			scope = sp
-		}
-	}
-	p, err := toPprof(d, scope)
+	profs, err := otlptest.ToPprof(&collectorpb.ExportProfilesServiceRequest{ResourceProfiles: pd.GetResourceProfiles(), Dictionary: pd.GetDictionary()})
 	if err != nil {
-		t.Fatalf("window %d: converting the CPU profile to pprof: %v", best, err)
+		t.Fatalf("window %d: converting to pprof: %v", best, err)
 	}
+	p := profs["cpu"]
 	if got := p.SampleType; len(got) != 2 || got[0].Type != "samples" || got[1].Type != "cpu" || got[1].Unit != "nanoseconds" {
 		t.Errorf("window %d: pprof sample types %v, want samples/count and cpu/nanoseconds as the runtime writes them", best, got)
 	}
