@@ -7,7 +7,6 @@ import (
 	pprofprofile "github.com/google/pprof/profile"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
-
 )
 
 // Scope attributes the profiler writes to let a reader rebuild the pprof
