@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	profiler "github.com/pprofotel/profiler"
@@ -121,20 +121,10 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 	tracer := labels.WrapTracerProvider(tp).Tracer(tracerID)
 
 	run.started = time.Now()
-	p, err := profiler.Start(
-		profiler.WithServiceName(run.service),
+	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
 		profiler.WithResource(resource.NewSchemaless(attribute.String("pprofotel.test.protocol", string(protocol)))),
-		profiler.WithEndpoint(endpoint),
-		profiler.WithProtocol(protocol),
-		profiler.WithInsecure(),
-		profiler.WithPeriod(period),
-		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile),
-		profiler.WithMutexProfileFraction(1),
-		profiler.WithBlockProfileRate(1),
 		profiler.WithTimeout(10*time.Second),
-		profiler.WithLogger(slog.New(slog.NewTextHandler(run.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-	)
+	)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +151,24 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 		t.Fatal("the workload recorded no spans")
 	}
 	return run
+}
+
+// allProfilesOptions are the options of a test run: all five profile
+// types, every contention event recorded, to endpoint over protocol in
+// plaintext, windows of period, the profiler's log at debug level to logs.
+func allProfilesOptions(service string, protocol profiler.Protocol, endpoint string, period time.Duration, logs io.Writer) []profiler.Option {
+	return []profiler.Option{
+		profiler.WithServiceName(service),
+		profiler.WithEndpoint(endpoint),
+		profiler.WithProtocol(protocol),
+		profiler.WithInsecure(),
+		profiler.WithPeriod(period),
+		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
+			profiler.MutexProfile, profiler.BlockProfile),
+		profiler.WithMutexProfileFraction(1),
+		profiler.WithBlockProfileRate(1),
+		profiler.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+	}
 }
 
 // waitForWindows reads the Collector's profiles file until it holds the
@@ -495,7 +503,7 @@ func checkPprofRoundTrip(t *testing.T, windows []*profilespb.ProfilesData, ref p
 		t.Fatal("no full window has CPU samples")
 	}
 	pd := windows[best]
-	profs, err := otlptest.ToPprof(&collectorpb.ExportProfilesServiceRequest{ResourceProfiles: pd.GetResourceProfiles(), Dictionary: pd.GetDictionary()})
+	profs, err := otlptest.ToPprof(spelledOut(pd))
 	if err != nil {
 		t.Fatalf("window %d: converting to pprof: %v", best, err)
 	}

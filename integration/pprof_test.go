@@ -5,8 +5,10 @@ import (
 	"strconv"
 
 	pprofprofile "github.com/google/pprof/profile"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
+	"google.golang.org/protobuf/proto"
 )
 
 // Scope attributes the profiler writes to let a reader rebuild the pprof
@@ -153,4 +155,27 @@ func (d dict) functions(s *profilespb.Sample) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// spelledOut returns the request of pd with the keys and string values of
+// its scope attributes spelled out, as the profiler sent them, for readers
+// that take only that form.
+func spelledOut(pd *profilespb.ProfilesData) *collectorpb.ExportProfilesServiceRequest {
+	d := dict{pd.GetDictionary()}
+	pd = proto.Clone(pd).(*profilespb.ProfilesData)
+	for _, rp := range pd.GetResourceProfiles() {
+		for _, sp := range rp.GetScopeProfiles() {
+			for _, kv := range sp.GetScope().GetAttributes() {
+				if kv.Key == "" {
+					kv.Key, _ = d.str(kv.GetKeyStrindex())
+					kv.KeyStrindex = 0
+				}
+				if x, ok := kv.GetValue().GetValue().(*commonpb.AnyValue_StringValueStrindex); ok {
+					str, _ := d.str(x.StringValueStrindex)
+					kv.Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: str}}
+				}
+			}
+		}
+	}
+	return &collectorpb.ExportProfilesServiceRequest{ResourceProfiles: pd.GetResourceProfiles(), Dictionary: pd.GetDictionary()}
 }

@@ -120,17 +120,8 @@ func startPyroscope(t *testing.T) *pyroscope {
 
 // stop interrupts the server and kills it if it has not exited in 30 s.
 func (p *pyroscope) stop(t *testing.T) {
-	select {
-	case <-p.exited:
+	if running, _ := stopChild(p.cmd, p.exited, 30*time.Second); !running {
 		t.Errorf("Pyroscope exited before the test ended: %v", p.cmd.ProcessState)
-	default:
-		p.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-p.exited:
-		case <-time.After(30 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
 	}
 	if t.Failed() {
 		t.Logf("Pyroscope output (last 8 KiB):\n%s", tail(p.output.String(), 8<<10))

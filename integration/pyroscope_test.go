@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"maps"
 	"runtime"
 	"runtime/pprof"
@@ -132,19 +131,8 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol profiler.Prot
 	tracer := labels.WrapTracerProvider(tp).Tracer(tracerID)
 
 	run.started = time.Now()
-	p, err := profiler.Start(
-		profiler.WithServiceName(run.service),
-		profiler.WithResource(resource.NewSchemaless(attrs...)),
-		profiler.WithEndpoint(endpoint),
-		profiler.WithProtocol(protocol),
-		profiler.WithInsecure(),
-		profiler.WithPeriod(period),
-		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile),
-		profiler.WithMutexProfileFraction(1),
-		profiler.WithBlockProfileRate(1),
-		profiler.WithLogger(slog.New(slog.NewTextHandler(run.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-	)
+	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
+		profiler.WithResource(resource.NewSchemaless(attrs...)))...)
 	if err != nil {
 		t.Fatal(err)
 	}
