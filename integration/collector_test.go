@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	profiler "github.com/pprofotel/profiler"
@@ -109,16 +110,7 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 		spans:    make(map[[2]string]bool),
 		logs:     new(syncBuffer),
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("profiler log:\n%s", run.logs)
-		}
-	})
-
-	recorded := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(recorded))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer(tracerID)
+	tracer, recorded := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
 	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
@@ -151,6 +143,21 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 		t.Fatal("the workload recorded no spans")
 	}
 	return run
+}
+
+// startTracedRun returns a tracer whose spans label goroutines (see
+// labels.WrapTracerProvider) and the exporter that records them, and logs
+// the profiler's log when the test fails.
+func startTracedRun(t *testing.T, logs *syncBuffer) (trace.Tracer, *tracetest.InMemoryExporter) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("profiler log:\n%s", logs)
+		}
+	})
+	recorded := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(recorded))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return labels.WrapTracerProvider(tp).Tracer(tracerID), recorded
 }
 
 // allProfilesOptions are the options of a test run: all five profile

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -118,15 +119,7 @@ func startCollector(t *testing.T) *collector {
 	}
 
 	c.cmd = exec.Command(bin, "--config=file:"+config, "--feature-gates=service.profilesSupport")
-	c.cmd.Stdout = c.output
-	c.cmd.Stderr = c.output
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("starting the Collector %s: %v", bin, err)
-	}
-	go func() {
-		c.cmd.Wait()
-		close(c.exited)
-	}()
+	startChild(t, "the Collector", c.cmd, c.output, c.exited)
 	t.Cleanup(func() { c.stop(t) })
 
 	if err := c.waitReady(30 * time.Second); err != nil {
@@ -170,6 +163,20 @@ func (c *collector) stop(t *testing.T) {
 	if t.Failed() {
 		t.Logf("Collector output:\n%s", c.output)
 	}
+}
+
+// startChild starts cmd, its output going to output, and closes exited
+// when it has exited.
+func startChild(t *testing.T, what string, cmd *exec.Cmd, output io.Writer, exited chan<- struct{}) {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = output, output
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s %s: %v", what, cmd.Path, err)
+	}
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
 }
 
 // stopChild interrupts a child process, whose exited channel closes when it

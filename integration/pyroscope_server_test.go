@@ -88,14 +88,7 @@ func startPyroscope(t *testing.T) *pyroscope {
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
-	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting Pyroscope %s: %v", bin, err)
-	}
-	go func() {
-		p.cmd.Wait()
-		close(p.exited)
-	}()
+	startChild(t, "Pyroscope", p.cmd, p.output, p.exited)
 	t.Cleanup(func() { p.stop(t) })
 
 	deadline := time.Now().Add(90 * time.Second)

@@ -17,13 +17,10 @@ import (
 	pprofprofile "github.com/google/pprof/profile"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	profiler "github.com/pprofotel/profiler"
-	"github.com/pprofotel/profiler/labels"
 )
 
 // pyroscopeTypes are the profile types Pyroscope lists for a service that
@@ -120,15 +117,7 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol profiler.Prot
 		service: strings.NewReplacer("/", "-", " ", "-").Replace("pprofotel-" + t.Name()),
 		logs:    new(syncBuffer),
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("profiler log:\n%s", run.logs)
-		}
-	})
-	recorded := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(recorded))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer(tracerID)
+	tracer, _ := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
 	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
