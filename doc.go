@@ -21,16 +21,20 @@
 // Each runtime profile becomes one ScopeProfiles, and each of its sample
 // types one Profile:
 //
-//   - cpu: samples/count and cpu/nanoseconds recorded during the window.
+//   - cpu: samples/count (period cpu/nanoseconds) recorded during the
+//     window; cpu/nanoseconds, which is samples times the period, is not
+//     sent.
 //   - heap: alloc_objects and alloc_space allocated during the window;
 //     inuse_objects and inuse_space live at the window's end (as of the
 //     last garbage collection, as the runtime reports them).
 //   - goroutine: goroutines at the window's end.
-//   - mutex, block: contentions and delay during the window.
+//   - mutex: mutex_contentions and mutex_delay during the window; block:
+//     block_contentions and block_delay, so that the two are distinct
+//     profiles by their sample and period types.
 //
-// Mutex and block profiles have the same sample types. The scope
-// attribute and the Profile attribute "pprofotel.profile.name" (cpu, heap,
-// goroutine, mutex or block) tell them apart.
+// The scope attribute and the Profile attribute "pprofotel.profile.name"
+// (cpu, heap, goroutine, mutex or block) name the runtime profile. Numeric
+// pprof labels (the heap profile's object sizes) are not sent.
 //
 // # Configuration
 //

@@ -24,41 +24,39 @@ type resourceInputs struct {
 //
 //  1. service.name "unknown_service:<executable name>", as the
 //     specification asks when no name is configured;
-//  2. detected attributes: host.name, process.*, and telemetry.sdk.*
-//     naming this profiler (name "pprofotel", language "go", version
-//     Version) rather than the OpenTelemetry Go SDK, which does not produce
-//     these profiles;
+//  2. telemetry.sdk.* naming this profiler (name "pprofotel", language
+//     "go", version Version) rather than the OpenTelemetry Go SDK, which
+//     does not produce these profiles: the attributes of otel-go's
+//     resource.Default(), and no more. Backends that store profiles by
+//     series make every resource attribute a series label (Grafana
+//     Pyroscope: at most 30 label names per series, a request over it
+//     rejected whole), and some detected attributes change at every
+//     restart (process.pid, host.name of a Kubernetes pod), which starts a
+//     new set of series each time. Detectors a service wants are one
+//     WithResource away;
 //  3. OTEL_RESOURCE_ATTRIBUTES;
 //  4. OTEL_SERVICE_NAME;
 //  5. WithResource;
 //  6. WithServiceName.
 //
 // So code wins over the environment, and the environment over detection.
-// Detection that partly fails (process.owner has no answer in some
-// containers) leaves the attribute out and is logged at debug level.
+// The executable's name, for the fallback service name, comes from
+// detection; when that fails the name is "unknown_service", and the failure
+// is logged at debug level.
 func buildResource(ctx context.Context, in resourceInputs, logger *slog.Logger) *resource.Resource {
-	detected, err := resource.New(ctx,
-		resource.WithHost(),
-		resource.WithProcessPID(),
-		resource.WithProcessExecutableName(),
-		resource.WithProcessExecutablePath(),
-		resource.WithProcessOwner(),
-		resource.WithProcessRuntimeName(),
-		resource.WithProcessRuntimeVersion(),
-		resource.WithProcessRuntimeDescription(),
-		resource.WithAttributes(
-			semconv.TelemetrySDKNameKey.String("pprofotel"),
-			semconv.TelemetrySDKLanguageGo,
-			semconv.TelemetrySDKVersionKey.String(Version),
-		),
+	detected := resource.NewSchemaless(
+		semconv.TelemetrySDKNameKey.String("pprofotel"),
+		semconv.TelemetrySDKLanguageGo,
+		semconv.TelemetrySDKVersionKey.String(Version),
 	)
+
+	unknown := "unknown_service"
+	exe, err := resource.New(ctx, resource.WithProcessExecutableName())
 	if err != nil {
 		logger.Debug("pprofotel: resource detection incomplete", "error", err)
 	}
-
-	unknown := "unknown_service"
-	if exe, ok := detected.Set().Value(semconv.ProcessExecutableNameKey); ok && exe.AsString() != "" {
-		unknown += ":" + exe.AsString()
+	if name, ok := exe.Set().Value(semconv.ProcessExecutableNameKey); ok && name.AsString() != "" {
+		unknown += ":" + name.AsString()
 	}
 
 	layers := []*resource.Resource{

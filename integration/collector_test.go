@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	profiler "github.com/pprofotel/profiler"
@@ -108,32 +110,13 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 		spans:    make(map[[2]string]bool),
 		logs:     new(syncBuffer),
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("profiler log:\n%s", run.logs)
-		}
-	})
-
-	recorded := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(recorded))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer(tracerID)
+	tracer, recorded := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
-	p, err := profiler.Start(
-		profiler.WithServiceName(run.service),
+	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
 		profiler.WithResource(resource.NewSchemaless(attribute.String("pprofotel.test.protocol", string(protocol)))),
-		profiler.WithEndpoint(endpoint),
-		profiler.WithProtocol(protocol),
-		profiler.WithInsecure(),
-		profiler.WithPeriod(period),
-		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile),
-		profiler.WithMutexProfileFraction(1),
-		profiler.WithBlockProfileRate(1),
 		profiler.WithTimeout(10*time.Second),
-		profiler.WithLogger(slog.New(slog.NewTextHandler(run.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-	)
+	)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,6 +143,39 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 		t.Fatal("the workload recorded no spans")
 	}
 	return run
+}
+
+// startTracedRun returns a tracer whose spans label goroutines (see
+// labels.WrapTracerProvider) and the exporter that records them, and logs
+// the profiler's log when the test fails.
+func startTracedRun(t *testing.T, logs *syncBuffer) (trace.Tracer, *tracetest.InMemoryExporter) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("profiler log:\n%s", logs)
+		}
+	})
+	recorded := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(recorded))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return labels.WrapTracerProvider(tp).Tracer(tracerID), recorded
+}
+
+// allProfilesOptions are the options of a test run: all five profile
+// types, every contention event recorded, to endpoint over protocol in
+// plaintext, windows of period, the profiler's log at debug level to logs.
+func allProfilesOptions(service string, protocol profiler.Protocol, endpoint string, period time.Duration, logs io.Writer) []profiler.Option {
+	return []profiler.Option{
+		profiler.WithServiceName(service),
+		profiler.WithEndpoint(endpoint),
+		profiler.WithProtocol(protocol),
+		profiler.WithInsecure(),
+		profiler.WithPeriod(period),
+		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
+			profiler.MutexProfile, profiler.BlockProfile),
+		profiler.WithMutexProfileFraction(1),
+		profiler.WithBlockProfileRate(1),
+		profiler.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+	}
 }
 
 // waitForWindows reads the Collector's profiles file until it holds the
@@ -219,8 +235,8 @@ func windowBounds(pd *profilespb.ProfilesData) (start, end uint64) {
 }
 
 // checkResource checks that every window carries the resource the
-// profiler built: the service name and attribute set in code, the detected
-// process id, and the SDK naming the profiler.
+// profiler built: the service name and attribute set in code and the SDK
+// naming the profiler.
 func checkResource(t *testing.T, windows []*profilespb.ProfilesData, run *profiledRun) {
 	t.Helper()
 	want := map[string]string{
@@ -229,7 +245,6 @@ func checkResource(t *testing.T, windows []*profilespb.ProfilesData, run *profil
 		"telemetry.sdk.name":      "pprofotel",
 		"telemetry.sdk.language":  "go",
 		"telemetry.sdk.version":   profiler.Version,
-		"process.pid":             fmt.Sprint(os.Getpid()),
 	}
 	for i, pd := range windows {
 		if n := len(pd.GetResourceProfiles()); n != 1 {
@@ -362,17 +377,16 @@ func checkValues(t *testing.T, windows []*profilespb.ProfilesData) {
 		fn                  any
 	}{
 		{"cpu", "samples", burnCPU},
-		{"cpu", "cpu", burnCPU},
-		{"cpu", "cpu", burnInSpan},
+		{"cpu", "samples", burnInSpan},
 		{"heap", "alloc_objects", allocateBuffers},
 		{"heap", "alloc_space", allocateBuffers},
 		{"heap", "inuse_objects", allocateBuffers},
 		{"heap", "inuse_space", allocateBuffers},
 		{"goroutine", "goroutine", parkGoroutine},
-		{"mutex", "contentions", contendMutex},
-		{"mutex", "delay", contendMutex},
-		{"block", "contentions", blockOnChannel},
-		{"block", "delay", blockOnChannel},
+		{"mutex", "mutex_contentions", contendMutex},
+		{"mutex", "mutex_delay", contendMutex},
+		{"block", "block_contentions", blockOnChannel},
+		{"block", "block_delay", blockOnChannel},
 	}
 	for _, tt := range tests {
 		fn := funcName(tt.fn)

@@ -1,15 +1,20 @@
 // Package integration holds the tests that run the profiler against a real
-// OpenTelemetry Collector. It is a module of its own so that the
-// Collector's build tooling and the tests' dependencies stay out of the
-// profiler's go.mod; it contains no code meant to be imported.
+// OpenTelemetry Collector and a real Grafana Pyroscope. It is a module of
+// its own so that the Collector's build tooling and the tests' dependencies
+// stay out of the profiler's go.mod; it contains no code meant to be
+// imported.
 //
 // The Collector binary is built from Go modules by build-collector.sh, from
 // the manifest otelcol/builder-config.yaml, and found through the
-// PPROFOTEL_OTELCOL environment variable:
+// PPROFOTEL_OTELCOL environment variable; the Pyroscope v2.2.1 server is
+// unpacked by pyroscope.sh (which says how to build it where no archive is
+// at hand) and found through PPROFOTEL_PYROSCOPE:
 //
 //	export PPROFOTEL_OTELCOL=$(./build-collector.sh)
+//	export PPROFOTEL_PYROSCOPE=$(./pyroscope.sh)
 //	go test -race -count=1 ./...
 //
-// Without PPROFOTEL_OTELCOL the tests fail, except under -short, where
-// they are skipped.
+// Without PPROFOTEL_OTELCOL the Collector tests fail, except under -short,
+// where they are skipped. Without PPROFOTEL_PYROSCOPE the Pyroscope test
+// fails, always.
 package integration

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -118,15 +119,7 @@ func startCollector(t *testing.T) *collector {
 	}
 
 	c.cmd = exec.Command(bin, "--config=file:"+config, "--feature-gates=service.profilesSupport")
-	c.cmd.Stdout = c.output
-	c.cmd.Stderr = c.output
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("starting the Collector %s: %v", bin, err)
-	}
-	go func() {
-		c.cmd.Wait()
-		close(c.exited)
-	}()
+	startChild(t, "the Collector", c.cmd, c.output, c.exited)
 	t.Cleanup(func() { c.stop(t) })
 
 	if err := c.waitReady(30 * time.Second); err != nil {
@@ -161,21 +154,48 @@ func (c *collector) waitReady(limit time.Duration) error {
 // stop asks the Collector to shut down, which flushes the file exporters,
 // and kills it if it does not.
 func (c *collector) stop(t *testing.T) {
-	select {
-	case <-c.exited:
+	switch running, killed := stopChild(c.cmd, c.exited, 10*time.Second); {
+	case !running:
 		t.Errorf("the Collector exited before the test ended: %v", c.cmd.ProcessState)
-	default:
-		c.cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-c.exited:
-		case <-time.After(10 * time.Second):
-			c.cmd.Process.Kill()
-			<-c.exited
-			t.Errorf("the Collector ignored SIGINT for 10s and was killed")
-		}
+	case killed:
+		t.Errorf("the Collector ignored SIGINT for 10s and was killed")
 	}
 	if t.Failed() {
 		t.Logf("Collector output:\n%s", c.output)
+	}
+}
+
+// startChild starts cmd, its output going to output, and closes exited
+// when it has exited.
+func startChild(t *testing.T, what string, cmd *exec.Cmd, output io.Writer, exited chan<- struct{}) {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = output, output
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s %s: %v", what, cmd.Path, err)
+	}
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+}
+
+// stopChild interrupts a child process, whose exited channel closes when it
+// has exited, and kills it if it is still running after grace. It tells
+// whether the process was running when asked and whether it was killed.
+func stopChild(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration) (running, killed bool) {
+	select {
+	case <-exited:
+		return false, false
+	default:
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-exited:
+		return true, false
+	case <-time.After(grace):
+		cmd.Process.Kill()
+		<-exited
+		return true, true
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pprof "github.com/google/pprof/profile"
+	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/labels"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -227,13 +228,19 @@ func (c *converter) valueType(vt *profilespb.ValueType) (pprof.ValueType, error)
 
 func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Profile, []column, error) {
 	scopeAttrs := sp.GetScope().GetAttributes()
-	types := make([]pprof.ValueType, len(sp.Profiles))
+	sent := make([]otlp.SampleType, len(sp.Profiles))
 	for j, prof := range sp.Profiles {
-		vt, err := c.valueType(prof.GetSampleType())
+		st, err := c.valueType(prof.GetSampleType())
 		if err != nil {
 			return nil, nil, err
 		}
-		types[j] = vt
+		var pt pprof.ValueType
+		if prof.PeriodType != nil {
+			if pt, err = c.valueType(prof.PeriodType); err != nil {
+				return nil, nil, err
+			}
+		}
+		sent[j] = sentType(name, st, pt)
 	}
 	var order []int64
 	if v := attr(c.d, scopeAttrs, attrSampleTypeOrder); v != nil {
@@ -242,7 +249,7 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 			order = append(order, e.GetIntValue())
 		}
 	}
-	cols, err := columns(name, types, order)
+	cols, err := columns(name, sent, order)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -259,11 +266,8 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 		c.p.SampleType[i] = &cols[i].ValueType
 	}
 	if first.PeriodType != nil {
-		pt, err := c.valueType(first.PeriodType)
-		if err != nil {
-			return nil, nil, err
-		}
-		c.p.PeriodType = &pt
+		pt := sent[0].PprofPeriod
+		c.p.PeriodType = &pprof.ValueType{Type: pt.Type, Unit: pt.Unit}
 	}
 	c.mappings = make(map[int32]*pprof.Mapping)
 	c.locations = make(map[int32]*pprof.Location)
@@ -274,6 +278,9 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 	}
 	samples := make(map[identity]*pprof.Sample)
 	for pos, col := range cols {
+		if col.profile < 0 {
+			continue
+		}
 		for _, s := range sp.Profiles[col.profile].GetSamples() {
 			if len(s.Values) != 1 {
 				return nil, nil, fmt.Errorf("sample has %d values, want 1", len(s.Values))
@@ -290,6 +297,13 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 				c.p.Sample = append(c.p.Sample, ps)
 			}
 			ps.Value[pos] += s.Values[0]
+		}
+	}
+	for pos, col := range cols {
+		if col.scaledFrom >= 0 {
+			for _, s := range c.p.Sample {
+				s.Value[pos] = s.Value[col.scaledFrom] * c.p.Period
+			}
 		}
 	}
 	if err := c.p.CheckValid(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -178,9 +179,9 @@ func TestConvertFixture(t *testing.T) {
 		key     string
 		want    int64
 	}{
-		{"heap", 1, "runtime.mallocgc:950;strings.Repeat:33;main.alloc:7;main.handle:25;main.main:12|bytes=1024", 2048},
+		{"heap", 1, "runtime.mallocgc:950;strings.Repeat:33;main.alloc:7;main.handle:25;main.main:12|", 2048},
 		{"heap", 3, "strings.Repeat:33;main.alloc:7;main.handle:25;main.main:12|", 300},
-		{"cpu", 1, "main.handle:25;main.main:12|span_id=" + otlptest.FixtureSpanID + ",trace_id=" + otlptest.FixtureTraceID + ",worker=7 requests", 10000005},
+		{"cpu", 1, "main.handle:25;main.main:12|span_id=" + otlptest.FixtureSpanID + ",trace_id=" + otlptest.FixtureTraceID, 10000005},
 		{"cpu", 0, "main.handle:25;main.main:12|span_id=00f067aa0ba902b7,trace_id=XYZ", 2},
 		{"block", 1, "sync.(*Mutex).Unlock:60;main.handle:25;main.main:12|", 7000},
 	}
@@ -250,4 +251,33 @@ func TestConvertRuntimeHeap(t *testing.T) {
 			allocated["allocSmall"], 1000*64, allocated["allocLarge"], 100*4096)
 	}
 	sink = nil
+}
+
+// TestToPprofCPUSentOnce checks that a CPU profile whose cpu/nanoseconds is
+// samples/count times the period travels as one Profile and comes back with
+// both sample types, in runtime/pprof's order and names.
+func TestToPprofCPUSentOnce(t *testing.T) {
+	in := otlptest.FixtureInputs()[1]
+	if in.Name != "cpu" {
+		t.Fatalf("fixture input 1 is %q, want cpu", in.Name)
+	}
+	p := *in.Profile
+	p.Samples = slices.Clone(p.Samples)
+	for i := range p.Samples {
+		v := slices.Clone(p.Samples[i].Values)
+		v[1] = v[0] * p.Period
+		p.Samples[i].Values = v
+	}
+	in.Profile = &p
+	req := otlp.NewBuilder(nil, nil).Build(time.Unix(1, 0), time.Unix(2, 0), []otlp.Input{in})
+	if n := len(req.ResourceProfiles[0].ScopeProfiles[0].Profiles); n != 1 {
+		t.Fatalf("CPU sent as %d Profiles, want 1", n)
+	}
+	got := roundTrip(t, []otlp.Input{in})["cpu"]
+	if st := got.SampleType; len(st) != 2 || st[0].Type != "samples" || st[1].Type != "cpu" || st[1].Unit != "nanoseconds" {
+		t.Fatalf("sample types %v, want samples/count, cpu/nanoseconds", st)
+	}
+	if got.PeriodType == nil || got.PeriodType.Type != "cpu" || got.Period != p.Period {
+		t.Errorf("period %v %d, want cpu/nanoseconds %d", got.PeriodType, got.Period, p.Period)
+	}
 }

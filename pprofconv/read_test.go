@@ -127,7 +127,7 @@ func TestConvertErrors(t *testing.T) {
 					kv.Value.GetArrayValue().Values[1].Value = kv.Value.GetArrayValue().Values[0].Value
 				}
 			}
-		}, "w: cpu profile: pprof.scope.sample_type_order [0 0] is not a permutation"},
+		}, "w: cpu profile: pprof.scope.sample_type_order [0 0] is not a set of distinct indices in 0..1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,7 +32,7 @@ const (
 	// responses are a few bytes; anything longer is not worth the memory.
 	maxResponseBody = 64 << 10
 	// maxErrorMessage bounds the text of a non-Status error body kept in
-	// ExportError.Message.
+	// ExportError.Message: its first and last halves are kept.
 	maxErrorMessage = 512
 	// maxResponseHeaderBytes bounds the header of a response, which
 	// net/http would otherwise read up to 10 MB of (1 MB over HTTP/2) and
@@ -302,7 +302,11 @@ func errorMessage(contentType string, data []byte) string {
 // truncate bounds a text taken from a response to maxErrorMessage bytes.
 func truncate(msg string) string {
 	if len(msg) > maxErrorMessage {
-		msg = strings.ToValidUTF8(msg[:maxErrorMessage], "") + "..."
+		// Both ends: servers tend to put the reason last, after what
+		// they refused (Pyroscope: a series' labels, then "has 55 label
+		// names; limit 30").
+		half := maxErrorMessage / 2
+		msg = strings.ToValidUTF8(msg[:half], "") + " ... " + strings.ToValidUTF8(msg[len(msg)-half:], "")
 	}
 	return msg
 }

@@ -682,3 +682,13 @@ func TestOversizedResponseHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPErrorMessageKeepsBothEnds checks that a long plain-text error body
+// keeps its end, where servers put the reason, within the bound.
+func TestHTTPErrorMessageKeepsBothEnds(t *testing.T) {
+	body := "profile series '{" + strings.Repeat(`a="x", `, 200) + "}' has 55 label names; limit 30"
+	msg := errorMessage("text/plain; charset=utf-8", []byte(body))
+	if !strings.HasPrefix(msg, "profile series '{") || !strings.HasSuffix(msg, "has 55 label names; limit 30") || len(msg) > maxErrorMessage+5 {
+		t.Errorf("message %q (%d bytes): want both ends of the body within %d bytes", msg, len(msg), maxErrorMessage)
+	}
+}

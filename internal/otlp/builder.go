@@ -184,13 +184,28 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 	if defaultType == "" && nTypes > 0 {
 		defaultType = p.SampleTypes[nTypes-1].Type
 	}
-	order := make([]*commonpb.AnyValue, nTypes)
-	for i := range order {
-		order[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(i)}}
+	// The types to send, by SampleTypes: a type that another one times
+	// the period gives exactly is not sent.
+	sent := make([]int, 0, nTypes)
+	types := make([]ValueType, 0, 2*nTypes)
+	for t, st := range p.SampleTypes {
+		vt, pt := ValueType(st), ValueType(p.PeriodType)
+		if row := sampleTypeFor(in.Name, vt); row != nil {
+			if row.ScaledFrom != "" && scaledExactly(p, t, row.ScaledFrom) {
+				continue
+			}
+			vt, pt = row.Sample, row.Period
+		}
+		sent = append(sent, t)
+		types = append(types, vt, pt)
+	}
+	order := make([]*commonpb.AnyValue, len(sent))
+	for i, t := range sent {
+		order[i] = &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(t)}}
 	}
 	sp := &profilespb.ScopeProfiles{
 		Scope:    b.scopeFor(in.Name, defaultType, order),
-		Profiles: make([]*profilespb.Profile, 0, nTypes),
+		Profiles: make([]*profilespb.Profile, 0, len(sent)),
 	}
 
 	b.prepare(p)
@@ -198,23 +213,46 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 	if nTypes > 0 {
 		nameAttr = b.d.attribute(attrKey{key: b.d.str(AttrProfileName), kind: kindString, str: in.Name})
 	}
-	ids := make([]byte, 16*nTypes)
-	for t, st := range p.SampleTypes {
+	ids := make([]byte, 16*len(sent))
+	for i, t := range sent {
 		id := b.newID()
-		copy(ids[16*t:], id[:])
+		copy(ids[16*i:], id[:])
 		prof := &profilespb.Profile{
-			SampleType:       b.d.valueType(st),
+			SampleType:       b.d.valueType(profile.ValueType(types[2*i])),
 			TimeUnixNano:     win.time,
 			DurationNano:     win.duration,
-			PeriodType:       b.d.valueType(p.PeriodType),
+			PeriodType:       b.d.valueType(profile.ValueType(types[2*i+1])),
 			Period:           p.Period,
-			ProfileId:        ids[16*t : 16*t+16 : 16*t+16],
+			ProfileId:        ids[16*i : 16*i+16 : 16*i+16],
 			AttributeIndices: []int32{nameAttr},
 		}
 		prof.Samples = b.samples(p, t)
 		sp.Profiles = append(sp.Profiles, prof)
 	}
 	return sp
+}
+
+// scaledExactly tells whether the values of sample type t of p equal those
+// of sample type from times the period, in every sample.
+func scaledExactly(p *profile.Profile, t int, from string) bool {
+	f := slices.IndexFunc(p.SampleTypes, func(vt profile.ValueType) bool { return vt.Type == from })
+	if f < 0 || f == t {
+		return false
+	}
+	for i := range p.Samples {
+		v := p.Samples[i].Values
+		var x, y int64
+		if t < len(v) {
+			x = v[t]
+		}
+		if f < len(v) {
+			y = v[f]
+		}
+		if x != y*p.Period {
+			return false
+		}
+	}
+	return true
 }
 
 // scopeFor copies the configured scope and appends the pprof attributes, so
@@ -340,24 +378,17 @@ func (b *Builder) hashIdentity(s *profile.Sample, nLocs int) uint64 {
 	var labels uint64
 	for i := range s.Labels {
 		l := &s.Labels[i]
-		lh := maphash.String(b.seed, l.Key)
 		if l.IsNum {
-			lh = hashindex.Mix(lh, 1)
-			lh = hashindex.Mix(lh, uint64(l.Num))
-			if l.NumUnit != "" {
-				lh = hashindex.Mix(lh, maphash.String(b.seed, l.NumUnit))
-			}
-		} else {
-			lh = hashindex.Mix(lh, maphash.String(b.seed, l.Str))
+			continue // not sent, see doc.go
 		}
-		labels += lh
+		labels += hashindex.Mix(maphash.String(b.seed, l.Key), maphash.String(b.seed, l.Str))
 	}
 	return hashindex.Mix(h, labels)
 }
 
-// sameIdentity tells whether x and y have the same identity. Labels that
-// differ only in a field their kind does not use (the number of a string
-// label, the string of a numeric one) are the same label.
+// sameIdentity tells whether x and y have the same identity. Numeric labels
+// are not part of it, as they are not sent; string labels that differ only
+// in their unused number are the same label.
 func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
 	valid := func(l int32) bool { return l >= 0 && int(l) < nLocs }
 	i, j := 0, 0
@@ -380,13 +411,14 @@ func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
 		i++
 		j++
 	}
-	if len(x.Labels) != len(y.Labels) {
+	nx, ny := stringLabels(x), stringLabels(y)
+	if nx != ny {
 		return false
 	}
-	switch len(x.Labels) {
-	case 0:
+	switch {
+	case nx == 0:
 		return true
-	case 1:
+	case nx == 1 && len(x.Labels) == 1 && len(y.Labels) == 1:
 		return sameLabel(&x.Labels[0], &y.Labels[0])
 	}
 	// Labels are compared in their canonical order, as if sorted.
@@ -399,50 +431,41 @@ func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
 	return true
 }
 
-// labelOrder returns the indices of the labels of s in canonical order,
-// in scratch slice k.
+func stringLabels(s *profile.Sample) int {
+	n := 0
+	for i := range s.Labels {
+		if !s.Labels[i].IsNum {
+			n++
+		}
+	}
+	return n
+}
+
+// labelOrder returns the indices of the string labels of s in canonical
+// order, in scratch slice k.
 func (b *Builder) labelOrder(k int, s *profile.Sample) []int {
 	ord := b.labelOrd[k][:0]
 	for i := range s.Labels {
-		ord = append(ord, i)
+		if !s.Labels[i].IsNum {
+			ord = append(ord, i)
+		}
 	}
 	slices.SortFunc(ord, func(x, y int) int { return compareLabels(&s.Labels[x], &s.Labels[y]) })
 	b.labelOrd[k] = ord
 	return ord
 }
 
-// sameLabel tells whether x and y are the same label, ignoring the field
-// their kind does not use.
+// sameLabel tells whether the string labels x and y are the same label.
 func sameLabel(x, y *profile.Label) bool {
-	if x.Key != y.Key || x.IsNum != y.IsNum {
-		return false
-	}
-	if x.IsNum {
-		return x.Num == y.Num && x.NumUnit == y.NumUnit
-	}
-	return x.Str == y.Str
+	return x.Key == y.Key && x.Str == y.Str
 }
 
+// compareLabels orders string labels.
 func compareLabels(x, y *profile.Label) int {
 	if c := strings.Compare(x.Key, y.Key); c != 0 {
 		return c
 	}
-	if x.IsNum != y.IsNum {
-		if x.IsNum {
-			return 1
-		}
-		return -1
-	}
-	if c := strings.Compare(x.Str, y.Str); c != 0 {
-		return c
-	}
-	if x.Num != y.Num {
-		if x.Num < y.Num {
-			return -1
-		}
-		return 1
-	}
-	return strings.Compare(x.NumUnit, y.NumUnit)
+	return strings.Compare(x.Str, y.Str)
 }
 
 // samples returns the Samples of sample type t of p.
@@ -519,7 +542,7 @@ func (b *Builder) resolveSample(p *profile.Profile, i int) {
 	var attrs []int32
 	for j := range s.Labels {
 		l := &s.Labels[j]
-		if link != 0 && !l.IsNum && (l.Key == labels.TraceIDKey || l.Key == labels.SpanIDKey) {
+		if l.IsNum || link != 0 && (l.Key == labels.TraceIDKey || l.Key == labels.SpanIDKey) {
 			continue
 		}
 		// A label like the last one resolved has its attribute, and
@@ -548,18 +571,7 @@ func (b *Builder) resolveSample(p *profile.Profile, i int) {
 			attrs = append(attrs, b.lastAttr)
 			continue
 		}
-		k := attrKey{key: key}
-		if l.IsNum {
-			k.kind = kindInt
-			k.num = l.Num
-			if l.NumUnit != "" {
-				k.unit = b.d.str(l.NumUnit)
-			}
-		} else {
-			k.kind = kindString
-			k.str = l.Str
-		}
-		a := b.d.attribute(k)
+		a := b.d.attribute(attrKey{key: key, kind: kindString, str: l.Str})
 		attrs = append(attrs, a)
 		b.lastLabel, b.lastAttr = *l, a
 	}

@@ -198,10 +198,10 @@ func TestBuildDictionary(t *testing.T) {
 		// handle/main, unlock/handle/main.
 		{"stack_table", len(d.StackTable), 5},
 		{"link_table", len(d.LinkTable), 2},
-		// zero + 4 profile names, bytes, http.route, worker, trace_id and
-		// span_id of the malformed pair, gnu and go build ids, 3 mapping
-		// flags, is_folded.
-		{"attribute_table", len(d.AttributeTable), 16},
+		// zero + 4 profile names, http.route, trace_id and span_id of the
+		// malformed pair, gnu and go build ids, 3 mapping flags,
+		// is_folded; not the numeric labels bytes and worker.
+		{"attribute_table", len(d.AttributeTable), 14},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -252,31 +252,30 @@ func TestBuildSamples(t *testing.T) {
 		value  int64
 	}
 	route := "http.route=/api"
-	worker := "worker=7 requests"
 	tests := []struct {
 		scope, sampleType string
 		want              []sample
 	}{
 		{"heap", "alloc_space", []sample{
-			{[]string{"runtime.mallocgc", "strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{"bytes=1024"}, false, 2048},
+			{[]string{"runtime.mallocgc", "strings.Repeat", "main.alloc", "main.handle", "main.main"}, nil, false, 2048},
 		}},
 		{"heap", "inuse_objects", []sample{
-			{[]string{"runtime.mallocgc", "strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{"bytes=1024"}, false, 1},
+			{[]string{"runtime.mallocgc", "strings.Repeat", "main.alloc", "main.handle", "main.main"}, nil, false, 1},
 			{[]string{"strings.Repeat", "main.alloc", "main.handle", "main.main"}, nil, false, 3},
 		}},
 		{"cpu", "samples", []sample{
 			{[]string{"strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{route}, true, 3},
-			{[]string{"main.handle", "main.main"}, []string{worker}, true, 2},
+			{[]string{"main.handle", "main.main"}, nil, true, 2},
 			{[]string{"main.handle", "main.main"}, []string{"span_id=00f067aa0ba902b7", "trace_id=XYZ"}, false, 2},
 		}},
 		{"cpu", "cpu", []sample{
 			{[]string{"strings.Repeat", "main.alloc", "main.handle", "main.main"}, []string{route}, true, 30000000},
-			{[]string{"main.handle", "main.main"}, []string{worker}, true, 10000005},
+			{[]string{"main.handle", "main.main"}, nil, true, 10000005},
 		}},
-		{"mutex", "delay", []sample{
+		{"mutex", "mutex_delay", []sample{
 			{[]string{"sync.(*Mutex).Unlock", "main.handle", "main.main"}, nil, false, 5000},
 		}},
-		{"block", "contentions", []sample{
+		{"block", "block_contentions", []sample{
 			{[]string{"sync.(*Mutex).Unlock", "main.handle", "main.main"}, nil, false, 7},
 		}},
 	}
@@ -361,8 +360,8 @@ func TestBuildScopes(t *testing.T) {
 	}{
 		{"heap", "inuse_space", []int64{0, 1, 2, 3}, []string{"alloc_objects", "alloc_space", "inuse_objects", "inuse_space"}},
 		{"cpu", "cpu", []int64{0, 1}, []string{"samples", "cpu"}},
-		{"mutex", "delay", []int64{0, 1}, []string{"contentions", "delay"}},
-		{"block", "delay", []int64{0, 1}, []string{"contentions", "delay"}},
+		{"mutex", "delay", []int64{0, 1}, []string{"mutex_contentions", "mutex_delay"}},
+		{"block", "delay", []int64{0, 1}, []string{"block_contentions", "block_delay"}},
 	}
 	scopes := req.ResourceProfiles[0].ScopeProfiles
 	if len(scopes) != len(tests) {
@@ -487,14 +486,13 @@ func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
 		{"fields a label's kind does not use", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "v", Num: 5}}}, sample{[]int32{0}, []profile.Label{str("k", "v")}}, true},
 		{"other order of locations", sample{[]int32{0, 1}, nil}, sample{[]int32{1, 0}, nil}, false},
 		{"a stack and its prefix", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1, 2}, nil}, false},
-		{"another label value", sample{[]int32{0}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{num("bytes", 16)}}, false},
+		// Numeric labels are not sent, so they do not part samples.
+		{"another number", sample{[]int32{0}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{num("bytes", 16)}}, true},
+		{"a number and none", sample{[]int32{0}, []profile.Label{str("a", "1"), num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{str("a", "1")}}, true},
+		{"another string value", sample{[]int32{0}, []profile.Label{str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "2")}}, false},
 		{"a string and a number", sample{[]int32{0}, []profile.Label{str("n", "")}}, sample{[]int32{0}, []profile.Label{num("n", 0)}}, false},
 		{"a label repeated", sample{[]int32{0}, []profile.Label{str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1")}}, false},
-		{"labels swapped between keys", sample{[]int32{0}, []profile.Label{num("a", 1), num("b", 2)}}, sample{[]int32{0}, []profile.Label{num("a", 2), num("b", 1)}}, false},
-		// The canonical order sorts on every field, the unused string of
-		// numeric labels included: these sort into different orders of
-		// numbers, so they differ, though each number is in both.
-		{"numbers in another canonical order", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "x", Num: 2, IsNum: true}, {Key: "k", Str: "y", Num: 1, IsNum: true}}}, sample{[]int32{0}, []profile.Label{{Key: "k", Str: "y", Num: 2, IsNum: true}, {Key: "k", Str: "x", Num: 1, IsNum: true}}}, false},
+		{"labels swapped between keys", sample{[]int32{0}, []profile.Label{str("a", "1"), str("b", "2")}}, sample{[]int32{0}, []profile.Label{str("a", "2"), str("b", "1")}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -524,5 +522,94 @@ func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
 				t.Errorf("sample values = %v, want %v", values, want)
 			}
 		})
+	}
+}
+
+// TestBuildSampleTypes builds each runtime profile with the types
+// runtime/pprof writes and checks the sample and period types of every
+// Profile sent, and which pprof index each stands for.
+func TestBuildSampleTypes(t *testing.T) {
+	vt := func(t, u string) profile.ValueType { return profile.ValueType{Type: t, Unit: u} }
+	type sent struct{ sample, period string }
+	tests := []struct {
+		name   string
+		types  []profile.ValueType
+		period profile.ValueType
+		values []int64 // of the one sample
+		want   []sent
+		order  []int64
+	}{
+		{"cpu", []profile.ValueType{vt("samples", "count"), vt("cpu", "nanoseconds")}, vt("cpu", "nanoseconds"),
+			[]int64{3, 3 * 10_000_000}, []sent{{"samples/count", "cpu/nanoseconds"}}, []int64{0}},
+		// cpu/nanoseconds that samples/count does not give exactly is sent.
+		{"cpu", []profile.ValueType{vt("samples", "count"), vt("cpu", "nanoseconds")}, vt("cpu", "nanoseconds"),
+			[]int64{3, 3*10_000_000 + 1}, []sent{{"samples/count", "cpu/nanoseconds"}, {"cpu/nanoseconds", "cpu/nanoseconds"}}, []int64{0, 1}},
+		{"heap", []profile.ValueType{vt("alloc_objects", "count"), vt("alloc_space", "bytes"), vt("inuse_objects", "count"), vt("inuse_space", "bytes")}, vt("space", "bytes"),
+			[]int64{1, 2, 3, 4}, []sent{{"alloc_objects/count", "space/bytes"}, {"alloc_space/bytes", "space/bytes"}, {"inuse_objects/count", "space/bytes"}, {"inuse_space/bytes", "space/bytes"}}, []int64{0, 1, 2, 3}},
+		{"goroutine", []profile.ValueType{vt("goroutine", "count")}, vt("goroutine", "count"),
+			[]int64{1}, []sent{{"goroutine/count", "goroutine/count"}}, []int64{0}},
+		{"mutex", []profile.ValueType{vt("contentions", "count"), vt("delay", "nanoseconds")}, vt("contentions", "count"),
+			[]int64{1, 2}, []sent{{"mutex_contentions/count", "mutex_contentions/count"}, {"mutex_delay/nanoseconds", "mutex_contentions/count"}}, []int64{0, 1}},
+		{"block", []profile.ValueType{vt("contentions", "count"), vt("delay", "nanoseconds")}, vt("contentions", "count"),
+			[]int64{1, 2}, []sent{{"block_contentions/count", "block_contentions/count"}, {"block_delay/nanoseconds", "block_contentions/count"}}, []int64{0, 1}},
+		// A profile the table does not know keeps its types.
+		{"threadcreate", []profile.ValueType{vt("threadcreate", "count")}, vt("threadcreate", "count"),
+			[]int64{1}, []sent{{"threadcreate/count", "threadcreate/count"}}, []int64{0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &profile.Profile{
+				SampleTypes: tt.types, PeriodType: tt.period, Period: 10_000_000,
+				Functions: []profile.Function{{Name: "f"}},
+				Locations: []profile.Location{{Mapping: -1, Address: 0x10, Lines: []profile.Line{{Function: 0}}}},
+				Samples:   []profile.Sample{{Locations: []int32{0}, Values: tt.values}},
+			}
+			req := newTestBuilder().Build(windowStart, windowEnd, []otlp.Input{{Name: tt.name, Profile: p}})
+			if err := otlptest.Validate(req); err != nil {
+				t.Fatal(err)
+			}
+			str := req.Dictionary.StringTable
+			sp := req.ResourceProfiles[0].ScopeProfiles[0]
+			var got []sent
+			for _, prof := range sp.Profiles {
+				got = append(got, sent{
+					str[prof.SampleType.TypeStrindex] + "/" + str[prof.SampleType.UnitStrindex],
+					str[prof.PeriodType.TypeStrindex] + "/" + str[prof.PeriodType.UnitStrindex],
+				})
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("sent %v, want %v", got, tt.want)
+			}
+			var order []int64
+			for _, kv := range sp.Scope.Attributes {
+				if kv.Key == otlp.AttrSampleTypeOrder {
+					for _, x := range kv.Value.GetArrayValue().GetValues() {
+						order = append(order, x.GetIntValue())
+					}
+				}
+			}
+			if !slices.Equal(order, tt.order) {
+				t.Errorf("sample type order %v, want %v", order, tt.order)
+			}
+		})
+	}
+}
+
+// TestSampleTypesAreDistinct checks that no two entries of SampleTypes send
+// the same sample and period types, so that a Profile's types name its
+// runtime profile, and that every entry is found back from them.
+func TestSampleTypesAreDistinct(t *testing.T) {
+	for _, st := range otlp.SampleTypes {
+		got, ok := otlp.PprofSampleType(st.Sample, st.Period)
+		if !ok || got != st {
+			t.Errorf("PprofSampleType(%v, %v) = %v, %v; want %v", st.Sample, st.Period, got, ok, st)
+		}
+	}
+	cpu := otlp.SampleTypes[0]
+	if got := otlp.Unsent([]otlp.SampleType{cpu}); len(got) != 1 || got[0].Pprof != (otlp.ValueType{Type: "cpu", Unit: "nanoseconds"}) {
+		t.Errorf("Unsent(samples/count) = %v, want cpu/nanoseconds", got)
+	}
+	if got := otlp.Unsent([]otlp.SampleType{cpu, otlp.SampleTypes[1]}); len(got) != 0 {
+		t.Errorf("Unsent(both CPU types) = %v, want none", got)
 	}
 }

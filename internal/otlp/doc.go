@@ -9,7 +9,9 @@
 // inputs were given. A pprof profile carries several sample types in one
 // message; OTLP gives each Profile a single sample type, so every pprof sample
 // type becomes its own Profile, emitted in pprof order, and every Sample has
-// exactly one value.
+// exactly one value. SampleTypes says which sample_type and period_type each
+// runtime sample type gets, and which are not sent because another one gives
+// them exactly (the CPU profile's cpu/nanoseconds).
 //
 // All profiles of the request share one ProfilesDictionary. Every table starts
 // with its zero value at index 0, entries are deduplicated by value, and an
@@ -24,12 +26,11 @@
 //     type of the last sample type when the profile did not set one (the
 //     convention pprof tools follow).
 //   - pprof.scope.sample_type_order: for each Profile of the scope, in order,
-//     the index of its sample type in the original pprof profile.
+//     the index of its sample type in the original pprof profile; a sample
+//     type that is not sent leaves its index out.
 //   - pprofotel.profile.name: the runtime profile name ("cpu", "heap",
 //     "goroutine", "mutex", "block"). The same attribute is set on each
-//     Profile through its attribute_indices. Mutex and block profiles have
-//     identical sample types (contentions/count, delay/nanoseconds), so this
-//     attribute is the only way a receiver can tell them apart.
+//     Profile through its attribute_indices.
 //
 // Locations carry pprof.location.is_folded when set. Mappings carry
 // process.executable.build_id.gnu (the pprof build id, which runtime/pprof
@@ -39,8 +40,13 @@
 //
 // # Samples
 //
-// pprof labels become sample attributes: string labels as string values,
-// numeric labels as int values with their unit. A sample that has both a
+// pprof string labels become sample attributes with string values. Numeric
+// labels are not sent: the only ones the runtime writes are the heap
+// profile's object sizes (bytes), whose values are unbounded, and receivers
+// that split series by sample attributes would grow a series per size.
+// Samples that differ only in numeric labels are merged, so the totals per
+// stack stay exact and the mean object size is alloc_space/alloc_objects.
+// A sample that has both a
 // trace_id label (32 lower-case hex digits) and a span_id label (16 lower-case
 // hex digits), see package labels, gets a Sample.link_index instead of these
 // two attributes. When either is missing, malformed or all zero they stay

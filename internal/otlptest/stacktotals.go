@@ -3,7 +3,6 @@ package otlptest
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	pprofprofile "github.com/google/pprof/profile"
@@ -11,9 +10,11 @@ import (
 
 // StackTotals sums the values of sample type sampleIndex of p per sample
 // identity. The key lists the frames leaf first, inlined frames included, as
-// "function:line" joined by ";", then "|" and the sorted labels: "key=value"
-// for string labels and "key=number" or "key=number unit" for numeric ones,
-// joined by ",". A location without lines shows as its hex address. Keys
+// "function:line" joined by ";", then "|" and the sorted string labels,
+// "key=value" joined by ",". Numeric labels are left out of the key, as the
+// Builder sends none (package otlp): a runtime profile's samples that differ
+// only in them add up under one key. A location without lines shows as its
+// hex address. Keys
 // whose total is zero are left out, so that a profile compares equal to a
 // copy that dropped its zero-valued samples.
 func StackTotals(p *pprofprofile.Profile, sampleIndex int) map[string]int64 {
@@ -50,16 +51,6 @@ func StackTotals(p *pprofprofile.Profile, sampleIndex int) map[string]int64 {
 		for k, vs := range s.Label {
 			for _, v := range vs {
 				lbls = append(lbls, k+"="+v)
-			}
-		}
-		for k, vs := range s.NumLabel {
-			units := s.NumUnit[k]
-			for i, v := range vs {
-				l := k + "=" + strconv.FormatInt(v, 10)
-				if i < len(units) && units[i] != "" {
-					l += " " + units[i]
-				}
-				lbls = append(lbls, l)
 			}
 		}
 		slices.Sort(lbls)

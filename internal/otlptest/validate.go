@@ -3,6 +3,7 @@ package otlptest
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pprofotel/profiler/internal/otlp"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -385,16 +386,25 @@ func (v *validator) scopeProfiles(sp *profilespb.ScopeProfiles, where string) {
 		defaultType = a.GetStringValue()
 	}
 
+	sent := make([]otlp.SampleType, len(sp.Profiles))
+	for p, prof := range sp.Profiles {
+		sent[p] = pprofSampleType(v.d, prof)
+	}
+	unsent := otlp.Unsent(sent)
+
 	switch a := scopeAttribute(sp.Scope, otlp.AttrSampleTypeOrder); {
 	case a == nil:
 		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlp.AttrSampleTypeOrder)
 	case a.GetArrayValue() == nil && len(sp.Profiles) > 0:
 		v.fail(RuleScope, "%s.scope attribute %s is not an array", where, otlp.AttrSampleTypeOrder)
 	default:
+		// The indices of the pprof profile's sample types: those not
+		// sent (otlp.Unsent) leave theirs free.
 		vals := a.GetArrayValue().GetValues()
 		if len(vals) != len(sp.Profiles) {
 			v.fail(RuleScope, "%s.scope attribute %s has %d entries for %d profiles", where, otlp.AttrSampleTypeOrder, len(vals), len(sp.Profiles))
 		}
+		n := len(vals) + len(unsent)
 		used := make(map[int64]bool, len(vals))
 		for i, x := range vals {
 			iv, ok := x.GetValue().(*commonpb.AnyValue_IntValue)
@@ -402,21 +412,21 @@ func (v *validator) scopeProfiles(sp *profilespb.ScopeProfiles, where string) {
 				v.fail(RuleScope, "%s.scope attribute %s[%d] is not an int", where, otlp.AttrSampleTypeOrder, i)
 				continue
 			}
-			if iv.IntValue < 0 || iv.IntValue >= int64(len(vals)) || used[iv.IntValue] {
-				v.fail(RuleScope, "%s.scope attribute %s is not a permutation of 0..%d", where, otlp.AttrSampleTypeOrder, len(vals)-1)
+			if iv.IntValue < 0 || iv.IntValue >= int64(n) || used[iv.IntValue] {
+				v.fail(RuleScope, "%s.scope attribute %s is not a set of distinct indices in 0..%d", where, otlp.AttrSampleTypeOrder, n-1)
 			}
 			used[iv.IntValue] = true
 		}
 	}
 
-	foundDefault := false
+	foundDefault := slices.ContainsFunc(unsent, func(st otlp.SampleType) bool { return st.Pprof.Type == defaultType })
 	for p, prof := range sp.Profiles {
 		pw := fmt.Sprintf("%s.profiles[%d]", where, p)
 		if prof == nil {
 			v.fail(RuleProfile, "%s is nil", pw)
 			continue
 		}
-		if prof.SampleType != nil && v.strAt(prof.SampleType.TypeStrindex) == defaultType {
+		if prof.SampleType != nil && sent[p].Pprof.Type == defaultType {
 			foundDefault = true
 		}
 		v.profile(prof, pw, name)

@@ -1,0 +1,129 @@
+package otlp
+
+// ValueType is a type and unit pair, as pprof's and OTLP's ValueType hold
+// them.
+type ValueType struct {
+	Type string
+	Unit string
+}
+
+// SampleType says what one sample type of a runtime profile becomes in
+// OTLP. SampleTypes lists them all; the Builder sends by it and a converter
+// back to pprof reads it the other way.
+type SampleType struct {
+	// Profile is the runtime profile: "cpu", "heap", "goroutine",
+	// "mutex" or "block".
+	Profile string
+	// Pprof and PprofPeriod are the sample type and period type as
+	// runtime/pprof writes them.
+	Pprof, PprofPeriod ValueType
+	// Sample and Period are the OTLP Profile's sample_type and
+	// period_type.
+	Sample, Period ValueType
+	// ScaledFrom, when set, names the Pprof type of the same profile
+	// whose values times the profile's period equal this type's values
+	// in every sample. Such a type carries nothing of its own: the
+	// Builder sends no Profile for it when that equality holds, and a
+	// converter back to pprof computes it.
+	ScaledFrom string
+}
+
+// SampleTypes is what each runtime sample type becomes in OTLP, in the
+// order runtime/pprof writes the sample types of each profile.
+//
+// Receivers name a profile from its data: from sample_type (the OTEP 239
+// profile-type list: cpu, alloc_objects, ..., mutex_contentions,
+// mutex_delay, block_contentions, block_delay) or from period_type, "the
+// kind of events between sampled occurrences" (profiles.proto; Grafana
+// Pyroscope names a profile after it). runtime/pprof writes the mutex and
+// block profiles with the same types (contentions/count, delay/nanoseconds,
+// period contentions/count), so both get the OTEP's names, prefixed by the
+// kind of wait, in sample_type and period_type alike: the two profiles are
+// distinct by either reading. The other runtime names are in the OTEP list
+// already and stay as runtime/pprof writes them, so that the data reads the
+// same as the runtime's own pprof.
+//
+// The CPU profile's cpu/nanoseconds is samples/count times the period
+// (runtime/pprof writes count and count*period), so only samples/count
+// with period_type cpu/nanoseconds is sent, as the OpenTelemetry eBPF
+// profiler sends CPU samples; one Profile, stored once.
+var SampleTypes = []SampleType{
+	{Profile: "cpu", Pprof: ValueType{"samples", "count"}, PprofPeriod: ValueType{"cpu", "nanoseconds"},
+		Sample: ValueType{"samples", "count"}, Period: ValueType{"cpu", "nanoseconds"}},
+	{Profile: "cpu", Pprof: ValueType{"cpu", "nanoseconds"}, PprofPeriod: ValueType{"cpu", "nanoseconds"},
+		Sample: ValueType{"cpu", "nanoseconds"}, Period: ValueType{"cpu", "nanoseconds"}, ScaledFrom: "samples"},
+
+	{Profile: "heap", Pprof: ValueType{"alloc_objects", "count"}, PprofPeriod: ValueType{"space", "bytes"},
+		Sample: ValueType{"alloc_objects", "count"}, Period: ValueType{"space", "bytes"}},
+	{Profile: "heap", Pprof: ValueType{"alloc_space", "bytes"}, PprofPeriod: ValueType{"space", "bytes"},
+		Sample: ValueType{"alloc_space", "bytes"}, Period: ValueType{"space", "bytes"}},
+	{Profile: "heap", Pprof: ValueType{"inuse_objects", "count"}, PprofPeriod: ValueType{"space", "bytes"},
+		Sample: ValueType{"inuse_objects", "count"}, Period: ValueType{"space", "bytes"}},
+	{Profile: "heap", Pprof: ValueType{"inuse_space", "bytes"}, PprofPeriod: ValueType{"space", "bytes"},
+		Sample: ValueType{"inuse_space", "bytes"}, Period: ValueType{"space", "bytes"}},
+
+	{Profile: "goroutine", Pprof: ValueType{"goroutine", "count"}, PprofPeriod: ValueType{"goroutine", "count"},
+		Sample: ValueType{"goroutine", "count"}, Period: ValueType{"goroutine", "count"}},
+
+	{Profile: "mutex", Pprof: ValueType{"contentions", "count"}, PprofPeriod: ValueType{"contentions", "count"},
+		Sample: ValueType{"mutex_contentions", "count"}, Period: ValueType{"mutex_contentions", "count"}},
+	{Profile: "mutex", Pprof: ValueType{"delay", "nanoseconds"}, PprofPeriod: ValueType{"contentions", "count"},
+		Sample: ValueType{"mutex_delay", "nanoseconds"}, Period: ValueType{"mutex_contentions", "count"}},
+
+	{Profile: "block", Pprof: ValueType{"contentions", "count"}, PprofPeriod: ValueType{"contentions", "count"},
+		Sample: ValueType{"block_contentions", "count"}, Period: ValueType{"block_contentions", "count"}},
+	{Profile: "block", Pprof: ValueType{"delay", "nanoseconds"}, PprofPeriod: ValueType{"contentions", "count"},
+		Sample: ValueType{"block_delay", "nanoseconds"}, Period: ValueType{"block_contentions", "count"}},
+}
+
+// sampleTypeFor returns the entry of SampleTypes for sample type t of
+// runtime profile name, or nil: a profile the table does not know is sent
+// with its own types.
+func sampleTypeFor(name string, t ValueType) *SampleType {
+	for i := range SampleTypes {
+		if st := &SampleTypes[i]; st.Profile == name && st.Pprof == t {
+			return st
+		}
+	}
+	return nil
+}
+
+// PprofSampleType returns the entry of SampleTypes that sends an OTLP
+// Profile with the given sample_type and period_type, if any. Two entries
+// never send the same pair, so the entry, and with it the runtime profile
+// and the pprof names, follows from the Profile's data alone.
+func PprofSampleType(sample, period ValueType) (SampleType, bool) {
+	for _, st := range SampleTypes {
+		if st.Sample == sample && st.Period == period {
+			return st, true
+		}
+	}
+	return SampleType{}, false
+}
+
+// Unsent returns the entries of SampleTypes that a scope whose Profiles
+// stand for the entries sent did not send because one of them gives them:
+// their ScaledFrom is the Pprof type of an entry of sent of the same
+// profile, and they are not among sent. A converter back to pprof adds them,
+// in the order of SampleTypes, at the indices pprof.scope.sample_type_order
+// leaves free.
+func Unsent(sent []SampleType) []SampleType {
+	var out []SampleType
+	for _, st := range SampleTypes {
+		if st.ScaledFrom == "" {
+			continue
+		}
+		from, self := false, false
+		for _, s := range sent {
+			if s.Profile != st.Profile {
+				continue
+			}
+			from = from || s.Pprof.Type == st.ScaledFrom
+			self = self || s.Pprof == st.Pprof
+		}
+		if from && !self {
+			out = append(out, st)
+		}
+	}
+	return out
+}
