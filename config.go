@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/splunk"
 )
@@ -41,8 +42,6 @@ const (
 	envEnabled       = "PPROFOTEL_ENABLED"
 	envPeriod        = "PPROFOTEL_PERIOD"
 	envProfiles      = "PPROFOTEL_PROFILES"
-	envMutexFraction = "PPROFOTEL_MUTEX_FRACTION"
-	envBlockRate     = "PPROFOTEL_BLOCK_RATE"
 	envExporter      = "PPROFOTEL_EXPORTER"
 	envFileDir       = "PPROFOTEL_FILE_DIR"
 	envFileFormat    = "PPROFOTEL_FILE_FORMAT"
@@ -51,18 +50,6 @@ const (
 // Defaults.
 const (
 	defaultPeriod = 60 * time.Second
-
-	// defaultMutexFraction records one contention event in ten. The cost
-	// of mutex profiling grows with the number of recorded events, and a
-	// contended lock produces many events per window, so a tenth is still
-	// plenty to rank the hot locks while keeping the overhead small.
-	defaultMutexFraction = 10
-
-	// defaultBlockRate samples on average one blocking event per 10µs spent
-	// blocked: any wait of 10µs or more is always recorded, while the very
-	// frequent sub-microsecond channel hand-offs, which cost more to record
-	// than they matter, are sampled sparsely.
-	defaultBlockRate = 10000
 
 	defaultOTLPTimeout = 10 * time.Second
 
@@ -79,10 +66,6 @@ const (
 	fileDirName = "pprofotel-profiles"
 )
 
-// defaultProfileTypes are cheap enough to run everywhere all the time. Mutex
-// and block profiling change runtime sampling rates and are opt-in.
-var defaultProfileTypes = []ProfileType{CPUProfile, HeapProfile, GoroutineProfile}
-
 // config is the resolved configuration: options over environment variables
 // over defaults, every value validated.
 type config struct {
@@ -94,12 +77,9 @@ type config struct {
 	period   time.Duration
 	// profileTypes is non-empty, without duplicates, in ascending order.
 	profileTypes []ProfileType
-	// mutexFraction is for runtime.SetMutexProfileFraction, used only when
-	// MutexProfile is collected.
-	mutexFraction int
-	// blockRate is for runtime.SetBlockProfileRate (ns), used only when
-	// BlockProfile is collected.
-	blockRate int
+	// rates holds, for each profile type whose descriptor has a Rate, the
+	// runtime rate set while it is collected (0 for the others).
+	rates [numProfileTypes]int
 	exporter  ExporterKind
 	file      export.FileConfig
 	otlp      export.OTLPConfig
@@ -155,7 +135,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		}
 	}
 
-	types := defaultProfileTypes
+	types := defaultProfileTypes()
 	typesSet := o.profileTypes != nil
 	if o.profileTypes != nil {
 		types = o.profileTypes
@@ -169,18 +149,17 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 	c.profileTypes = canonicalProfileTypes(types)
 
-	c.mutexFraction = defaultMutexFraction
-	if o.mutexFraction != nil {
-		c.mutexFraction = *o.mutexFraction
-	} else if n, ok := env.positiveInt(envMutexFraction, "fraction must be a positive integer (0 would switch mutex profiling off)"); ok {
-		c.mutexFraction = n
-	}
-
-	c.blockRate = defaultBlockRate
-	if o.blockRate != nil {
-		c.blockRate = *o.blockRate
-	} else if n, ok := env.positiveInt(envBlockRate, "rate must be a positive number of nanoseconds (0 would switch block profiling off)"); ok {
-		c.blockRate = n
+	for t := range ProfileType(numProfileTypes) {
+		r := t.descriptor().Rate
+		if r == nil {
+			continue
+		}
+		c.rates[t] = r.Default
+		if o.rates[t] != 0 {
+			c.rates[t] = o.rates[t]
+		} else if n, ok := env.positiveInt(r.Env, r.Want+" (0 would switch "+t.String()+" profiling off)"); ok {
+			c.rates[t] = n
+		}
 	}
 
 	// SPLUNK_PROFILER_* are read here too, through the same getenv; their
@@ -590,12 +569,12 @@ func parseProfileList(s string) ([]ProfileType, error) {
 		}
 		t, ok := parseProfileType(f)
 		if !ok {
-			return nil, fmt.Errorf("unknown profile type %q (want cpu, heap, goroutine, mutex or block)", f)
+			return nil, fmt.Errorf("unknown profile type %q (want %s)", f, collect.NameList())
 		}
 		types = append(types, t)
 	}
 	if len(types) == 0 {
-		return nil, errors.New("no profile type named (want cpu, heap, goroutine, mutex or block)")
+		return nil, fmt.Errorf("no profile type named (want %s)", collect.NameList())
 	}
 	return types, nil
 }

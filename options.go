@@ -15,60 +15,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 )
 
-// ProfileType selects one of the runtime/pprof profiles the profiler
-// collects. The numeric order of the constants is the order in which
-// profiles are collected and exported.
-type ProfileType int
-
-// The profile types, spelled in PPROFOTEL_PROFILES as their String values.
-const (
-	// CPUProfile samples on-CPU stacks for the whole window.
-	CPUProfile ProfileType = iota
-	// HeapProfile reports allocations made during the window and the
-	// memory still in use at its end.
-	HeapProfile
-	// GoroutineProfile reports the stacks of all goroutines at the end of
-	// the window.
-	GoroutineProfile
-	// MutexProfile reports contended mutexes; see WithMutexProfileFraction.
-	MutexProfile
-	// BlockProfile reports goroutines blocked on synchronisation
-	// primitives; see WithBlockProfileRate.
-	BlockProfile
-
-	numProfileTypes = iota
-)
-
-var profileTypeNames = [numProfileTypes]string{
-	CPUProfile:       "cpu",
-	HeapProfile:      "heap",
-	GoroutineProfile: "goroutine",
-	MutexProfile:     "mutex",
-	BlockProfile:     "block",
-}
-
-// String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
-// "goroutine", "mutex" or "block".
-func (t ProfileType) String() string {
-	if t.valid() {
-		return profileTypeNames[t]
-	}
-	return "ProfileType(" + strconv.Itoa(int(t)) + ")"
-}
-
-func (t ProfileType) valid() bool { return t >= 0 && t < numProfileTypes }
-
-// parseProfileType maps a name from PPROFOTEL_PROFILES to its type. Case is
-// ignored so that "CPU" and "cpu" mean the same.
-func parseProfileType(s string) (ProfileType, bool) {
-	for t, name := range profileTypeNames {
-		if strings.EqualFold(s, name) {
-			return ProfileType(t), true
-		}
-	}
-	return 0, false
-}
-
 // ExporterKind selects where profiles go.
 type ExporterKind string
 
@@ -146,8 +92,8 @@ type options struct {
 	resource      *resource.Resource
 	period        *time.Duration
 	profileTypes  []ProfileType
-	mutexFraction *int
-	blockRate     *int
+	// rates holds the runtime rates set in code, 0 where none was.
+	rates [numProfileTypes]int
 	exporter      *ExporterKind
 	fileDir       *string
 	fileJSON      *bool
@@ -177,6 +123,16 @@ type endpointOption struct {
 
 func (o *options) fail(option string, arg any, reason string) {
 	o.errs = append(o.errs, fmt.Errorf("profiler: %s(%v): %s", option, arg, reason))
+}
+
+// setRate records the runtime rate of profile type t, from the option
+// its descriptor names.
+func (o *options) setRate(t ProfileType, rate int, reason string) {
+	if rate <= 0 {
+		o.fail(t.descriptor().Rate.Option, rate, reason)
+		return
+	}
+	o.rates[t] = rate
 }
 
 // WithServiceName sets the service.name resource attribute. It takes
@@ -240,11 +196,7 @@ func WithProfileTypes(types ...ProfileType) Option {
 // is 10, overridden by PPROFOTEL_MUTEX_FRACTION.
 func WithMutexProfileFraction(rate int) Option {
 	return optionFunc(func(o *options) {
-		if rate <= 0 {
-			o.fail("WithMutexProfileFraction", rate, "fraction must be positive")
-			return
-		}
-		o.mutexFraction = &rate
+		o.setRate(MutexProfile, rate, "fraction must be positive")
 	})
 }
 
@@ -255,11 +207,7 @@ func WithMutexProfileFraction(rate int) Option {
 // for. The default is 10000 (10µs), overridden by PPROFOTEL_BLOCK_RATE.
 func WithBlockProfileRate(rate int) Option {
 	return optionFunc(func(o *options) {
-		if rate <= 0 {
-			o.fail("WithBlockProfileRate", rate, "rate must be positive")
-			return
-		}
-		o.blockRate = &rate
+		o.setRate(BlockProfile, rate, "rate must be positive")
 	})
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,9 +54,8 @@ type Profiler struct {
 	done         chan struct{}
 	stopErr      error
 
-	// prevMutexFraction is the runtime's mutex fraction before Start,
-	// restored by Stop.
-	prevMutexFraction int
+	// restore puts back the runtime rates Start set, in reverse order.
+	restore []func()
 }
 
 // Start starts profiling with the given options, which win over the
@@ -80,6 +77,9 @@ func Start(opts ...Option) (*Profiler, error) {
 	}
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil
+	}
+	if err := checkAvailable(cfg.profileTypes); err != nil {
+		return nil, err
 	}
 	if !running.CompareAndSwap(false, true) {
 		return nil, errors.New("profiler: another profiler is already running in this process; Stop it first")
@@ -119,13 +119,10 @@ func start(cfg *config) (*Profiler, error) {
 		return nil, err
 	}
 
-	if slices.Contains(cfg.profileTypes, MutexProfile) {
-		p.prevMutexFraction = runtime.SetMutexProfileFraction(cfg.mutexFraction)
-	}
-	if slices.Contains(cfg.profileTypes, BlockProfile) {
-		// The runtime offers no way to read the block rate back, so Stop
-		// can only restore the runtime's default, which is off.
-		runtime.SetBlockProfileRate(cfg.blockRate)
+	for _, t := range cfg.profileTypes {
+		if r := t.descriptor().Rate; r != nil {
+			p.restore = append(p.restore, r.Set(cfg.rates[t]))
+		}
 	}
 	if p.metrics, err = p.registerMetrics(cfg.delivery.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
@@ -226,12 +223,10 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 
 // restoreRuntime undoes what start set.
 func (p *Profiler) restoreRuntime() {
-	if slices.Contains(p.cfg.profileTypes, MutexProfile) {
-		runtime.SetMutexProfileFraction(p.prevMutexFraction)
+	for i := len(p.restore) - 1; i >= 0; i-- {
+		p.restore[i]()
 	}
-	if slices.Contains(p.cfg.profileTypes, BlockProfile) {
-		runtime.SetBlockProfileRate(0)
-	}
+	p.restore = nil
 }
 
 // Stop ends profiling: it collects the current, partial window of every

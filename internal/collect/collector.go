@@ -13,18 +13,9 @@ import (
 	"github.com/pprofotel/profiler/internal/profile"
 )
 
-// The runtime profile names the collector knows, as runtime/pprof names them.
-const (
-	CPU       = "cpu"
-	Heap      = "heap"
-	Goroutine = "goroutine"
-	Mutex     = "mutex"
-	Block     = "block"
-)
-
 // Profile is one runtime profile of a window.
 type Profile struct {
-	// Name is one of CPU, Heap, Goroutine, Mutex, Block.
+	// Name is the Name of one of Profiles.
 	Name string
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
@@ -98,7 +89,9 @@ type Collector struct {
 	// stretch of busy windows.
 	cpuBusyLogged bool
 	deltas        map[string]*deltaState
-	windowStart   time.Time
+	// sources holds the profiles that are not read from runtime/pprof.
+	sources     map[string]Source
+	windowStart time.Time
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -122,6 +115,7 @@ func New(cfg Config) (*Collector, error) {
 		logger:  cfg.Logger,
 		stats:   cfg.Stats,
 		deltas:  make(map[string]*deltaState),
+		sources: make(map[string]Source),
 
 		reusable: make(map[string]*reusedProfile),
 	}
@@ -138,16 +132,18 @@ func New(cfg Config) (*Collector, error) {
 		c.stats = new(Stats)
 	}
 	for _, name := range c.names {
-		switch name {
-		case CPU, Goroutine:
-		case Heap:
-			// alloc_objects, alloc_space grow; inuse_objects, inuse_space
-			// are the live heap at the last GC.
-			c.deltas[name] = newDeltaState(4, 0, 1)
-		case Mutex, Block:
-			c.deltas[name] = newDeltaState(2, 0, 1)
-		default:
+		d, ok := Lookup(name)
+		if !ok {
 			return nil, fmt.Errorf("collect: unknown profile %q", name)
+		}
+		if err := d.check(); err != nil {
+			return nil, err
+		}
+		if d.cumulative() {
+			c.deltas[name] = newDeltaState(d.Values, d.Cumulative...)
+		}
+		if d.Source != nil {
+			c.sources[name] = d.Source
 		}
 	}
 	return c, nil
@@ -269,7 +265,11 @@ func (c *Collector) startCPU() {
 // the profile's reused memory.
 func (c *Collector) read(name string) (*profile.Profile, error) {
 	c.buf.Reset()
-	if err := c.source(name, &c.buf); err != nil {
+	source := c.source
+	if s, ok := c.sources[name]; ok {
+		source = s
+	}
+	if err := source(name, &c.buf); err != nil {
 		return nil, err
 	}
 	r := c.reusable[name]
