@@ -39,12 +39,12 @@ const (
 	envOTLPPrefix        = "OTEL_EXPORTER_OTLP_"
 	envOTLPProfilePrefix = "OTEL_EXPORTER_OTLP_PROFILES_"
 
-	envEnabled       = "PPROFOTEL_ENABLED"
-	envPeriod        = "PPROFOTEL_PERIOD"
-	envProfiles      = "PPROFOTEL_PROFILES"
-	envExporter      = "PPROFOTEL_EXPORTER"
-	envFileDir       = "PPROFOTEL_FILE_DIR"
-	envFileFormat    = "PPROFOTEL_FILE_FORMAT"
+	envEnabled    = "PPROFOTEL_ENABLED"
+	envPeriod     = "PPROFOTEL_PERIOD"
+	envProfiles   = "PPROFOTEL_PROFILES"
+	envExporter   = "PPROFOTEL_EXPORTER"
+	envFileDir    = "PPROFOTEL_FILE_DIR"
+	envFileFormat = "PPROFOTEL_FILE_FORMAT"
 )
 
 // Defaults.
@@ -79,10 +79,10 @@ type config struct {
 	profileTypes []ProfileType
 	// rates holds, for each profile type whose descriptor has a Rate, the
 	// runtime rate set while it is collected (0 for the others).
-	rates [numProfileTypes]int
-	exporter  ExporterKind
-	file      export.FileConfig
-	otlp      export.OTLPConfig
+	rates    [numProfileTypes]int
+	exporter ExporterKind
+	file     export.FileConfig
+	otlp     export.OTLPConfig
 	// retry is the policy for failed OTLP exports; see WithRetry.
 	retry export.RetryConfig
 	// splunk is the Splunk encoding's configuration, set when exporter is

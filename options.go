@@ -88,15 +88,15 @@ func (f optionFunc) apply(o *options) { f(o) }
 // unset flag means "not set in code", so that the environment and the
 // defaults still apply.
 type options struct {
-	serviceName   *string
-	resource      *resource.Resource
-	period        *time.Duration
-	profileTypes  []ProfileType
+	serviceName  *string
+	resource     *resource.Resource
+	period       *time.Duration
+	profileTypes []ProfileType
 	// rates holds the runtime rates set in code, 0 where none was.
-	rates [numProfileTypes]int
-	exporter      *ExporterKind
-	fileDir       *string
-	fileJSON      *bool
+	rates    [numProfileTypes]int
+	exporter *ExporterKind
+	fileDir  *string
+	fileJSON *bool
 
 	endpoint    *endpointOption
 	protocol    *Protocol
