@@ -66,7 +66,8 @@ type Profiler struct {
 // that names it and its value. When profiling is disabled through
 // PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true, Start returns a
 // Profiler that does nothing, and no error. Only one profiler may run at a
-// time in a process; Start fails while another runs.
+// time in a process; Start fails with [ErrAlreadyRunning] while another
+// runs.
 //
 // Start does not wait for the network: the exporter connects when it first
 // sends.
@@ -82,7 +83,7 @@ func Start(opts ...Option) (*Profiler, error) {
 		return nil, err
 	}
 	if !running.CompareAndSwap(false, true) {
-		return nil, errors.New("profiler: another profiler is already running in this process; Stop it first")
+		return nil, ErrAlreadyRunning
 	}
 	p, err := start(cfg)
 	if err != nil {
@@ -172,7 +173,7 @@ func (p *Profiler) loop() {
 				errs = append(errs, lastErr)
 			}
 			if err := p.pipe.shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("profiler: stop: %w", err))
+				errs = append(errs, fmt.Errorf("profiler: stop: %w", publicErrors(err)))
 			}
 			if p.metrics != nil {
 				if err := p.metrics.Unregister(); err != nil {
@@ -232,8 +233,9 @@ func (p *Profiler) restoreRuntime() {
 // Stop ends profiling: it collects the current, partial window of every
 // profile type and exports it after the windows still queued, for no longer
 // than ctx allows. When ctx is done first, the export in flight is
-// cancelled, the rest is given up, and the error lists every window that
-// was not delivered, by its time range, and why. Stop restores the
+// cancelled, the rest is given up, and the error, which holds an
+// [*UndeliveredError], lists every window that was not delivered, by its
+// time range, and why. Stop restores the
 // runtime's mutex and block profile rates, frees the CPU profiler, and
 // returns only when the profiler's goroutines have ended.
 //
