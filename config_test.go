@@ -624,31 +624,6 @@ func TestMinLevelHandler(t *testing.T) {
 	}
 }
 
-func TestParseKeyValues(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []keyValue
-	}{
-		{"a=1", []keyValue{{"a", "1"}}},
-		{" a = 1 , b=2,,", []keyValue{{"a", "1"}, {"b", "2"}}},
-		{"k=", []keyValue{{"k", ""}}},
-		{"url=http%3A%2F%2Fx%3D1", []keyValue{{"url", "http://x=1"}}},
-		{"plus=a+b", []keyValue{{"plus", "a+b"}}},
-		{"eq=a=b", []keyValue{{"eq", "a=b"}}},
-		{"dup=1,dup=2", []keyValue{{"dup", "1"}, {"dup", "2"}}},
-	}
-	for _, tt := range tests {
-		got, err := parseKeyValues(tt.in)
-		if err != nil {
-			t.Errorf("parseKeyValues(%q): %v", tt.in, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseKeyValues(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // TestOTLPClientCertificateEnv checks that the client certificate and key
 // are loaded from either form of their variables, each form resolved on its
 // own.

@@ -2,17 +2,18 @@ package profiler
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/pprofotel/profiler/internal/envconfig"
 )
 
 // ExporterKind selects where profiles go.
@@ -35,9 +36,7 @@ const (
 	ExporterSplunk ExporterKind = "splunk"
 )
 
-func (k ExporterKind) valid() bool {
-	return k == ExporterOTLP || k == ExporterFile || k == ExporterNone || k == ExporterSplunk
-}
+func (k ExporterKind) valid() bool { return slices.Contains(exporterNames(), string(k)) }
 
 // Protocol is the OTLP transport, spelled as in OTEL_EXPORTER_OTLP_PROTOCOL.
 type Protocol string
@@ -53,9 +52,9 @@ const (
 	ProtocolHTTPJSON Protocol = "http/json"
 )
 
-func (p Protocol) valid() bool {
-	return p == ProtocolGRPC || p == ProtocolHTTPProtobuf || p == ProtocolHTTPJSON
-}
+var protocolNames = []string{string(ProtocolGRPC), string(ProtocolHTTPProtobuf), string(ProtocolHTTPJSON)}
+
+func (p Protocol) valid() bool { return slices.Contains(protocolNames, string(p)) }
 
 // Compression is the compression of OTLP requests, spelled as in
 // OTEL_EXPORTER_OTLP_COMPRESSION.
@@ -69,7 +68,9 @@ const (
 	NoCompression Compression = "none"
 )
 
-func (c Compression) valid() bool { return c == GzipCompression || c == NoCompression }
+var compressionNames = []string{string(GzipCompression), string(NoCompression)}
+
+func (c Compression) valid() bool { return slices.Contains(compressionNames, string(c)) }
 
 // Option configures the profiler. Options given in code take precedence over
 // environment variables, which take precedence over defaults. An option
@@ -216,7 +217,7 @@ func WithBlockProfileRate(rate int) Option {
 func WithExporter(kind ExporterKind) Option {
 	return optionFunc(func(o *options) {
 		if !kind.valid() {
-			o.fail("WithExporter", strconv.Quote(string(kind)), `exporter must be "otlp", "file", "none" or "splunk"`)
+			o.fail("WithExporter", strconv.Quote(string(kind)), envconfig.OneOf("exporter", exporterNames()))
 			return
 		}
 		o.exporter = &kind
@@ -254,7 +255,7 @@ func WithEndpoint(hostport string) Option {
 			o.fail("WithEndpoint", strconv.Quote(hostport), "endpoint must be host:port without a scheme; use WithEndpointURL for a URL")
 			return
 		}
-		if err := checkHostPort(hostport); err != nil {
+		if err := envconfig.CheckHostPort(hostport); err != nil {
 			o.fail("WithEndpoint", strconv.Quote(hostport), err.Error())
 			return
 		}
@@ -270,7 +271,7 @@ func WithEndpoint(hostport string) Option {
 // OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT and OTEL_EXPORTER_OTLP_ENDPOINT.
 func WithEndpointURL(rawURL string) Option {
 	return optionFunc(func(o *options) {
-		u, err := parseEndpointURL(rawURL)
+		u, err := envconfig.ParseURL(rawURL)
 		if err != nil {
 			o.fail("WithEndpointURL", strconv.Quote(rawURL), err.Error())
 			return
@@ -285,7 +286,7 @@ func WithEndpointURL(rawURL string) Option {
 func WithProtocol(p Protocol) Option {
 	return optionFunc(func(o *options) {
 		if !p.valid() {
-			o.fail("WithProtocol", strconv.Quote(string(p)), `protocol must be "grpc", "http/protobuf" or "http/json"`)
+			o.fail("WithProtocol", strconv.Quote(string(p)), envconfig.OneOf("protocol", protocolNames))
 			return
 		}
 		o.protocol = &p
@@ -337,7 +338,7 @@ func WithTimeout(d time.Duration) Option {
 func WithCompression(c Compression) Option {
 	return optionFunc(func(o *options) {
 		if !c.valid() {
-			o.fail("WithCompression", strconv.Quote(string(c)), `compression must be "gzip" or "none"`)
+			o.fail("WithCompression", strconv.Quote(string(c)), envconfig.OneOf("compression", compressionNames))
 			return
 		}
 		o.compression = &c
@@ -419,38 +420,7 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// checkHostPort accepts "host:port" with a non-empty host and a port in
-// 1..65535.
-func checkHostPort(hostport string) error {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return errors.New("endpoint must be host:port")
-	}
-	if host == "" {
-		return errors.New("endpoint must name a host")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return errors.New("endpoint port must be a number from 1 to 65535")
-	}
-	return nil
-}
-
-// parseEndpointURL accepts an absolute http or https URL with a host.
-func parseEndpointURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errors.New("endpoint URL scheme must be http or https")
-	}
-	if u.Hostname() == "" {
-		return nil, errors.New("endpoint URL must name a host")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, errors.New("endpoint port must be a number from 1 to 65535")
-		}
-	}
-	return u, nil
+// exporterNames lists the exporter kinds, in the order of the constants.
+func exporterNames() []string {
+	return []string{string(ExporterOTLP), string(ExporterFile), string(ExporterNone), string(ExporterSplunk)}
 }
