@@ -419,8 +419,3 @@ func WithLogger(l *slog.Logger) Option {
 		o.logger = l
 	})
 }
-
-// exporterNames lists the exporter kinds, in the order of the constants.
-func exporterNames() []string {
-	return []string{string(ExporterOTLP), string(ExporterFile), string(ExporterNone), string(ExporterSplunk)}
-}

@@ -39,8 +39,8 @@ type Profiler struct {
 	// pipe converts the windows and exports them from its own goroutine,
 	// so that the loop never waits on the network.
 	pipe    pipeline
-	stats   collect.Stats
-	sent    delivery.Stats
+	omitted collect.Omissions
+	sent    delivery.Outcomes
 	metrics metric.Registration
 
 	collected    atomic.Int64
@@ -109,11 +109,11 @@ func start(cfg *config) (*Profiler, error) {
 		names[i] = t.String()
 	}
 	p.collector, err = collect.New(collect.Config{
-		Profiles: names,
-		Source:   profileSource,
-		CPU:      cpuProfiler,
-		Logger:   cfg.logger,
-		Stats:    &p.stats,
+		Profiles:  names,
+		Source:    profileSource,
+		CPU:       cpuProfiler,
+		Logger:    cfg.logger,
+		Omissions: &p.omitted,
 	})
 	if err != nil {
 		p.pipe.shutdown(context.Background())

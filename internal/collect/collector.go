@@ -53,9 +53,9 @@ type CPUProfiler struct {
 	Stop  func()
 }
 
-// Stats counts what the collector could not do. The fields are updated
+// Omissions counts what the collector left out of its windows. The fields are updated
 // atomically and may be read at any time.
-type Stats struct {
+type Omissions struct {
 	// CPUSkipped counts windows without a CPU profile because the CPU
 	// profiler was in use by someone else.
 	CPUSkipped atomic.Int64
@@ -70,7 +70,7 @@ type Collector struct {
 	source  Source
 	cpuProf CPUProfiler
 	logger  *slog.Logger
-	stats   *Stats
+	stats   *Omissions
 
 	// decoder decodes CPU profiles. Every other profile has its own
 	// Decoder and a Profile it decodes into again every window, so that
@@ -101,8 +101,8 @@ type Config struct {
 	Source   Source
 	CPU      CPUProfiler
 	Logger   *slog.Logger
-	// Stats receives the counts; may be nil.
-	Stats *Stats
+	// Omissions receives the counts; may be nil.
+	Omissions *Omissions
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -113,7 +113,7 @@ func New(cfg Config) (*Collector, error) {
 		source:  cfg.Source,
 		cpuProf: cfg.CPU,
 		logger:  cfg.Logger,
-		stats:   cfg.Stats,
+		stats:   cfg.Omissions,
 		deltas:  make(map[string]*deltaState),
 		sources: make(map[string]Source),
 
@@ -129,7 +129,7 @@ func New(cfg Config) (*Collector, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if c.stats == nil {
-		c.stats = new(Stats)
+		c.stats = new(Omissions)
 	}
 	for _, name := range c.names {
 		d, ok := Lookup(name)

@@ -353,12 +353,12 @@ func (f *fakeCPU) stop() {
 func TestCPUProfilerBusy(t *testing.T) {
 	cpuData := snapshot(t, Goroutine) // any valid profile will do as CPU data
 	cpu := &fakeCPU{busy: map[int]bool{1: true, 2: true}, data: cpuData}
-	stats := new(Stats)
+	stats := new(Omissions)
 	c, err := New(Config{
 		Profiles: []string{CPU, Goroutine},
 		Source:   RuntimeSource,
 		CPU:      CPUProfiler{Start: cpu.start, Stop: cpu.stop},
-		Stats:    stats,
+		Omissions:    stats,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -550,8 +550,8 @@ func TestMalformedStackLeavesProfileOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := build(tt.ids...)
-			stats := new(Stats)
-			c, err := New(Config{Profiles: []string{Mutex}, Stats: stats, Source: func(_ string, w io.Writer) error {
+			stats := new(Omissions)
+			c, err := New(Config{Profiles: []string{Mutex}, Omissions: stats, Source: func(_ string, w io.Writer) error {
 				_, err := w.Write(data)
 				return err
 			}})
