@@ -9,37 +9,13 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/profile"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-)
-
-// Attribute keys written by the Builder.
-const (
-	// AttrDefaultSampleType is the scope attribute naming the pprof default
-	// sample type.
-	AttrDefaultSampleType = "pprof.scope.default_sample_type"
-	// AttrSampleTypeOrder is the scope attribute listing, for each Profile
-	// of the scope, the index of its sample type in the pprof profile.
-	AttrSampleTypeOrder = "pprof.scope.sample_type_order"
-	// AttrProfileName is the scope and Profile attribute holding the
-	// runtime profile name (Input.Name).
-	AttrProfileName = "pprofotel.profile.name"
-	// AttrLocationIsFolded marks a folded pprof location.
-	AttrLocationIsFolded = "pprof.location.is_folded"
-	// AttrBuildIDGNU is the mapping attribute holding the pprof build id.
-	AttrBuildIDGNU = "process.executable.build_id.gnu"
-	// AttrBuildIDGo is the mapping attribute holding the Go build id of the
-	// main executable.
-	AttrBuildIDGo = "process.executable.build_id.go"
-	// Mapping flags of pprof, set only when true.
-	AttrMappingHasFunctions    = "pprof.mapping.has_functions"
-	AttrMappingHasFilenames    = "pprof.mapping.has_filenames"
-	AttrMappingHasLineNumbers  = "pprof.mapping.has_line_numbers"
-	AttrMappingHasInlineFrames = "pprof.mapping.has_inline_frames"
 )
 
 // Input is one runtime profile of a collection window.
@@ -196,7 +172,7 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 	b.prepare(p)
 	var nameAttr int32
 	if nTypes > 0 {
-		nameAttr = b.d.attribute(attrKey{key: b.d.str(AttrProfileName), kind: kindString, str: in.Name})
+		nameAttr = b.d.attribute(attrKey{key: b.d.str(otlpattr.ProfileName), kind: kindString, str: in.Name})
 	}
 	ids := make([]byte, 16*nTypes)
 	for t, st := range p.SampleTypes {
@@ -229,9 +205,9 @@ func (b *Builder) scopeFor(name, defaultType string, order []*commonpb.AnyValue)
 		s.Attributes = append(s.Attributes, b.scope.Attributes...)
 	}
 	s.Attributes = append(s.Attributes,
-		&commonpb.KeyValue{Key: AttrDefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: defaultType}}},
-		&commonpb.KeyValue{Key: AttrSampleTypeOrder, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: order}}}},
-		&commonpb.KeyValue{Key: AttrProfileName, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}},
+		&commonpb.KeyValue{Key: otlpattr.DefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: defaultType}}},
+		&commonpb.KeyValue{Key: otlpattr.SampleTypeOrder, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: order}}}},
+		&commonpb.KeyValue{Key: otlpattr.ProfileName, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}},
 	)
 	return s
 }
@@ -621,7 +597,7 @@ func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
 	}
 	k.address = l.Address
 	if l.IsFolded {
-		k.folded = b.d.attribute(attrKey{key: b.d.str(AttrLocationIsFolded), kind: kindBool, num: 1})
+		k.folded = b.d.attribute(attrKey{key: b.d.str(otlpattr.LocationIsFolded), kind: kindBool, num: 1})
 	}
 	lines := b.d.lineScratch[:0]
 	for _, ln := range l.Lines {
@@ -657,19 +633,19 @@ func (b *Builder) mapping(m *profile.Mapping, exe bool) int32 {
 		k.nattrs++
 	}
 	if m.BuildID != "" {
-		add(attrKey{key: b.d.str(AttrBuildIDGNU), kind: kindString, str: m.BuildID})
+		add(attrKey{key: b.d.str(otlpattr.BuildIDGNU), kind: kindString, str: m.BuildID})
 	}
 	if exe {
-		add(attrKey{key: b.d.str(AttrBuildIDGo), kind: kindString, str: b.goBuildID})
+		add(attrKey{key: b.d.str(otlpattr.BuildIDGo), kind: kindString, str: b.goBuildID})
 	}
 	for _, f := range [...]struct {
 		set bool
 		key string
 	}{
-		{m.HasFunctions, AttrMappingHasFunctions},
-		{m.HasFilenames, AttrMappingHasFilenames},
-		{m.HasLineNumbers, AttrMappingHasLineNumbers},
-		{m.HasInlineFrames, AttrMappingHasInlineFrames},
+		{m.HasFunctions, otlpattr.MappingHasFunctions},
+		{m.HasFilenames, otlpattr.MappingHasFilenames},
+		{m.HasLineNumbers, otlpattr.MappingHasLineNumbers},
+		{m.HasInlineFrames, otlpattr.MappingHasInlineFrames},
 	} {
 		if f.set {
 			add(attrKey{key: b.d.str(f.key), kind: kindBool, num: 1})

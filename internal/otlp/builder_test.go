@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/profile"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -68,7 +69,7 @@ func (v view) scope(name string) *profilespb.ScopeProfiles {
 	v.t.Helper()
 	for _, sp := range v.req.ResourceProfiles[0].ScopeProfiles {
 		for _, kv := range sp.Scope.Attributes {
-			if kv.Key == otlp.AttrProfileName && kv.Value.GetStringValue() == name {
+			if kv.Key == otlpattr.ProfileName && kv.Value.GetStringValue() == name {
 				return sp
 			}
 		}
@@ -228,9 +229,9 @@ func TestBuildDictionary(t *testing.T) {
 		t.Errorf("mapping file = %q, want %q", got, want)
 	}
 	wantMapAttrs := []string{
-		otlp.AttrMappingHasFilenames + "=true", otlp.AttrMappingHasFunctions + "=true",
-		otlp.AttrMappingHasLineNumbers + "=true", otlp.AttrBuildIDGNU + "=c0ffee",
-		otlp.AttrBuildIDGo + "=" + otlptest.FixtureGoBuildID,
+		otlpattr.MappingHasFilenames + "=true", otlpattr.MappingHasFunctions + "=true",
+		otlpattr.MappingHasLineNumbers + "=true", otlpattr.BuildIDGNU + "=c0ffee",
+		otlpattr.BuildIDGo + "=" + otlptest.FixtureGoBuildID,
 	}
 	slices.Sort(wantMapAttrs)
 	if got := v.attrs(m.AttributeIndices); !slices.Equal(got, wantMapAttrs) {
@@ -304,7 +305,7 @@ func TestBuildSamples(t *testing.T) {
 			if p.TimeUnixNano != uint64(windowStart.UnixNano()) || p.DurationNano != uint64(10*time.Second) {
 				t.Errorf("time = %d+%d, want %d+%d", p.TimeUnixNano, p.DurationNano, windowStart.UnixNano(), 10*time.Second)
 			}
-			if got := v.attrs(p.AttributeIndices); !slices.Equal(got, []string{otlp.AttrProfileName + "=" + tt.scope}) {
+			if got := v.attrs(p.AttributeIndices); !slices.Equal(got, []string{otlpattr.ProfileName + "=" + tt.scope}) {
 				t.Errorf("profile attributes = %q", got)
 			}
 		})
@@ -338,7 +339,7 @@ func TestBuildSamples(t *testing.T) {
 	folded := 0
 	for _, l := range loc[1:] {
 		for _, a := range v.attrs(l.AttributeIndices) {
-			if a == otlp.AttrLocationIsFolded+"=true" {
+			if a == otlpattr.LocationIsFolded+"=true" {
 				folded++
 				if got := v.d.StringTable[v.d.FunctionTable[l.Lines[0].FunctionIndex].NameStrindex]; got != "sync.(*Mutex).Unlock" {
 					t.Errorf("folded location is %s, want sync.(*Mutex).Unlock", got)
@@ -380,14 +381,14 @@ func TestBuildScopes(t *testing.T) {
 		for _, kv := range sp.Scope.Attributes {
 			attrs[kv.Key] = kv.Value
 		}
-		if got := attrs[otlp.AttrProfileName].GetStringValue(); got != tt.name {
+		if got := attrs[otlpattr.ProfileName].GetStringValue(); got != tt.name {
 			t.Errorf("scope %d name = %q, want %q", i, got, tt.name)
 		}
-		if got := attrs[otlp.AttrDefaultSampleType].GetStringValue(); got != tt.defaultType {
+		if got := attrs[otlpattr.DefaultSampleType].GetStringValue(); got != tt.defaultType {
 			t.Errorf("scope %s default sample type = %q, want %q", tt.name, got, tt.defaultType)
 		}
 		var order []int64
-		for _, x := range attrs[otlp.AttrSampleTypeOrder].GetArrayValue().GetValues() {
+		for _, x := range attrs[otlpattr.SampleTypeOrder].GetArrayValue().GetValues() {
 			order = append(order, x.GetIntValue())
 		}
 		if !slices.Equal(order, tt.order) {

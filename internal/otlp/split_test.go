@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/profile"
 	"github.com/pprofotel/profiler/labels"
@@ -144,7 +145,7 @@ func TestSplit(t *testing.T) {
 				samples += numSamples(part)
 				for _, sp := range part.ResourceProfiles[0].ScopeProfiles {
 					for _, kv := range sp.Scope.Attributes {
-						if kv.Key == otlp.AttrProfileName {
+						if kv.Key == otlpattr.ProfileName {
 							scopesSeen[kv.Value.GetStringValue()]++
 						}
 					}

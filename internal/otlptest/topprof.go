@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	pprofprofile "github.com/google/pprof/profile"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -28,9 +28,9 @@ func ToPprof(req *collectorpb.ExportProfilesServiceRequest) (map[string]*pprofpr
 	out := make(map[string]*pprofprofile.Profile)
 	for _, rp := range req.ResourceProfiles {
 		for i, sp := range rp.GetScopeProfiles() {
-			name := scopeAttribute(sp.GetScope(), otlp.AttrProfileName).GetStringValue()
+			name := scopeAttribute(sp.GetScope(), otlpattr.ProfileName).GetStringValue()
 			if name == "" {
-				return nil, fmt.Errorf("to pprof: scope_profiles[%d] lacks attribute %s", i, otlp.AttrProfileName)
+				return nil, fmt.Errorf("to pprof: scope_profiles[%d] lacks attribute %s", i, otlpattr.ProfileName)
 			}
 			if out[name] != nil {
 				return nil, fmt.Errorf("to pprof: two scopes named %q", name)
@@ -78,13 +78,13 @@ func (c *converter) valueType(vt *profilespb.ValueType) (*pprofprofile.ValueType
 
 func (c *converter) scope(sp *profilespb.ScopeProfiles) (*pprofprofile.Profile, error) {
 	n := len(sp.Profiles)
-	order := scopeAttribute(sp.Scope, otlp.AttrSampleTypeOrder).GetArrayValue().GetValues()
+	order := scopeAttribute(sp.Scope, otlpattr.SampleTypeOrder).GetArrayValue().GetValues()
 	if len(order) != n {
-		return nil, fmt.Errorf("%s has %d entries for %d profiles", otlp.AttrSampleTypeOrder, len(order), n)
+		return nil, fmt.Errorf("%s has %d entries for %d profiles", otlpattr.SampleTypeOrder, len(order), n)
 	}
 	c.p = &pprofprofile.Profile{
 		SampleType:        make([]*pprofprofile.ValueType, n),
-		DefaultSampleType: scopeAttribute(sp.Scope, otlp.AttrDefaultSampleType).GetStringValue(),
+		DefaultSampleType: scopeAttribute(sp.Scope, otlpattr.DefaultSampleType).GetStringValue(),
 	}
 	c.mappings = make(map[int32]*pprofprofile.Mapping)
 	c.locations = make(map[int32]*pprofprofile.Location)
@@ -95,7 +95,7 @@ func (c *converter) scope(sp *profilespb.ScopeProfiles) (*pprofprofile.Profile, 
 	for j, prof := range sp.Profiles {
 		pos := order[j].GetIntValue()
 		if pos < 0 || pos >= int64(n) || c.p.SampleType[pos] != nil {
-			return nil, fmt.Errorf("%s is not a permutation", otlp.AttrSampleTypeOrder)
+			return nil, fmt.Errorf("%s is not a permutation", otlpattr.SampleTypeOrder)
 		}
 		vt, err := c.valueType(prof.SampleType)
 		if err != nil {
@@ -242,7 +242,7 @@ func (c *converter) location(i int32) (*pprofprofile.Location, error) {
 	if err != nil {
 		return nil, err
 	}
-	loc.IsFolded = attrs[otlp.AttrLocationIsFolded]
+	loc.IsFolded = attrs[otlpattr.LocationIsFolded]
 	c.p.Location = append(c.p.Location, loc)
 	c.locations[i] = loc
 	return loc, nil
@@ -289,13 +289,13 @@ func (c *converter) mapping(i int32) (*pprofprofile.Mapping, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.HasFunctions = flags[otlp.AttrMappingHasFunctions]
-	m.HasFilenames = flags[otlp.AttrMappingHasFilenames]
-	m.HasLineNumbers = flags[otlp.AttrMappingHasLineNumbers]
-	m.HasInlineFrames = flags[otlp.AttrMappingHasInlineFrames]
+	m.HasFunctions = flags[otlpattr.MappingHasFunctions]
+	m.HasFilenames = flags[otlpattr.MappingHasFilenames]
+	m.HasLineNumbers = flags[otlpattr.MappingHasLineNumbers]
+	m.HasInlineFrames = flags[otlpattr.MappingHasInlineFrames]
 	for _, a := range src.AttributeIndices {
 		kv := c.d.AttributeTable[a]
-		if key, _ := c.str(kv.GetKeyStrindex()); key == otlp.AttrBuildIDGNU {
+		if key, _ := c.str(kv.GetKeyStrindex()); key == otlpattr.BuildIDGNU {
 			m.BuildID = kv.GetValue().GetStringValue()
 		}
 	}
