@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // Profile is one runtime profile of a window.
@@ -19,7 +19,7 @@ type Profile struct {
 	Name string
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
-	Data *profile.Profile
+	Data *pprofdecode.Profile
 }
 
 // Window is what the runtime recorded between Start and End.
@@ -76,7 +76,7 @@ type Collector struct {
 	// Decoder and a Profile it decodes into again every window, so that
 	// decoding allocates little once warm; one Decoder per profile
 	// because a Decoder's buffers back the profile decoded last.
-	decoder  profile.Decoder
+	decoder  pprofdecode.Decoder
 	reusable map[string]*reusedProfile
 	buf      bytes.Buffer
 	// The CPU profile of one window is decoded while the next one records,
@@ -188,7 +188,7 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names))}
 	for _, name := range c.names {
 		var (
-			p   *profile.Profile
+			p   *pprofdecode.Profile
 			err error
 		)
 		if name == CPU {
@@ -223,7 +223,7 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 // cycleCPU stops the running CPU profile, restarts it at once when next is
 // set, and decodes what was recorded. It returns nil, nil when no CPU
 // profile ran during the window.
-func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
+func (c *Collector) cycleCPU(next bool) (*pprofdecode.Profile, error) {
 	var data []byte
 	if c.cpuOn {
 		c.cpuProf.Stop()
@@ -263,7 +263,7 @@ func (c *Collector) startCPU() {
 
 // read writes the named profile into a reused buffer and decodes it into
 // the profile's reused memory.
-func (c *Collector) read(name string) (*profile.Profile, error) {
+func (c *Collector) read(name string) (*pprofdecode.Profile, error) {
 	c.buf.Reset()
 	source := c.source
 	if s, ok := c.sources[name]; ok {
@@ -286,8 +286,8 @@ func (c *Collector) read(name string) (*profile.Profile, error) {
 
 // reusedProfile is a profile decoded into the same memory every window.
 type reusedProfile struct {
-	decoder profile.Decoder
-	profile profile.Profile
+	decoder pprofdecode.Decoder
+	profile pprofdecode.Profile
 }
 
 func (c *Collector) fail(name string, err error) {

@@ -17,7 +17,7 @@ import (
 	gpprof "github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // stackKey names a sample by its frames and labels, the same way for a
@@ -27,7 +27,7 @@ func stackKey(frames []string, labels []string) string {
 	return strings.Join(frames, ";") + "|" + strings.Join(labels, ",")
 }
 
-func ourTotals(p *profile.Profile, valueIndex int, into map[string]int64) {
+func ourTotals(p *pprofdecode.Profile, valueIndex int, into map[string]int64) {
 	for _, s := range p.Samples {
 		var frames, labels []string
 		for _, li := range s.Locations {
@@ -300,7 +300,7 @@ func diffTotals(got, want map[string]int64) string {
 	return b.String()
 }
 
-func findProfile(t *testing.T, w Window, name string) *profile.Profile {
+func findProfile(t *testing.T, w Window, name string) *pprofdecode.Profile {
 	t.Helper()
 	for _, p := range w.Profiles {
 		if p.Name == name {
@@ -312,7 +312,7 @@ func findProfile(t *testing.T, w Window, name string) *profile.Profile {
 }
 
 // markFunctions records in seen which of funcs appear in p's stacks.
-func markFunctions(p *profile.Profile, funcs []string, seen map[string]bool) {
+func markFunctions(p *pprofdecode.Profile, funcs []string, seen map[string]bool) {
 	for _, s := range p.Samples {
 		for _, li := range s.Locations {
 			for _, ln := range p.Locations[li].Lines {
@@ -355,10 +355,10 @@ func TestCPUProfilerBusy(t *testing.T) {
 	cpu := &fakeCPU{busy: map[int]bool{1: true, 2: true}, data: cpuData}
 	stats := new(Omissions)
 	c, err := New(Config{
-		Profiles: []string{CPU, Goroutine},
-		Source:   RuntimeSource,
-		CPU:      CPUProfiler{Start: cpu.start, Stop: cpu.stop},
-		Omissions:    stats,
+		Profiles:  []string{CPU, Goroutine},
+		Source:    RuntimeSource,
+		CPU:       CPUProfiler{Start: cpu.start, Stop: cpu.stop},
+		Omissions: stats,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +464,7 @@ func TestCollectAllocatesLittleOnceWarm(t *testing.T) {
 	for _, name := range names {
 		raw := rawProfile(t, name)
 		data[name] = raw
-		p, err := profile.Parse(raw)
+		p, err := pprofdecode.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}

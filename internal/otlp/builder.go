@@ -10,7 +10,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/otlpattr"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -25,7 +25,7 @@ type Input struct {
 	Name string
 	// Profile is the decoded profile, with deltas already applied to
 	// cumulative sample types. A nil Profile yields an empty scope.
-	Profile *profile.Profile
+	Profile *pprofdecode.Profile
 }
 
 // Option configures a Builder.
@@ -87,7 +87,7 @@ type Builder struct {
 	// mostly carry the labels of the sample before (the heap profile's
 	// object size), and comparing a label costs less than the two map
 	// lookups that resolve it.
-	lastLabel profile.Label
+	lastLabel pprofdecode.Label
 	lastAttr  int32
 }
 
@@ -119,7 +119,7 @@ func randomID() [16]byte {
 // order.
 func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.ExportProfilesServiceRequest {
 	b.d.reset()
-	b.lastLabel, b.lastAttr = profile.Label{}, 0
+	b.lastLabel, b.lastAttr = pprofdecode.Label{}, 0
 	rp := &profilespb.ResourceProfiles{
 		Resource:      b.resource,
 		ScopeProfiles: make([]*profilespb.ScopeProfiles, 0, len(inputs)),
@@ -138,7 +138,7 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 	// not keep the request alive until the next Build, nor the strings of
 	// the last label, its profile's.
 	clear(b.attrs)
-	b.lastLabel = profile.Label{}
+	b.lastLabel = pprofdecode.Label{}
 	return &collectorpb.ExportProfilesServiceRequest{
 		ResourceProfiles: []*profilespb.ResourceProfiles{rp},
 		Dictionary:       b.d.finish(),
@@ -152,7 +152,7 @@ type window struct {
 func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles {
 	p := in.Profile
 	if p == nil {
-		p = &profile.Profile{}
+		p = &pprofdecode.Profile{}
 	}
 	nTypes := len(p.SampleTypes)
 
@@ -215,7 +215,7 @@ func (b *Builder) scopeFor(name, defaultType string, order []*commonpb.AnyValue)
 // prepare resets the per-input scratch state and groups the live samples of
 // p (those with a non-zero value and a usable stack) by identity: samples
 // with the same locations and labels are merged into the first of them.
-func (b *Builder) prepare(p *profile.Profile) {
+func (b *Builder) prepare(p *pprofdecode.Profile) {
 	b.locIdx = fill(b.locIdx, len(p.Locations))
 	b.funcIdx = fill(b.funcIdx, len(p.Functions))
 	b.mapIdx = fill(b.mapIdx, len(p.Mappings))
@@ -284,7 +284,7 @@ func fill(s []int32, n int) []int32 {
 	return s
 }
 
-func live(s *profile.Sample, nTypes int) bool {
+func live(s *pprofdecode.Sample, nTypes int) bool {
 	for t, v := range s.Values {
 		if t < nTypes && v != 0 {
 			return true
@@ -293,7 +293,7 @@ func live(s *profile.Sample, nTypes int) bool {
 	return false
 }
 
-func hasLocation(s *profile.Sample, nLocs int) bool {
+func hasLocation(s *pprofdecode.Sample, nLocs int) bool {
 	for _, l := range s.Locations {
 		if l >= 0 && int(l) < nLocs {
 			return true
@@ -306,7 +306,7 @@ func hasLocation(s *profile.Sample, nLocs int) bool {
 // and its labels, a set, compared in a canonical order by sameIdentity.
 // Samples of the same identity are merged. Label hashes are summed, so
 // that hashing needs no sorting: their order does not count.
-func (b *Builder) hashIdentity(s *profile.Sample, nLocs int) uint64 {
+func (b *Builder) hashIdentity(s *pprofdecode.Sample, nLocs int) uint64 {
 	var h uint64
 	for _, l := range s.Locations {
 		if l >= 0 && int(l) < nLocs {
@@ -334,7 +334,7 @@ func (b *Builder) hashIdentity(s *profile.Sample, nLocs int) uint64 {
 // sameIdentity tells whether x and y have the same identity. Labels that
 // differ only in a field their kind does not use (the number of a string
 // label, the string of a numeric one) are the same label.
-func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
+func (b *Builder) sameIdentity(x, y *pprofdecode.Sample, nLocs int) bool {
 	valid := func(l int32) bool { return l >= 0 && int(l) < nLocs }
 	i, j := 0, 0
 	for {
@@ -377,7 +377,7 @@ func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
 
 // labelOrder returns the indices of the labels of s in canonical order,
 // in scratch slice k.
-func (b *Builder) labelOrder(k int, s *profile.Sample) []int {
+func (b *Builder) labelOrder(k int, s *pprofdecode.Sample) []int {
 	ord := b.labelOrd[k][:0]
 	for i := range s.Labels {
 		ord = append(ord, i)
@@ -389,7 +389,7 @@ func (b *Builder) labelOrder(k int, s *profile.Sample) []int {
 
 // sameLabel tells whether x and y are the same label, ignoring the field
 // their kind does not use.
-func sameLabel(x, y *profile.Label) bool {
+func sameLabel(x, y *pprofdecode.Label) bool {
 	if x.Key != y.Key || x.IsNum != y.IsNum {
 		return false
 	}
@@ -399,7 +399,7 @@ func sameLabel(x, y *profile.Label) bool {
 	return x.Str == y.Str
 }
 
-func compareLabels(x, y *profile.Label) int {
+func compareLabels(x, y *pprofdecode.Label) int {
 	if c := strings.Compare(x.Key, y.Key); c != 0 {
 		return c
 	}
@@ -422,7 +422,7 @@ func compareLabels(x, y *profile.Label) int {
 }
 
 // samples returns the Samples of sample type t of p.
-func (b *Builder) samples(p *profile.Profile, t int) []*profilespb.Sample {
+func (b *Builder) samples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
 	acc := b.acc
 	clear(acc)
 	for i := range p.Samples {
@@ -465,7 +465,7 @@ func (b *Builder) samples(p *profile.Profile, t int) []*profilespb.Sample {
 // resolveSample adds the stack, attributes and link of sample i to the
 // dictionary. It runs once per sample and input, as the result is the same
 // for every sample type.
-func (b *Builder) resolveSample(p *profile.Profile, i int) {
+func (b *Builder) resolveSample(p *pprofdecode.Profile, i int) {
 	s := &p.Samples[i]
 	b.stackIdx[i] = b.stack(p, s)
 
@@ -566,7 +566,7 @@ func isZero(b []byte) bool {
 	return true
 }
 
-func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
+func (b *Builder) stack(p *pprofdecode.Profile, s *pprofdecode.Sample) int32 {
 	locs := b.d.stackScratch[:0]
 	var h uint64
 	for _, l := range s.Locations {
@@ -585,7 +585,7 @@ func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
 	return b.d.stack(locs, h)
 }
 
-func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
+func (b *Builder) location(p *pprofdecode.Profile, l *pprofdecode.Location) int32 {
 	var k locationKey
 	if l.Mapping >= 0 && int(l.Mapping) < len(p.Mappings) {
 		idx := b.mapIdx[l.Mapping]
@@ -621,7 +621,7 @@ func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
 	return b.d.location(k, lines)
 }
 
-func (b *Builder) mapping(m *profile.Mapping, exe bool) int32 {
+func (b *Builder) mapping(m *pprofdecode.Mapping, exe bool) int32 {
 	k := mappingKey{
 		start:    m.Start,
 		limit:    m.Limit,

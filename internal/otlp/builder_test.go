@@ -15,7 +15,7 @@ import (
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/otlptest"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -129,7 +129,7 @@ func (v view) attrs(idxs []int32) []string {
 }
 
 // zeroed returns p with every sample value set to zero.
-func zeroed(p *profile.Profile) *profile.Profile {
+func zeroed(p *pprofdecode.Profile) *pprofdecode.Profile {
 	for i := range p.Samples {
 		clear(p.Samples[i].Values)
 	}
@@ -146,14 +146,14 @@ func TestBuildValid(t *testing.T) {
 		{"no inputs", nil, 0},
 		{"nil profile", []otlp.Input{{Name: "cpu"}}, 0},
 		{"only zero samples", []otlp.Input{{Name: "block", Profile: zeroed(otlptest.FixtureInputs()[3].Profile)}}, 2},
-		{"no locations", []otlp.Input{{Name: "cpu", Profile: &profile.Profile{
-			SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
-			Samples:     []profile.Sample{{Values: []int64{4}}, {Locations: []int32{3, -1}, Values: []int64{4}}},
+		{"no locations", []otlp.Input{{Name: "cpu", Profile: &pprofdecode.Profile{
+			SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}},
+			Samples:     []pprofdecode.Sample{{Values: []int64{4}}, {Locations: []int32{3, -1}, Values: []int64{4}}},
 		}}}, 1},
-		{"out of range references", []otlp.Input{{Name: "cpu", Profile: &profile.Profile{
-			SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
-			Locations:   []profile.Location{{Mapping: 5, Address: 0x10, Lines: []profile.Line{{Function: 9, Line: 1}}}},
-			Samples:     []profile.Sample{{Locations: []int32{0, 7}, Values: []int64{4}}},
+		{"out of range references", []otlp.Input{{Name: "cpu", Profile: &pprofdecode.Profile{
+			SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}},
+			Locations:   []pprofdecode.Location{{Mapping: 5, Address: 0x10, Lines: []pprofdecode.Line{{Function: 9, Line: 1}}}},
+			Samples:     []pprofdecode.Sample{{Locations: []int32{0, 7}, Values: []int64{4}}},
 		}}}, 1},
 	}
 	for _, tt := range tests {
@@ -469,11 +469,11 @@ func TestBuildGolden(t *testing.T) {
 // checks whether they become one: samples are merged when their valid
 // locations, in order, and their labels, in canonical order, are the same.
 func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
-	str := func(k, v string) profile.Label { return profile.Label{Key: k, Str: v} }
-	num := func(k string, n int64) profile.Label { return profile.Label{Key: k, Num: n, IsNum: true} }
+	str := func(k, v string) pprofdecode.Label { return pprofdecode.Label{Key: k, Str: v} }
+	num := func(k string, n int64) pprofdecode.Label { return pprofdecode.Label{Key: k, Num: n, IsNum: true} }
 	type sample struct {
 		locs   []int32
-		labels []profile.Label
+		labels []pprofdecode.Label
 	}
 	tests := []struct {
 		name   string
@@ -481,33 +481,33 @@ func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
 		merged bool
 	}{
 		{"same stack, no labels", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1}, nil}, true},
-		{"same stack and labels", sample{[]int32{0, 1, 2}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0, 1, 2}, []profile.Label{num("bytes", 8)}}, true},
-		{"labels in another order", sample{[]int32{0}, []profile.Label{str("a", "1"), num("b", 2), str("c", "")}}, sample{[]int32{0}, []profile.Label{num("b", 2), str("c", ""), str("a", "1")}}, true},
-		{"repeated labels in another order", sample{[]int32{0}, []profile.Label{str("a", "1"), str("b", "2"), str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1"), str("b", "2")}}, true},
+		{"same stack and labels", sample{[]int32{0, 1, 2}, []pprofdecode.Label{num("bytes", 8)}}, sample{[]int32{0, 1, 2}, []pprofdecode.Label{num("bytes", 8)}}, true},
+		{"labels in another order", sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), num("b", 2), str("c", "")}}, sample{[]int32{0}, []pprofdecode.Label{num("b", 2), str("c", ""), str("a", "1")}}, true},
+		{"repeated labels in another order", sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("b", "2"), str("a", "1")}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("a", "1"), str("b", "2")}}, true},
 		{"out-of-range locations left out", sample{[]int32{0, 7, 1, -1}, nil}, sample{[]int32{-2, 0, 1}, nil}, true},
-		{"fields a label's kind does not use", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "v", Num: 5}}}, sample{[]int32{0}, []profile.Label{str("k", "v")}}, true},
+		{"fields a label's kind does not use", sample{[]int32{0}, []pprofdecode.Label{{Key: "k", Str: "v", Num: 5}}}, sample{[]int32{0}, []pprofdecode.Label{str("k", "v")}}, true},
 		{"other order of locations", sample{[]int32{0, 1}, nil}, sample{[]int32{1, 0}, nil}, false},
 		{"a stack and its prefix", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1, 2}, nil}, false},
-		{"another label value", sample{[]int32{0}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{num("bytes", 16)}}, false},
-		{"a string and a number", sample{[]int32{0}, []profile.Label{str("n", "")}}, sample{[]int32{0}, []profile.Label{num("n", 0)}}, false},
-		{"a label repeated", sample{[]int32{0}, []profile.Label{str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1")}}, false},
-		{"labels swapped between keys", sample{[]int32{0}, []profile.Label{num("a", 1), num("b", 2)}}, sample{[]int32{0}, []profile.Label{num("a", 2), num("b", 1)}}, false},
+		{"another label value", sample{[]int32{0}, []pprofdecode.Label{num("bytes", 8)}}, sample{[]int32{0}, []pprofdecode.Label{num("bytes", 16)}}, false},
+		{"a string and a number", sample{[]int32{0}, []pprofdecode.Label{str("n", "")}}, sample{[]int32{0}, []pprofdecode.Label{num("n", 0)}}, false},
+		{"a label repeated", sample{[]int32{0}, []pprofdecode.Label{str("a", "1")}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("a", "1")}}, false},
+		{"labels swapped between keys", sample{[]int32{0}, []pprofdecode.Label{num("a", 1), num("b", 2)}}, sample{[]int32{0}, []pprofdecode.Label{num("a", 2), num("b", 1)}}, false},
 		// The canonical order sorts on every field, the unused string of
 		// numeric labels included: these sort into different orders of
 		// numbers, so they differ, though each number is in both.
-		{"numbers in another canonical order", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "x", Num: 2, IsNum: true}, {Key: "k", Str: "y", Num: 1, IsNum: true}}}, sample{[]int32{0}, []profile.Label{{Key: "k", Str: "y", Num: 2, IsNum: true}, {Key: "k", Str: "x", Num: 1, IsNum: true}}}, false},
+		{"numbers in another canonical order", sample{[]int32{0}, []pprofdecode.Label{{Key: "k", Str: "x", Num: 2, IsNum: true}, {Key: "k", Str: "y", Num: 1, IsNum: true}}}, sample{[]int32{0}, []pprofdecode.Label{{Key: "k", Str: "y", Num: 2, IsNum: true}, {Key: "k", Str: "x", Num: 1, IsNum: true}}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &profile.Profile{
-				SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
-				Functions:   []profile.Function{{Name: "f0"}, {Name: "f1"}, {Name: "f2"}},
-				Locations: []profile.Location{
-					{Mapping: -1, Address: 0x10, Lines: []profile.Line{{Function: 0}}},
-					{Mapping: -1, Address: 0x20, Lines: []profile.Line{{Function: 1}}},
-					{Mapping: -1, Address: 0x30, Lines: []profile.Line{{Function: 2}}},
+			p := &pprofdecode.Profile{
+				SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}},
+				Functions:   []pprofdecode.Function{{Name: "f0"}, {Name: "f1"}, {Name: "f2"}},
+				Locations: []pprofdecode.Location{
+					{Mapping: -1, Address: 0x10, Lines: []pprofdecode.Line{{Function: 0}}},
+					{Mapping: -1, Address: 0x20, Lines: []pprofdecode.Line{{Function: 1}}},
+					{Mapping: -1, Address: 0x30, Lines: []pprofdecode.Line{{Function: 2}}},
 				},
-				Samples: []profile.Sample{
+				Samples: []pprofdecode.Sample{
 					{Locations: tt.a.locs, Labels: tt.a.labels, Values: []int64{1}},
 					{Locations: tt.b.locs, Labels: tt.b.labels, Values: []int64{2}},
 				},
