@@ -118,7 +118,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	periodSet, typesSet := c.resolveSampling(&o, env)
 	c.resolveExporter(&o, env, getenv, typesSet, periodSet)
 	c.resolveFile(&o, env)
-	c.otlp = resolveOTLP(&o, env, c.exporter == ExporterSplunk)
+	c.otlp = resolveOTLP(&o, env, grpcOnly(c.exporter))
 	if c.exporter == ExporterSplunk && o.endpoint == nil {
 		// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
 		// else localhost:4317; an endpoint option wins over all three.
@@ -233,9 +233,10 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 // option, else from the PROFILES form of its variable, else the generic
 // form, else its default.
 //
-// Splunk's profiling logs travel over gRPC only, so with splunkLogs set the
-// protocol is gRPC whatever the options and variables say.
-func resolveOTLP(o *options, env *envconfig.Reader, splunkLogs bool) export.OTLPConfig {
+// An exporter that speaks only gRPC (Splunk's profiling logs) sets
+// grpcOnly: the protocol is then gRPC whatever the options and variables
+// say.
+func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPConfig {
 	cfg := export.OTLPConfig{
 		Protocol:    string(ProtocolHTTPProtobuf),
 		Timeout:     defaultOTLPTimeout,
@@ -243,7 +244,7 @@ func resolveOTLP(o *options, env *envconfig.Reader, splunkLogs bool) export.OTLP
 		UserAgent:   "pprofotel-go/" + Version,
 	}
 
-	if splunkLogs {
+	if grpcOnly {
 		cfg.Protocol = export.ProtocolGRPC
 	} else if o.protocol != nil {
 		cfg.Protocol = string(*o.protocol)

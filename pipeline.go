@@ -39,27 +39,30 @@ type pipeline interface {
 // messages all derive from it. Adding an exporter is one constructor and
 // one row here (and its ExporterKind constant).
 var exporters = []struct {
-	kind  ExporterKind
-	build func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error)
+	kind ExporterKind
+	// grpcOnly exporters speak OTLP/gRPC whatever the protocol settings
+	// say, which are then not read.
+	grpcOnly bool
+	build    func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error)
 }{
-	{ExporterOTLP, func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
+	{ExporterOTLP, false, func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
 		e, err := export.NewOTLP(otlpConfig(cfg))
 		if err != nil {
 			return nil, err
 		}
 		return newProfilesPipeline(cfg, stats, export.WithRetry(e, cfg.retry, export.OnRetry(onRetry))), nil
 	}},
-	{ExporterFile, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
+	{ExporterFile, false, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
 		e, err := export.NewFile(cfg.file)
 		if err != nil {
 			return nil, err
 		}
 		return newProfilesPipeline(cfg, stats, e), nil
 	}},
-	{ExporterNone, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
+	{ExporterNone, false, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
 		return newProfilesPipeline(cfg, stats, export.NewNone()), nil
 	}},
-	{ExporterSplunk, newSplunkPipeline},
+	{ExporterSplunk, true, newSplunkPipeline},
 }
 
 // exporterNames lists the exporter kinds, in the order of the table.
@@ -69,6 +72,16 @@ func exporterNames() []string {
 		names[i] = string(e.kind)
 	}
 	return names
+}
+
+// grpcOnly reports whether exporter kind k speaks only OTLP/gRPC.
+func grpcOnly(k ExporterKind) bool {
+	for _, e := range exporters {
+		if e.kind == k {
+			return e.grpcOnly
+		}
+	}
+	return false
 }
 
 // newPipeline builds the configured encoding with its exporter and queue.
@@ -136,7 +149,7 @@ func newQueue[R proto.Message](cfg *config, stats *delivery.Outcomes, exp export
 // otlpPipeline sends each window as one OTLP profiles request.
 type otlpPipeline struct {
 	builder *otlp.Builder
-	queue  *delivery.Queue[*collectorpb.ExportProfilesServiceRequest]
+	queue   *delivery.Queue[*collectorpb.ExportProfilesServiceRequest]
 }
 
 func (o *otlpPipeline) send(w collect.Window) (bool, error) {
@@ -158,7 +171,7 @@ func (o *otlpPipeline) queued() int { n, _ := o.queue.Len(); return n }
 type splunkPipeline struct {
 	resource *resourcepb.Resource
 	options  splunk.EncodeOptions
-	queue   *delivery.Queue[*collogspb.ExportLogsServiceRequest]
+	queue    *delivery.Queue[*collogspb.ExportLogsServiceRequest]
 }
 
 func (s *splunkPipeline) send(w collect.Window) (bool, error) {
