@@ -10,9 +10,10 @@ import (
 
 // ProfileType selects one of the runtime profiles the profiler collects.
 // The numeric order of the constants is the order in which profiles are
-// collected and exported. Each is an index into one table of profile
-// descriptors (internal/collect's Profiles) from which its name, its
-// default, the runtime rate it sets and how the collector reads it derive.
+// collected and exported. Each is one entry of the profiler's table of
+// runtime profiles, from which its name, its default, the runtime rate it
+// sets and restores, whether this Go provides it, and how it is read all
+// derive.
 type ProfileType int
 
 // The profile types, spelled in PPROFOTEL_PROFILES as their String values.

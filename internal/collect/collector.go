@@ -53,8 +53,8 @@ type CPUProfiler struct {
 	Stop  func()
 }
 
-// Omissions counts what the collector left out of its windows. The fields are updated
-// atomically and may be read at any time.
+// Omissions counts what the collector left out of its windows. The fields
+// are updated atomically and may be read at any time.
 type Omissions struct {
 	// CPUSkipped counts windows without a CPU profile because the CPU
 	// profiler was in use by someone else.
