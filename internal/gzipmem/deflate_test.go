@@ -28,7 +28,7 @@ func gunzip(t testing.TB, gz []byte) []byte {
 // runtimeProfile returns a heap profile as the runtime wrote it, gunzipped:
 // protobuf like the requests this package compresses.
 func runtimeProfile(t testing.TB) []byte {
-	gz, err := os.ReadFile("../profile/testdata/heap.pb.gz")
+	gz, err := os.ReadFile("../pprofdecode/testdata/heap.pb.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
