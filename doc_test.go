@@ -47,3 +47,25 @@ func TestPackageDocListsEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsNameEveryProfileType checks that the package documentation and
+// README describe every entry of the profile table.
+func TestDocsNameEveryProfileType(t *testing.T) {
+	docText, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose := strings.ReplaceAll(string(docText), "\n// ", " ")
+	if list := collect.NameList(); !strings.Contains(prose, list) {
+		t.Errorf("doc.go does not list the profile types as %q", list)
+	}
+	for _, d := range collect.Profiles {
+		if row := "| `" + d.Name + "` |"; !strings.Contains(string(readme), row) {
+			t.Errorf("README's table of runtime profiles has no row %s", row)
+		}
+	}
+}
