@@ -8,26 +8,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/envconfig"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/splunk"
 )
 
 // The environment variables the profiler reads. This file is the only place
-// that reads them, always through the getenv function given to newConfig.
-// A variable set to an empty or all-blank value counts as unset, as the
-// OpenTelemetry specification asks.
+// that reads them, always through an envconfig.Reader over the getenv
+// function given to newConfig; the runtime rates' variables are named in
+// their profile descriptors.
 const (
 	envSDKDisabled        = "OTEL_SDK_DISABLED"
 	envServiceName        = "OTEL_SERVICE_NAME"
@@ -38,32 +37,18 @@ const (
 	envOTLPPrefix        = "OTEL_EXPORTER_OTLP_"
 	envOTLPProfilePrefix = "OTEL_EXPORTER_OTLP_PROFILES_"
 
-	envEnabled       = "PPROFOTEL_ENABLED"
-	envPeriod        = "PPROFOTEL_PERIOD"
-	envProfiles      = "PPROFOTEL_PROFILES"
-	envMutexFraction = "PPROFOTEL_MUTEX_FRACTION"
-	envBlockRate     = "PPROFOTEL_BLOCK_RATE"
-	envExporter      = "PPROFOTEL_EXPORTER"
-	envFileDir       = "PPROFOTEL_FILE_DIR"
-	envFileFormat    = "PPROFOTEL_FILE_FORMAT"
-	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
+	envEnabled    = "PPROFOTEL_ENABLED"
+	envPeriod     = "PPROFOTEL_PERIOD"
+	envProfiles   = "PPROFOTEL_PROFILES"
+	envExporter   = "PPROFOTEL_EXPORTER"
+	envFileDir    = "PPROFOTEL_FILE_DIR"
+	envFileFormat = "PPROFOTEL_FILE_FORMAT"
+	envProcessCtx = "PPROFOTEL_PROCESS_CONTEXT"
 )
 
 // Defaults.
 const (
 	defaultPeriod = 60 * time.Second
-
-	// defaultMutexFraction records one contention event in ten. The cost
-	// of mutex profiling grows with the number of recorded events, and a
-	// contended lock produces many events per window, so a tenth is still
-	// plenty to rank the hot locks while keeping the overhead small.
-	defaultMutexFraction = 10
-
-	// defaultBlockRate samples on average one blocking event per 10µs spent
-	// blocked: any wait of 10µs or more is always recorded, while the very
-	// frequent sub-microsecond channel hand-offs, which cost more to record
-	// than they matter, are sampled sparsely.
-	defaultBlockRate = 10000
 
 	defaultOTLPTimeout = 10 * time.Second
 
@@ -80,10 +65,6 @@ const (
 	fileDirName = "pprofotel-profiles"
 )
 
-// defaultProfileTypes are cheap enough to run everywhere all the time. Mutex
-// and block profiling change runtime sampling rates and are opt-in.
-var defaultProfileTypes = []ProfileType{CPUProfile, HeapProfile, GoroutineProfile}
-
 // config is the resolved configuration: options over environment variables
 // over defaults, every value validated.
 type config struct {
@@ -95,15 +76,12 @@ type config struct {
 	period   time.Duration
 	// profileTypes is non-empty, without duplicates, in ascending order.
 	profileTypes []ProfileType
-	// mutexFraction is for runtime.SetMutexProfileFraction, used only when
-	// MutexProfile is collected.
-	mutexFraction int
-	// blockRate is for runtime.SetBlockProfileRate (ns), used only when
-	// BlockProfile is collected.
-	blockRate int
-	exporter  ExporterKind
-	file      export.FileConfig
-	otlp      export.OTLPConfig
+	// rates holds, for each profile type whose descriptor has a Rate, the
+	// runtime rate set while it is collected (0 for the others).
+	rates    [numProfileTypes]int
+	exporter ExporterKind
+	file     export.FileConfig
+	otlp     export.OTLPConfig
 	// retry is the policy for failed OTLP exports; see WithRetry.
 	retry export.RetryConfig
 	// splunk is the Splunk encoding's configuration, set when exporter is
@@ -130,63 +108,85 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 			opt.apply(&o)
 		}
 	}
-	env := &envReader{getenv: getenv}
+	env := envconfig.New(getenv, "profiler: ")
 
 	c := &config{logger: o.logger}
 	if c.logger == nil {
 		c.logger = slog.New(minLevelHandler{min: slog.LevelWarn, next: slog.Default().Handler()})
 	}
-
-	if env.disabled() {
+	if disabled(env) {
 		c.disabled = true
 		return c, nil
 	}
 
+	periodSet, typesSet := c.resolveSampling(&o, env)
+	c.resolveExporter(&o, env, getenv, typesSet, periodSet)
+	c.resolveFile(&o, env)
+	c.processContext = true
+	if o.processContext != nil {
+		c.processContext = *o.processContext
+	} else if v, ok := env.Bool(envProcessCtx); ok {
+		c.processContext = v
+	}
+	c.otlp = resolveOTLP(&o, env, grpcOnly(c.exporter))
+	if c.exporter == ExporterSplunk && o.endpoint == nil {
+		// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
+		// else localhost:4317; an endpoint option wins over all three.
+		c.otlp = c.splunk.OTLP(c.otlp)
+	}
+	c.retry = resolveRetry(o.retry)
+	in := resourceFromEnv(&o, env)
+
+	c.delivery = o.delivery
+	if errs := slices.Concat(o.errs, env.Errs()); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.resource = buildResource(context.Background(), in, c.logger)
+	return c, nil
+}
+
+// resolveSampling resolves the period, the profile types and their
+// runtime rates, and reports whether the period and the types were set
+// rather than defaulted.
+func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, typesSet bool) {
 	c.period = defaultPeriod
-	periodSet := o.period != nil
 	if o.period != nil {
-		c.period = *o.period
-	} else if name, v, ok := env.lookup(envPeriod); ok {
-		periodSet = true
-		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
-			env.fail(name, v, err)
-		case d <= 0:
-			env.fail(name, v, errors.New("period must be positive"))
-		default:
-			c.period = d
-		}
+		c.period, periodSet = *o.period, true
+	} else if d, ok := env.Duration(envPeriod, "period"); ok {
+		c.period, periodSet = d, true
+	} else if _, ok := env.Lookup(envPeriod); ok {
+		periodSet = true // invalid: reported, and the default stands
 	}
 
-	types := defaultProfileTypes
-	typesSet := o.profileTypes != nil
+	types := defaultProfileTypes()
 	if o.profileTypes != nil {
-		types = o.profileTypes
-	} else if name, v, ok := env.lookup(envProfiles); ok {
+		types, typesSet = o.profileTypes, true
+	} else if v, ok := env.Lookup(envProfiles); ok {
 		typesSet = true
 		if t, err := parseProfileList(v); err != nil {
-			env.fail(name, v, err)
+			env.Invalid(envProfiles, v, err)
 		} else {
 			types = t
 		}
 	}
 	c.profileTypes = canonicalProfileTypes(types)
 
-	c.mutexFraction = defaultMutexFraction
-	if o.mutexFraction != nil {
-		c.mutexFraction = *o.mutexFraction
-	} else if n, ok := env.positiveInt(envMutexFraction, "fraction must be a positive integer (0 would switch mutex profiling off)"); ok {
-		c.mutexFraction = n
+	for t := range ProfileType(numProfileTypes) {
+		if r := t.descriptor().Rate; r != nil {
+			c.rates[t] = r.Default
+			if o.rates[t] != 0 {
+				c.rates[t] = o.rates[t]
+			} else if n, ok := env.PositiveInt(r.Env, r.Want+" (0 would switch "+t.String()+" profiling off)"); ok {
+				c.rates[t] = n
+			}
+		}
 	}
+	return periodSet, typesSet
+}
 
-	c.blockRate = defaultBlockRate
-	if o.blockRate != nil {
-		c.blockRate = *o.blockRate
-	} else if n, ok := env.positiveInt(envBlockRate, "rate must be a positive number of nanoseconds (0 would switch block profiling off)"); ok {
-		c.blockRate = n
-	}
-
+// resolveExporter picks the exporter and, for Splunk, applies its
+// configuration and defaults.
+func (c *config) resolveExporter(o *options, env *envconfig.Reader, getenv func(string) string, typesSet, periodSet bool) {
 	// SPLUNK_PROFILER_* are read here too, through the same getenv; their
 	// errors count only when the Splunk encoding is on, so that a stray
 	// Splunk variable cannot stop a profiler that does not use it.
@@ -194,92 +194,59 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	c.exporter = ExporterOTLP
 	if o.exporter != nil {
 		c.exporter = *o.exporter
-	} else if name, v, ok := env.lookup(envExporter); ok {
-		if k := ExporterKind(strings.ToLower(v)); k.valid() {
-			c.exporter = k
-		} else {
-			env.fail(name, v, errors.New(`exporter must be "otlp", "file", "none" or "splunk"`))
-		}
-	} else if splunkCfg.Enabled {
+	} else if k, ok := env.Enum("exporter", exporterNames(), envExporter); ok {
+		c.exporter = ExporterKind(k)
+	} else if _, set := env.Lookup(envExporter); !set && splunkCfg.Enabled {
 		c.exporter = ExporterSplunk
 	}
 	if c.exporter == ExporterSplunk {
 		if splunkErr != nil {
-			env.errs = append(env.errs, fmt.Errorf("profiler: %w", splunkErr))
+			env.Fail(splunkErr)
 		}
 		c.splunk = splunkCfg
 		c.profileTypes, c.period = splunkDefaults(&c.splunk, c.profileTypes, typesSet, c.period, periodSet)
 	}
+}
 
+// resolveFile configures the file exporter.
+func (c *config) resolveFile(o *options, env *envconfig.Reader) {
 	c.file.Dir = filepath.Join(os.TempDir(), fileDirName)
 	if o.fileDir != nil {
 		c.file.Dir = *o.fileDir
-	} else if _, v, ok := env.lookup(envFileDir); ok {
+	} else if v, ok := env.Lookup(envFileDir); ok {
 		c.file.Dir = v
 	}
 	if o.fileJSON != nil {
 		c.file.JSON = *o.fileJSON
-	} else if name, v, ok := env.lookup(envFileFormat); ok {
-		switch strings.ToLower(v) {
-		case "proto":
-		case "json":
-			c.file.JSON = true
-		default:
-			env.fail(name, v, errors.New(`format must be "proto" or "json"`))
-		}
+	} else if f, ok := env.Enum("format", []string{"proto", "json"}, envFileFormat); ok {
+		c.file.JSON = f == "json"
 	}
+}
 
-	c.processContext = true
-	if o.processContext != nil {
-		c.processContext = *o.processContext
-	} else if v, ok := env.boolean(envProcessCtx); ok {
-		c.processContext = v
-	}
-
-	c.otlp = resolveOTLP(&o, env, c.exporter == ExporterSplunk)
-	if c.exporter == ExporterSplunk && o.endpoint == nil {
-		// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
-		// else localhost:4317; an endpoint option wins over all three.
-		c.otlp = c.splunk.OTLP(c.otlp)
-	}
-	c.retry = resolveRetry(o.retry)
-
+// resourceFromEnv gathers the sources of the resource.
+func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	var in resourceInputs
 	if o.serviceName != nil {
 		in.serviceName = *o.serviceName
 	}
 	in.user = o.resource
-	if _, v, ok := env.lookup(envServiceName); ok {
-		in.envServiceName = v
-	}
-	if name, v, ok := env.lookup(envResourceAttributes); ok {
-		if kvs, err := parseKeyValues(v); err != nil {
-			env.fail(name, v, err)
-		} else {
-			for _, kv := range kvs {
-				in.envAttrs = append(in.envAttrs, attribute.String(kv.key, kv.value))
-			}
+	in.envServiceName, _ = env.Lookup(envServiceName)
+	if kvs, ok := env.KeyValues(envResourceAttributes); ok {
+		for _, kv := range kvs {
+			in.envAttrs = append(in.envAttrs, attribute.String(kv.Key, kv.Value))
 		}
 	}
-
-	c.delivery = o.delivery
-	if errs := slices.Concat(o.errs, o.delivery.errs, env.errs); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	c.resource = buildResource(context.Background(), in, c.logger)
-	return c, nil
+	return in
 }
 
-// resolveOTLP fills the OTLP exporter configuration. The endpoint, and with
-// it transport security, comes from the first of: WithEndpoint or
-// WithEndpointURL, OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT,
-// OTEL_EXPORTER_OTLP_ENDPOINT, the default. An endpoint given as a URL is
-// secured according to its scheme; one given as host:port uses WithInsecure,
-// else the INSECURE variables, else TLS.
+// resolveOTLP fills the OTLP exporter configuration: each setting from its
+// option, else from the PROFILES form of its variable, else the generic
+// form, else its default.
 //
-// Splunk's profiling logs travel over gRPC only, so with splunkLogs set the
-// protocol is gRPC whatever the options and variables say.
-func resolveOTLP(o *options, env *envReader, splunkLogs bool) export.OTLPConfig {
+// An exporter that speaks only gRPC (Splunk's profiling logs) sets
+// grpcOnly: the protocol is then gRPC whatever the options and variables
+// say.
+func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPConfig {
 	cfg := export.OTLPConfig{
 		Protocol:    string(ProtocolHTTPProtobuf),
 		Timeout:     defaultOTLPTimeout,
@@ -287,25 +254,60 @@ func resolveOTLP(o *options, env *envReader, splunkLogs bool) export.OTLPConfig 
 		UserAgent:   "pprofotel-go/" + Version,
 	}
 
-	if splunkLogs {
+	if grpcOnly {
 		cfg.Protocol = export.ProtocolGRPC
 	} else if o.protocol != nil {
 		cfg.Protocol = string(*o.protocol)
-	} else if name, v, ok := env.lookupOTLP("PROTOCOL"); ok {
-		if p := Protocol(strings.ToLower(v)); p.valid() {
-			cfg.Protocol = string(p)
-		} else {
-			env.fail(name, v, errors.New(`protocol must be "grpc", "http/protobuf" or "http/json"`))
+	} else if p, ok := env.Enum("protocol", protocolNames, otlpVar("PROTOCOL")...); ok {
+		cfg.Protocol = p
+	}
+	cfg.Endpoint, cfg.Insecure = resolveEndpoint(o, env, cfg.Protocol == export.ProtocolGRPC)
+
+	if o.headersSet {
+		cfg.Headers = o.headers
+	} else if kvs, ok := env.KeyValues(otlpVar("HEADERS")...); ok {
+		cfg.Headers = make(map[string]string, len(kvs))
+		for _, kv := range kvs {
+			cfg.Headers[kv.Key] = kv.Value
 		}
 	}
-	grpc := cfg.Protocol == export.ProtocolGRPC
+	if len(cfg.Headers) == 0 {
+		cfg.Headers = nil
+	}
 
+	if o.timeout != nil {
+		cfg.Timeout = *o.timeout
+	} else if d, ok := env.Millis("timeout", 0, otlpVar("TIMEOUT")...); ok {
+		cfg.Timeout = d
+	}
+
+	if o.compression != nil {
+		cfg.Compression = string(*o.compression)
+	} else if c, ok := env.Enum("compression", compressionNames, otlpVar("COMPRESSION")...); ok {
+		cfg.Compression = c
+	}
+
+	if o.tlsConfig != nil {
+		cfg.TLS = o.tlsConfig
+	} else {
+		cfg.TLS = tlsFromEnv(env)
+	}
+	return cfg
+}
+
+// resolveEndpoint returns the endpoint, and with it transport security,
+// from the first of: WithEndpoint or WithEndpointURL,
+// OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, the
+// default. An endpoint given as a URL is secured according to its scheme;
+// one given as host:port uses WithInsecure, else the INSECURE variables,
+// else TLS.
+func resolveEndpoint(o *options, env *envconfig.Reader, grpc bool) (endpoint string, insecure bool) {
 	// insecureFlag is consulted only for host:port endpoints.
 	insecureFlag := func() bool {
 		if o.insecure {
 			return true
 		}
-		b, _ := env.boolean(envOTLPProfilePrefix+"INSECURE", envOTLPPrefix+"INSECURE")
+		b, _ := env.Bool(otlpVar("INSECURE")...)
 		return b
 	}
 
@@ -315,111 +317,51 @@ func resolveOTLP(o *options, env *envReader, splunkLogs bool) export.OTLPConfig 
 		if o.insecure && u.Scheme == "https" {
 			o.errs = append(o.errs, fmt.Errorf("profiler: WithInsecure() conflicts with WithEndpointURL(%q): the https scheme asks for TLS", o.endpoint.raw))
 		}
-		cfg.Insecure = u.Scheme == "http"
 		if grpc {
-			cfg.Endpoint = grpcHostPort(u)
-		} else {
-			cfg.Endpoint = o.endpoint.raw
+			return envconfig.GRPCHostPort(u), u.Scheme == "http"
 		}
+		return o.endpoint.raw, u.Scheme == "http"
 
 	case o.endpoint != nil:
-		cfg.Insecure = insecureFlag()
+		insecure = insecureFlag()
 		if grpc {
-			cfg.Endpoint = o.endpoint.raw
-		} else {
-			cfg.Endpoint = httpScheme(cfg.Insecure) + "://" + o.endpoint.raw + "/" + profilesPath
+			return o.endpoint.raw, insecure
 		}
+		return httpScheme(insecure) + "://" + o.endpoint.raw + "/" + profilesPath, insecure
+	}
 
-	default:
-		name, v, ok := env.lookupOTLP("ENDPOINT")
-		if !ok {
-			cfg.Insecure = true
-			cfg.Endpoint = defaultHTTPEndpoint
-			if grpc {
-				cfg.Endpoint = defaultGRPCEndpoint
-			}
-			break
-		}
-		perSignal := strings.HasPrefix(name, envOTLPProfilePrefix)
-		if !strings.Contains(v, "://") {
-			// Without a scheme it can only be a gRPC host:port.
-			if !grpc {
-				env.fail(name, v, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme"))
-				break
-			}
-			if err := checkHostPort(v); err != nil {
-				env.fail(name, v, err)
-				break
-			}
-			cfg.Insecure = insecureFlag()
-			cfg.Endpoint = v
-			break
-		}
-		u, err := parseEndpointURL(v)
+	name, v, ok := env.First(otlpVar("ENDPOINT")...)
+	switch {
+	case !ok && grpc:
+		return defaultGRPCEndpoint, true
+	case !ok:
+		return defaultHTTPEndpoint, true
+	case grpc:
+		endpoint, insecure, err := envconfig.GRPCEndpoint(v, insecureFlag)
 		if err != nil {
-			env.fail(name, v, err)
-			break
+			env.Invalid(name, v, err)
 		}
-		cfg.Insecure = u.Scheme == "http"
-		switch {
-		case grpc:
-			cfg.Endpoint = grpcHostPort(u)
-		case perSignal:
-			cfg.Endpoint = v
-		default:
-			cfg.Endpoint = u.JoinPath(profilesPath).String()
-		}
+		return endpoint, insecure
+	case !strings.Contains(v, "://"):
+		// Without a scheme it can only be a gRPC host:port.
+		env.Invalid(name, v, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme"))
+		return "", false
 	}
+	u, err := envconfig.ParseURL(v)
+	if err != nil {
+		env.Invalid(name, v, err)
+		return "", false
+	}
+	if name == envOTLPProfilePrefix+"ENDPOINT" {
+		return v, u.Scheme == "http" // the per-signal form is used as is
+	}
+	return u.JoinPath(profilesPath).String(), u.Scheme == "http"
+}
 
-	if o.headersSet {
-		cfg.Headers = o.headers
-	} else if name, v, ok := env.lookupOTLP("HEADERS"); ok {
-		kvs, err := parseKeyValues(v)
-		if err != nil {
-			env.fail(name, v, err)
-		} else {
-			cfg.Headers = make(map[string]string, len(kvs))
-			for _, kv := range kvs {
-				cfg.Headers[kv.key] = kv.value
-			}
-		}
-	}
-	if len(cfg.Headers) == 0 {
-		cfg.Headers = nil
-	}
-
-	if o.timeout != nil {
-		cfg.Timeout = *o.timeout
-	} else if name, v, ok := env.lookupOTLP("TIMEOUT"); ok {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-			env.fail(name, v, errors.New("timeout must be an integer number of milliseconds"))
-		case ms <= 0:
-			env.fail(name, v, errors.New("timeout must be a positive number of milliseconds"))
-		case ms > int64(time.Duration(1<<63-1)/time.Millisecond):
-			env.fail(name, v, errors.New("timeout is too large"))
-		default:
-			cfg.Timeout = time.Duration(ms) * time.Millisecond
-		}
-	}
-
-	if o.compression != nil {
-		cfg.Compression = string(*o.compression)
-	} else if name, v, ok := env.lookupOTLP("COMPRESSION"); ok {
-		if c := Compression(strings.ToLower(v)); c.valid() {
-			cfg.Compression = string(c)
-		} else {
-			env.fail(name, v, errors.New(`compression must be "gzip" or "none"`))
-		}
-	}
-
-	if o.tlsConfig != nil {
-		cfg.TLS = o.tlsConfig
-	} else {
-		cfg.TLS = env.tlsConfig()
-	}
-	return cfg
+// otlpVar names the two forms of an OTLP variable, the per-signal one
+// first, as the order in which they are looked up.
+func otlpVar(suffix string) []string {
+	return []string{envOTLPProfilePrefix + suffix, envOTLPPrefix + suffix}
 }
 
 // tlsConfig builds the exporter's TLS configuration from the CERTIFICATE,
@@ -428,46 +370,46 @@ func resolveOTLP(o *options, env *envReader, splunkLogs bool) export.OTLPConfig 
 // the system roots and no client certificate. The files are read even when
 // the endpoint turns out to be plaintext: a path that is wrong is worth
 // reporting before the endpoint is switched to TLS.
-func (e *envReader) tlsConfig() *tls.Config {
-	caName, caFile, caSet := e.lookupOTLP("CERTIFICATE")
-	certName, certFile, certSet := e.lookupOTLP("CLIENT_CERTIFICATE")
-	keyName, keyFile, keySet := e.lookupOTLP("CLIENT_KEY")
+func tlsFromEnv(e *envconfig.Reader) *tls.Config {
+	caName, caFile, caSet := e.First(otlpVar("CERTIFICATE")...)
+	certName, certFile, certSet := e.First(otlpVar("CLIENT_CERTIFICATE")...)
+	keyName, keyFile, keySet := e.First(otlpVar("CLIENT_KEY")...)
 	if !caSet && !certSet && !keySet {
 		return nil
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caSet {
 		if data, err := os.ReadFile(caFile); err != nil {
-			e.fail(caName, caFile, err)
+			e.Invalid(caName, caFile, err)
 		} else {
 			roots := x509.NewCertPool()
 			if roots.AppendCertsFromPEM(data) {
 				cfg.RootCAs = roots
 			} else {
-				e.fail(caName, caFile, errors.New("the file holds no PEM certificate"))
+				e.Invalid(caName, caFile, errors.New("the file holds no PEM certificate"))
 			}
 		}
 	}
 	switch {
 	case certSet && !keySet:
-		e.fail(certName, certFile, fmt.Errorf("a client certificate needs its private key in %sCLIENT_KEY", envOTLPPrefix))
+		e.Invalid(certName, certFile, fmt.Errorf("a client certificate needs its private key in %sCLIENT_KEY", envOTLPPrefix))
 	case keySet && !certSet:
-		e.fail(keyName, keyFile, fmt.Errorf("a client key needs its certificate in %sCLIENT_CERTIFICATE", envOTLPPrefix))
+		e.Invalid(keyName, keyFile, fmt.Errorf("a client key needs its certificate in %sCLIENT_CERTIFICATE", envOTLPPrefix))
 	case certSet && keySet:
 		certPEM, certErr := os.ReadFile(certFile)
 		if certErr != nil {
-			e.fail(certName, certFile, certErr)
+			e.Invalid(certName, certFile, certErr)
 		}
 		keyPEM, keyErr := os.ReadFile(keyFile)
 		if keyErr != nil {
-			e.fail(keyName, keyFile, keyErr)
+			e.Invalid(keyName, keyFile, keyErr)
 		}
 		if certErr != nil || keyErr != nil {
 			break
 		}
 		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			e.errs = append(e.errs, fmt.Errorf("profiler: %s=%q and %s=%q: %w", certName, certFile, keyName, keyFile, err))
+			e.Fail(fmt.Errorf("%s=%q and %s=%q: %w", certName, certFile, keyName, keyFile, err))
 			break
 		}
 		cfg.Certificates = []tls.Certificate{pair}
@@ -500,19 +442,6 @@ func resolveRetry(rc *RetryConfig) export.RetryConfig {
 	return out
 }
 
-// grpcHostPort returns the host:port that gRPC dials for u, taking the
-// scheme's port when u has none.
-func grpcHostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	port := "443"
-	if u.Scheme == "http" {
-		port = "80"
-	}
-	return net.JoinHostPort(u.Hostname(), port)
-}
-
 func httpScheme(insecure bool) string {
 	if insecure {
 		return "http"
@@ -520,73 +449,13 @@ func httpScheme(insecure bool) string {
 	return "https"
 }
 
-// envReader reads variables through getenv and collects their errors.
-type envReader struct {
-	getenv func(string) string
-	errs   []error
-}
-
-// lookup returns name's trimmed value, and whether it is set to a
-// non-blank value.
-func (e *envReader) lookup(name string) (string, string, bool) {
-	v := strings.TrimSpace(e.getenv(name))
-	return name, v, v != ""
-}
-
-// lookupOTLP returns the per-signal form of an OTLP variable if set, else
-// the generic form, with the name of the one that was used.
-func (e *envReader) lookupOTLP(suffix string) (string, string, bool) {
-	if name, v, ok := e.lookup(envOTLPProfilePrefix + suffix); ok {
-		return name, v, true
-	}
-	return e.lookup(envOTLPPrefix + suffix)
-}
-
-func (e *envReader) fail(name, value string, err error) {
-	e.errs = append(e.errs, fmt.Errorf("profiler: %s=%q: %w", name, value, err))
-}
-
-// boolean reads the first of names that is set as "true" or "false", in any
-// case. It reports false, false when none is set or the value is invalid.
-func (e *envReader) boolean(names ...string) (value, ok bool) {
-	for _, n := range names {
-		name, v, set := e.lookup(n)
-		if !set {
-			continue
-		}
-		switch {
-		case strings.EqualFold(v, "true"):
-			return true, true
-		case strings.EqualFold(v, "false"):
-			return false, true
-		}
-		e.fail(name, v, errors.New(`value must be "true" or "false"`))
-		return false, false
-	}
-	return false, false
-}
-
-// positiveInt reads name as an integer greater than zero.
-func (e *envReader) positiveInt(name, reason string) (int, bool) {
-	name, v, ok := e.lookup(name)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		e.fail(name, v, errors.New(reason))
-		return 0, false
-	}
-	return n, true
-}
-
 // disabled reports whether either switch turns the profiler off. A valid
 // "off" wins over an invalid value of the other switch; an invalid value
 // with no valid "off" is an error, since guessing could profile a process
 // whose owner meant to switch profiling off, or the reverse.
-func (e *envReader) disabled() bool {
-	sdkDisabled, _ := e.boolean(envSDKDisabled)
-	enabled, enabledSet := e.boolean(envEnabled)
+func disabled(env *envconfig.Reader) bool {
+	sdkDisabled, _ := env.Bool(envSDKDisabled)
+	enabled, enabledSet := env.Bool(envEnabled)
 	return sdkDisabled || (enabledSet && !enabled)
 }
 
@@ -601,12 +470,12 @@ func parseProfileList(s string) ([]ProfileType, error) {
 		}
 		t, ok := parseProfileType(f)
 		if !ok {
-			return nil, fmt.Errorf("unknown profile type %q (want cpu, heap, goroutine, mutex or block)", f)
+			return nil, fmt.Errorf("unknown profile type %q (want %s)", f, collect.NameList())
 		}
 		types = append(types, t)
 	}
 	if len(types) == 0 {
-		return nil, errors.New("no profile type named (want cpu, heap, goroutine, mutex or block)")
+		return nil, fmt.Errorf("no profile type named (want %s)", collect.NameList())
 	}
 	return types, nil
 }
@@ -625,37 +494,6 @@ func canonicalProfileTypes(types []ProfileType) []ProfileType {
 		}
 	}
 	return out
-}
-
-type keyValue struct{ key, value string }
-
-// parseKeyValues parses the list format shared by OTEL_RESOURCE_ATTRIBUTES
-// and OTEL_EXPORTER_OTLP_HEADERS: "key=value" entries separated by commas,
-// as in W3C Baggage without properties. Values are percent-decoded; blanks
-// around keys and values are dropped; empty entries are skipped. Keys are
-// kept in order; a repeated key is kept twice and the last one wins where
-// the entries are collected into a set.
-func parseKeyValues(s string) ([]keyValue, error) {
-	var kvs []keyValue
-	for entry := range strings.SplitSeq(s, ",") {
-		if strings.TrimSpace(entry) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(entry, "=")
-		if !ok {
-			return nil, fmt.Errorf("entry %q is not key=value", strings.TrimSpace(entry))
-		}
-		k = strings.TrimSpace(k)
-		if k == "" {
-			return nil, fmt.Errorf("entry %q has an empty key", strings.TrimSpace(entry))
-		}
-		decoded, err := url.PathUnescape(strings.TrimSpace(v))
-		if err != nil {
-			return nil, fmt.Errorf("value of %q is not percent-encoded correctly: %w", k, err)
-		}
-		kvs = append(kvs, keyValue{k, decoded})
-	}
-	return kvs, nil
 }
 
 // minLevelHandler passes on records at min or above. It makes the default

@@ -26,7 +26,7 @@ func TestSplunkModeConfig(t *testing.T) {
 		{
 			name:         "off unless asked",
 			env:          map[string]string{"SPLUNK_PROFILER_MEMORY_ENABLED": "true"},
-			wantExporter: ExporterOTLP, wantTypes: defaultProfileTypes, wantPeriod: defaultPeriod,
+			wantExporter: ExporterOTLP, wantTypes: defaultProfileTypes(), wantPeriod: defaultPeriod,
 			wantEndpoint: defaultHTTPEndpoint, wantInsecure: true,
 		},
 		{
@@ -72,7 +72,7 @@ func TestSplunkModeConfig(t *testing.T) {
 			name:         "WithExporter wins over SPLUNK_PROFILER_ENABLED",
 			opts:         []Option{WithExporter(ExporterNone)},
 			env:          map[string]string{"SPLUNK_PROFILER_ENABLED": "true"},
-			wantExporter: ExporterNone, wantTypes: defaultProfileTypes, wantPeriod: defaultPeriod,
+			wantExporter: ExporterNone, wantTypes: defaultProfileTypes(), wantPeriod: defaultPeriod,
 			wantEndpoint: defaultHTTPEndpoint, wantInsecure: true,
 		},
 	}

@@ -55,8 +55,8 @@ func TestNewConfigDefaults(t *testing.T) {
 	if want := []ProfileType{CPUProfile, HeapProfile, GoroutineProfile}; !reflect.DeepEqual(c.profileTypes, want) {
 		t.Errorf("profileTypes = %v, want %v", c.profileTypes, want)
 	}
-	if c.mutexFraction != 10 || c.blockRate != 10000 {
-		t.Errorf("mutexFraction, blockRate = %d, %d, want 10, 10000", c.mutexFraction, c.blockRate)
+	if c.rates[MutexProfile] != 10 || c.rates[BlockProfile] != 10000 {
+		t.Errorf("mutexFraction, blockRate = %d, %d, want 10, 10000", c.rates[MutexProfile], c.rates[BlockProfile])
 	}
 	if c.exporter != ExporterOTLP {
 		t.Errorf("exporter = %q, want otlp", c.exporter)
@@ -110,9 +110,9 @@ func TestNewConfigEnv(t *testing.T) {
 		{"profiles trailing comma", map[string]string{"PPROFOTEL_PROFILES": "goroutine,"},
 			func(c *config) any { return c.profileTypes }, []ProfileType{GoroutineProfile}},
 		{"mutex fraction", map[string]string{"PPROFOTEL_MUTEX_FRACTION": "5"},
-			func(c *config) any { return c.mutexFraction }, 5},
+			func(c *config) any { return c.rates[MutexProfile] }, 5},
 		{"block rate", map[string]string{"PPROFOTEL_BLOCK_RATE": "1"},
-			func(c *config) any { return c.blockRate }, 1},
+			func(c *config) any { return c.rates[BlockProfile] }, 1},
 		{"exporter file", map[string]string{"PPROFOTEL_EXPORTER": "file"},
 			func(c *config) any { return c.exporter }, ExporterFile},
 		{"exporter none", map[string]string{"PPROFOTEL_EXPORTER": "NONE"},
@@ -293,7 +293,7 @@ func TestOptionsWinOverEnv(t *testing.T) {
 		WithFileDir("/from/code"),
 		WithFileJSON(false),
 	}, env)
-	got := []any{c.period, c.profileTypes, c.mutexFraction, c.blockRate, c.exporter, c.file}
+	got := []any{c.period, c.profileTypes, c.rates[MutexProfile], c.rates[BlockProfile], c.exporter, c.file}
 	want := []any{7 * time.Second, []ProfileType{HeapProfile, BlockProfile}, 100, 1000000, ExporterFile,
 		export.FileConfig{Dir: "/from/code", JSON: false}}
 	if !reflect.DeepEqual(got, want) {
@@ -620,31 +620,6 @@ func TestMinLevelHandler(t *testing.T) {
 	for _, want := range []string{"msg=trouble component=test g.n=1", "msg=failure component=test"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-func TestParseKeyValues(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []keyValue
-	}{
-		{"a=1", []keyValue{{"a", "1"}}},
-		{" a = 1 , b=2,,", []keyValue{{"a", "1"}, {"b", "2"}}},
-		{"k=", []keyValue{{"k", ""}}},
-		{"url=http%3A%2F%2Fx%3D1", []keyValue{{"url", "http://x=1"}}},
-		{"plus=a+b", []keyValue{{"plus", "a+b"}}},
-		{"eq=a=b", []keyValue{{"eq", "a=b"}}},
-		{"dup=1,dup=2", []keyValue{{"dup", "1"}, {"dup", "2"}}},
-	}
-	for _, tt := range tests {
-		got, err := parseKeyValues(tt.in)
-		if err != nil {
-			t.Errorf("parseKeyValues(%q): %v", tt.in, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseKeyValues(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pprofotel/profiler/internal/delivery"
 	"github.com/pprofotel/profiler/internal/otlptest"
 )
 
@@ -255,7 +254,7 @@ func TestHangingReceiver(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Stop: %v; want the deadline in the chain", err)
 	}
-	var ue *delivery.UndeliveredError
+	var ue *UndeliveredError
 	if !errors.As(err, &ue) {
 		t.Fatalf("Stop: %v; want the undelivered windows", err)
 	}

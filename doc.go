@@ -9,12 +9,13 @@
 //	}
 //	defer p.Stop(context.Background())
 //
-// Every period (60 s by default) the profiler ends a window: it stops and
-// restarts the CPU profile, reads the heap, goroutine, mutex and block
-// profiles that are enabled, turns the cumulative ones into what happened
-// during the window, and sends all of them in one OTLP
-// ExportProfilesServiceRequest (profiles v1development) with one shared
-// dictionary.
+// Every period (60 s by default, [WithPeriod]) the profiler ends a window:
+// it stops and restarts the CPU profile, reads the heap, goroutine, mutex
+// and block profiles that are enabled ([WithProfileTypes]), turns the
+// cumulative ones into what happened during the window, and sends all of
+// them in one OTLP ExportProfilesServiceRequest (profiles v1development)
+// with one shared dictionary. [Profiler.Stop] sends the last, partial
+// window; [Profiler.Stats] counts what happened to every window.
 //
 // # What a window holds
 //
@@ -38,12 +39,71 @@
 //
 // # Configuration
 //
-// Options passed to Start win over environment variables, which win over
-// the defaults. The environment variables are those of the OTLP exporter
-// specification (OTEL_EXPORTER_OTLP_* and OTEL_EXPORTER_OTLP_PROFILES_*),
-// OTEL_SDK_DISABLED, OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, and the
-// profiler's own PPROFOTEL_* variables; README.md lists every one with its
-// default.
+// Options passed to [Start] win over environment variables, which win over
+// the defaults. An invalid option or variable makes Start fail with an
+// error that names it and its value. The environment variables are:
+//
+//   - OTEL_SDK_DISABLED: "true" makes Start return a profiler that does
+//     nothing (and no error). Default false.
+//   - OTEL_SERVICE_NAME: service.name ([WithServiceName] wins). Default
+//     "unknown_service:<executable>".
+//   - OTEL_RESOURCE_ATTRIBUTES: resource attributes as key=value pairs
+//     separated by commas, values percent-encoded ([WithResource]).
+//   - OTEL_EXPORTER_OTLP_ENDPOINT: the OTLP base URL; over HTTP
+//     "/v1development/profiles" is appended. Default
+//     "http://localhost:4318" ("http://localhost:4317" for gRPC)
+//     ([WithEndpoint], [WithEndpointURL]).
+//   - OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT: the full profiles URL, used as
+//     is.
+//   - OTEL_EXPORTER_OTLP_PROTOCOL: "grpc", "http/protobuf" or "http/json".
+//     Default "http/protobuf" ([WithProtocol]).
+//   - OTEL_EXPORTER_OTLP_HEADERS: headers (gRPC metadata) as key=value
+//     pairs ([WithHeaders]).
+//   - OTEL_EXPORTER_OTLP_TIMEOUT: one export attempt, in milliseconds.
+//     Default 10000 ([WithTimeout]).
+//   - OTEL_EXPORTER_OTLP_COMPRESSION: "gzip" or "none". Default "none"
+//     ([WithCompression]).
+//   - OTEL_EXPORTER_OTLP_INSECURE: "true" for plaintext to a scheme-less
+//     gRPC endpoint. Default false ([WithInsecure]).
+//   - OTEL_EXPORTER_OTLP_CERTIFICATE: PEM file of the CA that signs the
+//     receiver's certificate. Default: the system roots
+//     ([WithTLSClientConfig]).
+//   - OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY:
+//     PEM client certificate and its key, for mutual TLS.
+//   - PPROFOTEL_ENABLED: "false" makes Start return a profiler that does
+//     nothing. Default true.
+//   - PPROFOTEL_PERIOD: window length, a Go duration ("30s"). Default 60s
+//     ([WithPeriod]).
+//   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex,
+//     block. Default "cpu,heap,goroutine" ([WithProfileTypes]).
+//   - PPROFOTEL_MUTEX_FRACTION: mutex profile fraction while mutex
+//     profiling is on. Default 10 ([WithMutexProfileFraction]).
+//   - PPROFOTEL_BLOCK_RATE: block profile rate in nanoseconds while block
+//     profiling is on. Default 10000 ([WithBlockProfileRate]).
+//   - PPROFOTEL_EXPORTER: "otlp", "file", "none" or "splunk". Default
+//     "otlp" ([WithExporter]).
+//   - PPROFOTEL_FILE_DIR: directory of the file exporter. Default
+//     "pprofotel-profiles" under the temporary directory ([WithFileDir]).
+//   - PPROFOTEL_FILE_FORMAT: "proto" or "json". Default "proto"
+//     ([WithFileJSON]).
+//   - SPLUNK_PROFILER_ENABLED: "true" sends profiles as Splunk AlwaysOn
+//     Profiling logs ([ExporterSplunk]). Default false.
+//   - SPLUNK_PROFILER_MEMORY_ENABLED: "true" adds allocations to them.
+//     Default false.
+//   - SPLUNK_PROFILER_LOGS_ENDPOINT: their OTLP/gRPC endpoint. Default
+//     OTEL_EXPORTER_OTLP_ENDPOINT, else "http://localhost:4317".
+//   - SPLUNK_PROFILER_CALL_STACK_INTERVAL: their window, in milliseconds
+//     (at least 1000). Default 10000.
+//
+// Every OTEL_EXPORTER_OTLP_* variable above also has a per-signal form,
+// OTEL_EXPORTER_OTLP_PROFILES_*, which wins over it. A variable set to a
+// blank value counts as unset.
+//
+// # Errors
+//
+// Start fails with [ErrAlreadyRunning] while another profiler runs in the
+// process. The error of [Profiler.Stop] holds an [*UndeliveredError] when
+// windows could not be delivered.
 //
 // # Trace links
 //

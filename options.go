@@ -2,72 +2,19 @@ package profiler
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/pprofotel/profiler/internal/envconfig"
 )
-
-// ProfileType selects one of the runtime/pprof profiles the profiler
-// collects. The numeric order of the constants is the order in which
-// profiles are collected and exported.
-type ProfileType int
-
-// The profile types, spelled in PPROFOTEL_PROFILES as their String values.
-const (
-	// CPUProfile samples on-CPU stacks for the whole window.
-	CPUProfile ProfileType = iota
-	// HeapProfile reports allocations made during the window and the
-	// memory still in use at its end.
-	HeapProfile
-	// GoroutineProfile reports the stacks of all goroutines at the end of
-	// the window.
-	GoroutineProfile
-	// MutexProfile reports contended mutexes; see WithMutexProfileFraction.
-	MutexProfile
-	// BlockProfile reports goroutines blocked on synchronisation
-	// primitives; see WithBlockProfileRate.
-	BlockProfile
-
-	numProfileTypes = iota
-)
-
-var profileTypeNames = [numProfileTypes]string{
-	CPUProfile:       "cpu",
-	HeapProfile:      "heap",
-	GoroutineProfile: "goroutine",
-	MutexProfile:     "mutex",
-	BlockProfile:     "block",
-}
-
-// String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
-// "goroutine", "mutex" or "block".
-func (t ProfileType) String() string {
-	if t.valid() {
-		return profileTypeNames[t]
-	}
-	return "ProfileType(" + strconv.Itoa(int(t)) + ")"
-}
-
-func (t ProfileType) valid() bool { return t >= 0 && t < numProfileTypes }
-
-// parseProfileType maps a name from PPROFOTEL_PROFILES to its type. Case is
-// ignored so that "CPU" and "cpu" mean the same.
-func parseProfileType(s string) (ProfileType, bool) {
-	for t, name := range profileTypeNames {
-		if strings.EqualFold(s, name) {
-			return ProfileType(t), true
-		}
-	}
-	return 0, false
-}
 
 // ExporterKind selects where profiles go.
 type ExporterKind string
@@ -89,9 +36,7 @@ const (
 	ExporterSplunk ExporterKind = "splunk"
 )
 
-func (k ExporterKind) valid() bool {
-	return k == ExporterOTLP || k == ExporterFile || k == ExporterNone || k == ExporterSplunk
-}
+func (k ExporterKind) valid() bool { return slices.Contains(exporterNames(), string(k)) }
 
 // Protocol is the OTLP transport, spelled as in OTEL_EXPORTER_OTLP_PROTOCOL.
 type Protocol string
@@ -107,9 +52,9 @@ const (
 	ProtocolHTTPJSON Protocol = "http/json"
 )
 
-func (p Protocol) valid() bool {
-	return p == ProtocolGRPC || p == ProtocolHTTPProtobuf || p == ProtocolHTTPJSON
-}
+var protocolNames = []string{string(ProtocolGRPC), string(ProtocolHTTPProtobuf), string(ProtocolHTTPJSON)}
+
+func (p Protocol) valid() bool { return slices.Contains(protocolNames, string(p)) }
 
 // Compression is the compression of OTLP requests, spelled as in
 // OTEL_EXPORTER_OTLP_COMPRESSION.
@@ -123,7 +68,9 @@ const (
 	NoCompression Compression = "none"
 )
 
-func (c Compression) valid() bool { return c == GzipCompression || c == NoCompression }
+var compressionNames = []string{string(GzipCompression), string(NoCompression)}
+
+func (c Compression) valid() bool { return slices.Contains(compressionNames, string(c)) }
 
 // Option configures the profiler. Options given in code take precedence over
 // environment variables, which take precedence over defaults. An option
@@ -142,15 +89,15 @@ func (f optionFunc) apply(o *options) { f(o) }
 // unset flag means "not set in code", so that the environment and the
 // defaults still apply.
 type options struct {
-	serviceName   *string
-	resource      *resource.Resource
-	period        *time.Duration
-	profileTypes  []ProfileType
-	mutexFraction *int
-	blockRate     *int
-	exporter      *ExporterKind
-	fileDir       *string
-	fileJSON      *bool
+	serviceName  *string
+	resource     *resource.Resource
+	period       *time.Duration
+	profileTypes []ProfileType
+	// rates holds the runtime rates set in code, 0 where none was.
+	rates    [numProfileTypes]int
+	exporter *ExporterKind
+	fileDir  *string
+	fileJSON *bool
 	// processContext is set by WithProcessContext.
 	processContext *bool
 
@@ -179,6 +126,16 @@ type endpointOption struct {
 
 func (o *options) fail(option string, arg any, reason string) {
 	o.errs = append(o.errs, fmt.Errorf("profiler: %s(%v): %s", option, arg, reason))
+}
+
+// setRate records the runtime rate of profile type t, from the option
+// its descriptor names.
+func (o *options) setRate(t ProfileType, rate int, reason string) {
+	if rate <= 0 {
+		o.fail(t.descriptor().Rate.Option, rate, reason)
+		return
+	}
+	o.rates[t] = rate
 }
 
 // WithServiceName sets the service.name resource attribute. It takes
@@ -242,11 +199,7 @@ func WithProfileTypes(types ...ProfileType) Option {
 // is 10, overridden by PPROFOTEL_MUTEX_FRACTION.
 func WithMutexProfileFraction(rate int) Option {
 	return optionFunc(func(o *options) {
-		if rate <= 0 {
-			o.fail("WithMutexProfileFraction", rate, "fraction must be positive")
-			return
-		}
-		o.mutexFraction = &rate
+		o.setRate(MutexProfile, rate, "fraction must be positive")
 	})
 }
 
@@ -257,11 +210,7 @@ func WithMutexProfileFraction(rate int) Option {
 // for. The default is 10000 (10µs), overridden by PPROFOTEL_BLOCK_RATE.
 func WithBlockProfileRate(rate int) Option {
 	return optionFunc(func(o *options) {
-		if rate <= 0 {
-			o.fail("WithBlockProfileRate", rate, "rate must be positive")
-			return
-		}
-		o.blockRate = &rate
+		o.setRate(BlockProfile, rate, "rate must be positive")
 	})
 }
 
@@ -270,7 +219,7 @@ func WithBlockProfileRate(rate int) Option {
 func WithExporter(kind ExporterKind) Option {
 	return optionFunc(func(o *options) {
 		if !kind.valid() {
-			o.fail("WithExporter", strconv.Quote(string(kind)), `exporter must be "otlp", "file", "none" or "splunk"`)
+			o.fail("WithExporter", strconv.Quote(string(kind)), envconfig.OneOf("exporter", exporterNames()))
 			return
 		}
 		o.exporter = &kind
@@ -317,7 +266,7 @@ func WithEndpoint(hostport string) Option {
 			o.fail("WithEndpoint", strconv.Quote(hostport), "endpoint must be host:port without a scheme; use WithEndpointURL for a URL")
 			return
 		}
-		if err := checkHostPort(hostport); err != nil {
+		if err := envconfig.CheckHostPort(hostport); err != nil {
 			o.fail("WithEndpoint", strconv.Quote(hostport), err.Error())
 			return
 		}
@@ -333,7 +282,7 @@ func WithEndpoint(hostport string) Option {
 // OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT and OTEL_EXPORTER_OTLP_ENDPOINT.
 func WithEndpointURL(rawURL string) Option {
 	return optionFunc(func(o *options) {
-		u, err := parseEndpointURL(rawURL)
+		u, err := envconfig.ParseURL(rawURL)
 		if err != nil {
 			o.fail("WithEndpointURL", strconv.Quote(rawURL), err.Error())
 			return
@@ -348,7 +297,7 @@ func WithEndpointURL(rawURL string) Option {
 func WithProtocol(p Protocol) Option {
 	return optionFunc(func(o *options) {
 		if !p.valid() {
-			o.fail("WithProtocol", strconv.Quote(string(p)), `protocol must be "grpc", "http/protobuf" or "http/json"`)
+			o.fail("WithProtocol", strconv.Quote(string(p)), envconfig.OneOf("protocol", protocolNames))
 			return
 		}
 		o.protocol = &p
@@ -400,7 +349,7 @@ func WithTimeout(d time.Duration) Option {
 func WithCompression(c Compression) Option {
 	return optionFunc(func(o *options) {
 		if !c.valid() {
-			o.fail("WithCompression", strconv.Quote(string(c)), `compression must be "gzip" or "none"`)
+			o.fail("WithCompression", strconv.Quote(string(c)), envconfig.OneOf("compression", compressionNames))
 			return
 		}
 		o.compression = &c
@@ -480,40 +429,4 @@ func WithLogger(l *slog.Logger) Option {
 		}
 		o.logger = l
 	})
-}
-
-// checkHostPort accepts "host:port" with a non-empty host and a port in
-// 1..65535.
-func checkHostPort(hostport string) error {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return errors.New("endpoint must be host:port")
-	}
-	if host == "" {
-		return errors.New("endpoint must name a host")
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return errors.New("endpoint port must be a number from 1 to 65535")
-	}
-	return nil
-}
-
-// parseEndpointURL accepts an absolute http or https URL with a host.
-func parseEndpointURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errors.New("endpoint URL scheme must be http or https")
-	}
-	if u.Hostname() == "" {
-		return nil, errors.New("endpoint URL must name a host")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, errors.New("endpoint port must be a number from 1 to 65535")
-		}
-	}
-	return u, nil
 }

@@ -11,12 +11,6 @@ import (
 // request, and the window could not be sent at all.
 const minMaxRequestBytes = 64 << 10
 
-// deliveryOption is an Option for the queue, the request size and the
-// profiler's own metrics.
-type deliveryOption func(*deliverySettings)
-
-func (f deliveryOption) apply(o *options) { f(&o.delivery) }
-
 // deliverySettings is what the delivery options asked for. Zero values take
 // the defaults of package delivery.
 type deliverySettings struct {
@@ -25,7 +19,6 @@ type deliverySettings struct {
 	maxRequestBytes int
 	// meterProvider is nil unless WithMeterProvider was given.
 	meterProvider metric.MeterProvider
-	errs          []error
 }
 
 // WithQueueLimits bounds the windows waiting to be exported while the
@@ -37,12 +30,12 @@ type deliverySettings struct {
 // even when it alone exceeds bytes. The window being exported is not
 // counted. The defaults are 10 windows and 16 MiB.
 func WithQueueLimits(windows int, bytes int64) Option {
-	return deliveryOption(func(d *deliverySettings) {
+	return optionFunc(func(o *options) {
 		if windows <= 0 || bytes <= 0 {
-			d.errs = append(d.errs, fmt.Errorf("profiler: WithQueueLimits(%d, %d): both limits must be positive", windows, bytes))
+			o.fail("WithQueueLimits", fmt.Sprintf("%d, %d", windows, bytes), "both limits must be positive")
 			return
 		}
-		d.maxWindows, d.maxBytes = windows, bytes
+		o.delivery.maxWindows, o.delivery.maxBytes = windows, bytes
 	})
 }
 
@@ -56,11 +49,11 @@ func WithQueueLimits(windows int, bytes int64) Option {
 // receiver's limit (max_recv_msg_size_mib). OTLP/JSON bodies are larger than
 // the protobuf size measured here. The minimum is 64 KiB.
 func WithMaxRequestBytes(bytes int) Option {
-	return deliveryOption(func(d *deliverySettings) {
+	return optionFunc(func(o *options) {
 		if bytes < minMaxRequestBytes {
-			d.errs = append(d.errs, fmt.Errorf("profiler: WithMaxRequestBytes(%d): must be at least %d (64 KiB)", bytes, minMaxRequestBytes))
+			o.fail("WithMaxRequestBytes", bytes, fmt.Sprintf("must be at least %d (64 KiB)", minMaxRequestBytes))
 			return
 		}
-		d.maxRequestBytes = bytes
+		o.delivery.maxRequestBytes = bytes
 	})
 }

@@ -8,5 +8,5 @@ import "go.opentelemetry.io/otel/metric"
 // application installs one, before or after Start. A nil provider keeps the
 // default.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return deliveryOption(func(d *deliverySettings) { d.meterProvider = mp })
+	return optionFunc(func(o *options) { o.delivery.meterProvider = mp })
 }

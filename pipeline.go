@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -33,58 +34,107 @@ type pipeline interface {
 	shutdown(ctx context.Context) error
 }
 
-// newPipeline builds the configured encoding with its exporter and queue.
-// Exports over the network retry as cfg.retry says, calling onRetry before
-// each retry.
-func newPipeline(cfg *config, stats *delivery.Stats, onRetry func(int, time.Duration, error)) (pipeline, error) {
-	res := toProtoResource(cfg.resource)
-	otlpCfg := cfg.otlp
-	// A partial success is not an error, so neither the retries nor the
-	// sender see it; without this the receiver's rejections would vanish.
-	otlpCfg.OnPartialSuccess = func(rejected int64, message string) {
-		cfg.logger.Warn("pprofotel: the receiver accepted the request in part",
-			"rejected", rejected, "message", message)
-	}
-	if cfg.exporter == ExporterSplunk {
-		exp, err := export.NewLogsGRPC(otlpCfg)
+// exporters holds, for each ExporterKind, what builds its pipeline: the
+// kinds, their validity, their spelling in PPROFOTEL_EXPORTER and in error
+// messages all derive from it. Adding an exporter is one constructor and
+// one row here (and its ExporterKind constant).
+var exporters = []struct {
+	kind ExporterKind
+	// grpcOnly exporters speak OTLP/gRPC whatever the protocol settings
+	// say, which are then not read.
+	grpcOnly bool
+	build    func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error)
+}{
+	{ExporterOTLP, false, func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
+		e, err := export.NewOTLP(otlpConfig(cfg))
 		if err != nil {
 			return nil, err
 		}
-		return &splunkPipeline{
-			resource: res,
-			options:  cfg.splunk.EncodeOptions(),
-			sender:   newSender(cfg, stats, export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)), splunk.Split),
-		}, nil
-	}
-
-	var exp export.Exporter
-	switch cfg.exporter {
-	case ExporterFile:
+		return newProfilesPipeline(cfg, stats, export.WithRetry(e, cfg.retry, export.OnRetry(onRetry))), nil
+	}},
+	{ExporterFile, false, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
 		e, err := export.NewFile(cfg.file)
 		if err != nil {
 			return nil, err
 		}
-		exp = e
-	case ExporterNone:
-		exp = export.NewNone()
-	default:
-		e, err := export.NewOTLP(otlpCfg)
-		if err != nil {
-			return nil, err
-		}
-		exp = export.WithRetry(e, cfg.retry, export.OnRetry(onRetry))
+		return newProfilesPipeline(cfg, stats, e), nil
+	}},
+	{ExporterNone, false, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
+		return newProfilesPipeline(cfg, stats, export.NewNone()), nil
+	}},
+	{ExporterSplunk, true, newSplunkPipeline},
+}
+
+// exporterNames lists the exporter kinds, in the order of the table.
+func exporterNames() []string {
+	names := make([]string, len(exporters))
+	for i, e := range exporters {
+		names[i] = string(e.kind)
 	}
+	return names
+}
+
+// grpcOnly reports whether exporter kind k speaks only OTLP/gRPC.
+func grpcOnly(k ExporterKind) bool {
+	for _, e := range exporters {
+		if e.kind == k {
+			return e.grpcOnly
+		}
+	}
+	return false
+}
+
+// newPipeline builds the configured encoding with its exporter and queue.
+// Exports over the network retry as cfg.retry says, calling onRetry before
+// each retry.
+func newPipeline(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
+	for _, e := range exporters {
+		if e.kind == cfg.exporter {
+			return e.build(cfg, stats, onRetry)
+		}
+	}
+	return nil, fmt.Errorf("profiler: no exporter %q", cfg.exporter)
+}
+
+// otlpConfig is the OTLP transport configuration with its report of
+// partial successes.
+func otlpConfig(cfg *config) export.OTLPConfig {
+	c := cfg.otlp
+	// A partial success is not an error, so neither the retries nor the
+	// queue see it; without this the receiver's rejections would vanish.
+	c.OnPartialSuccess = func(rejected int64, message string) {
+		cfg.logger.Warn("pprofotel: the receiver accepted the request in part",
+			"rejected", rejected, "message", message)
+	}
+	return c
+}
+
+// newProfilesPipeline sends OTLP profiles requests through exp.
+func newProfilesPipeline(cfg *config, stats *delivery.Outcomes, exp export.Exporter) pipeline {
 	return &otlpPipeline{
-		builder: otlp.NewBuilder(res,
+		builder: otlp.NewBuilder(toProtoResource(cfg.resource),
 			&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
 			otlp.WithExecutable(executable())),
-		sender: newSender(cfg, stats, exp, otlp.Split),
+		queue: newQueue(cfg, stats, exp, otlp.Split),
+	}
+}
+
+// newSplunkPipeline sends Splunk profiling logs over OTLP/gRPC.
+func newSplunkPipeline(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
+	exp, err := export.NewLogsGRPC(otlpConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &splunkPipeline{
+		resource: toProtoResource(cfg.resource),
+		options:  cfg.splunk.EncodeOptions(),
+		queue:    newQueue(cfg, stats, export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)), splunk.Split),
 	}, nil
 }
 
-// newSender queues the requests of one encoding within the configured
+// newQueue queues the requests of one encoding within the configured
 // limits and exports them through exp.
-func newSender[R proto.Message](cfg *config, stats *delivery.Stats, exp export.Sender[R], split func(R, int) ([]R, error)) *delivery.Sender[R] {
+func newQueue[R proto.Message](cfg *config, stats *delivery.Outcomes, exp export.Sender[R], split func(R, int) ([]R, error)) *delivery.Queue[R] {
 	return delivery.New(delivery.Config[R]{
 		Exporter:        exp,
 		Split:           split,
@@ -92,14 +142,14 @@ func newSender[R proto.Message](cfg *config, stats *delivery.Stats, exp export.S
 		MaxBytes:        cfg.delivery.maxBytes,
 		MaxRequestBytes: cfg.delivery.maxRequestBytes,
 		Logger:          cfg.logger,
-		Stats:           stats,
+		Outcomes:        stats,
 	})
 }
 
 // otlpPipeline sends each window as one OTLP profiles request.
 type otlpPipeline struct {
 	builder *otlp.Builder
-	sender  *delivery.Sender[*collectorpb.ExportProfilesServiceRequest]
+	queue   *delivery.Queue[*collectorpb.ExportProfilesServiceRequest]
 }
 
 func (o *otlpPipeline) send(w collect.Window) (bool, error) {
@@ -108,20 +158,20 @@ func (o *otlpPipeline) send(w collect.Window) (bool, error) {
 		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data}
 	}
 	req := o.builder.Build(w.Start, w.End, inputs)
-	o.sender.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{Start: w.Start, End: w.End, Request: req})
+	o.queue.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{Start: w.Start, End: w.End, Request: req})
 	return true, nil
 }
 
-func (o *otlpPipeline) shutdown(ctx context.Context) error { return o.sender.Shutdown(ctx) }
+func (o *otlpPipeline) shutdown(ctx context.Context) error { return o.queue.Shutdown(ctx) }
 
-func (o *otlpPipeline) queued() int { n, _ := o.sender.Len(); return n }
+func (o *otlpPipeline) queued() int { n, _ := o.queue.Len(); return n }
 
 // splunkPipeline sends each window as OTLP logs in Splunk's profiling
 // format.
 type splunkPipeline struct {
 	resource *resourcepb.Resource
 	options  splunk.EncodeOptions
-	sender   *delivery.Sender[*collogspb.ExportLogsServiceRequest]
+	queue    *delivery.Queue[*collogspb.ExportLogsServiceRequest]
 }
 
 func (s *splunkPipeline) send(w collect.Window) (bool, error) {
@@ -129,10 +179,10 @@ func (s *splunkPipeline) send(w collect.Window) (bool, error) {
 	if err != nil || req == nil { // nil: nothing in the window to send
 		return false, err
 	}
-	s.sender.Enqueue(delivery.Window[*collogspb.ExportLogsServiceRequest]{Start: w.Start, End: w.End, Request: req})
+	s.queue.Enqueue(delivery.Window[*collogspb.ExportLogsServiceRequest]{Start: w.Start, End: w.End, Request: req})
 	return true, nil
 }
 
-func (s *splunkPipeline) shutdown(ctx context.Context) error { return s.sender.Shutdown(ctx) }
+func (s *splunkPipeline) shutdown(ctx context.Context) error { return s.queue.Shutdown(ctx) }
 
-func (s *splunkPipeline) queued() int { n, _ := s.sender.Len(); return n }
+func (s *splunkPipeline) queued() int { n, _ := s.queue.Len(); return n }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,8 +40,8 @@ type Profiler struct {
 	// pipe converts the windows and exports them from its own goroutine,
 	// so that the loop never waits on the network.
 	pipe    pipeline
-	stats   collect.Stats
-	sent    delivery.Stats
+	omitted collect.Omissions
+	sent    delivery.Outcomes
 	metrics metric.Registration
 
 	collected    atomic.Int64
@@ -57,9 +55,8 @@ type Profiler struct {
 	done         chan struct{}
 	stopErr      error
 
-	// prevMutexFraction is the runtime's mutex fraction before Start,
-	// restored by Stop.
-	prevMutexFraction int
+	// restore puts back the runtime rates Start set, in reverse order.
+	restore []func()
 
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
@@ -73,7 +70,8 @@ type Profiler struct {
 // that names it and its value. When profiling is disabled through
 // PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true, Start returns a
 // Profiler that does nothing, and no error. Only one profiler may run at a
-// time in a process; Start fails while another runs.
+// time in a process; Start fails with [ErrAlreadyRunning] while another
+// runs.
 //
 // Start does not wait for the network: the exporter connects when it first
 // sends.
@@ -85,8 +83,11 @@ func Start(opts ...Option) (*Profiler, error) {
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil
 	}
+	if err := checkAvailable(cfg.profileTypes); err != nil {
+		return nil, err
+	}
 	if !running.CompareAndSwap(false, true) {
-		return nil, errors.New("profiler: another profiler is already running in this process; Stop it first")
+		return nil, ErrAlreadyRunning
 	}
 	p, err := start(cfg)
 	if err != nil {
@@ -112,24 +113,21 @@ func start(cfg *config) (*Profiler, error) {
 		names[i] = t.String()
 	}
 	p.collector, err = collect.New(collect.Config{
-		Profiles: names,
-		Source:   profileSource,
-		CPU:      cpuProfiler,
-		Logger:   cfg.logger,
-		Stats:    &p.stats,
+		Profiles:  names,
+		Source:    profileSource,
+		CPU:       cpuProfiler,
+		Logger:    cfg.logger,
+		Omissions: &p.omitted,
 	})
 	if err != nil {
 		p.pipe.shutdown(context.Background())
 		return nil, err
 	}
 
-	if slices.Contains(cfg.profileTypes, MutexProfile) {
-		p.prevMutexFraction = runtime.SetMutexProfileFraction(cfg.mutexFraction)
-	}
-	if slices.Contains(cfg.profileTypes, BlockProfile) {
-		// The runtime offers no way to read the block rate back, so Stop
-		// can only restore the runtime's default, which is off.
-		runtime.SetBlockProfileRate(cfg.blockRate)
+	for _, t := range cfg.profileTypes {
+		if r := t.descriptor().Rate; r != nil {
+			p.restore = append(p.restore, r.Set(cfg.rates[t]))
+		}
 	}
 	if p.metrics, err = p.registerMetrics(cfg.delivery.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
@@ -204,7 +202,7 @@ func (p *Profiler) loop() {
 				errs = append(errs, lastErr)
 			}
 			if err := p.pipe.shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("profiler: stop: %w", err))
+				errs = append(errs, fmt.Errorf("profiler: stop: %w", publicErrors(err)))
 			}
 			if p.metrics != nil {
 				if err := p.metrics.Unregister(); err != nil {
@@ -255,19 +253,18 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 
 // restoreRuntime undoes what start set.
 func (p *Profiler) restoreRuntime() {
-	if slices.Contains(p.cfg.profileTypes, MutexProfile) {
-		runtime.SetMutexProfileFraction(p.prevMutexFraction)
+	for i := len(p.restore) - 1; i >= 0; i-- {
+		p.restore[i]()
 	}
-	if slices.Contains(p.cfg.profileTypes, BlockProfile) {
-		runtime.SetBlockProfileRate(0)
-	}
+	p.restore = nil
 }
 
 // Stop ends profiling: it collects the current, partial window of every
 // profile type and exports it after the windows still queued, for no longer
 // than ctx allows. When ctx is done first, the export in flight is
-// cancelled, the rest is given up, and the error lists every window that
-// was not delivered, by its time range, and why. Stop restores the
+// cancelled, the rest is given up, and the error, which holds an
+// [*UndeliveredError], lists every window that was not delivered, by its
+// time range, and why. Stop restores the
 // runtime's mutex and block profile rates, frees the CPU profiler, and
 // returns only when the profiler's goroutines have ended.
 //

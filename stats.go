@@ -74,8 +74,8 @@ func (p *Profiler) Stats() Stats {
 		CollectionTime:   time.Duration(p.collectNanos.Load()),
 		ConversionTime:   time.Duration(p.convertNanos.Load()),
 
-		CPUProfilesSkipped: p.stats.CPUSkipped.Load(),
-		ProfilesLeftOut:    p.stats.Errors.Load(),
+		CPUProfilesSkipped: p.omitted.CPUSkipped.Load(),
+		ProfilesLeftOut:    p.omitted.Errors.Load(),
 	}
 }
 

@@ -11,13 +11,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // BenchmarkConvertHeap converts one recorded runtime heap profile
 // (testdata/heap.pb.gz: the gzipped bytes runtime/pprof wrote, thousands of
 // stacks 20 to 60 frames deep) into the bytes of an OTLP profiles request,
-// next to github.com/google/pprof/profile.Parse of the same bytes, which only
+// next to github.com/google/pprof/pprofdecode.Parse of the same bytes, which only
 // decodes. Run both in one invocation and compare:
 //
 //	go test -run '^$' -bench ConvertHeap -benchmem
@@ -27,7 +27,7 @@ func BenchmarkConvertHeap(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("pprofotel/pprof-to-otlp-bytes", func(b *testing.B) {
-		var dec profile.Decoder
+		var dec pprofdecode.Decoder
 		builder := otlp.NewBuilder(nil, &commonpb.InstrumentationScope{Name: "bench"})
 		start := time.Unix(1_800_000_000, 0)
 		var out []byte

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	pprof "github.com/google/pprof/profile"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 )
 
 // column is one sample type of a pprof profile and where its values come
@@ -35,21 +35,21 @@ var snapshotTypes = map[string]map[string]bool{
 
 // sentType returns what an OTLP Profile of runtime profile name with the
 // given sample and period types stands for, as the profiler's table of
-// sample types (otlp.SampleTypes) says; a pair the table does not know
+// sample types (otlpattr.SampleTypes) says; a pair the table does not know
 // stands for itself.
-func sentType(name string, sample, period pprof.ValueType) otlp.SampleType {
-	s := otlp.ValueType{Type: sample.Type, Unit: sample.Unit}
-	p := otlp.ValueType{Type: period.Type, Unit: period.Unit}
-	if st, ok := otlp.PprofSampleType(s, p); ok && st.Profile == name {
+func sentType(name string, sample, period pprof.ValueType) otlpattr.SampleType {
+	s := otlpattr.ValueType{Type: sample.Type, Unit: sample.Unit}
+	p := otlpattr.ValueType{Type: period.Type, Unit: period.Unit}
+	if st, ok := otlpattr.PprofSampleType(s, p); ok && st.Profile == name {
 		return st
 	}
-	return otlp.SampleType{Profile: name, Pprof: s, PprofPeriod: p, Sample: s, Period: p}
+	return otlpattr.SampleType{Profile: name, Pprof: s, PprofPeriod: p, Sample: s, Period: p}
 }
 
 // columns maps the OTLP Profiles of a scope to the sample types of the pprof
 // profile rebuilt from it. This is the one place that knows how the profiler
 // encodes a multi-valued pprof profile in OTLP: the scope holds one Profile
-// per sample type it sends, named as otlp.SampleTypes says (the mutex and
+// per sample type it sends, named as otlpattr.SampleTypes says (the mutex and
 // block profiles' contentions become mutex_contentions and
 // block_contentions, ...), and the scope attribute
 // pprof.scope.sample_type_order gives, for each Profile, the index of its
@@ -61,8 +61,8 @@ func sentType(name string, sample, period pprof.ValueType) otlp.SampleType {
 //
 // sent is what each Profile stands for (see sentType), order the
 // attribute's values or nil if the scope lacks it.
-func columns(name string, sent []otlp.SampleType, order []int64) ([]column, error) {
-	unsent := otlp.Unsent(sent)
+func columns(name string, sent []otlpattr.SampleType, order []int64) ([]column, error) {
+	unsent := otlpattr.Unsent(sent)
 	n := len(sent) + len(unsent)
 	if order == nil {
 		order = make([]int64, len(sent))

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	pprof "github.com/google/pprof/profile"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -228,7 +228,7 @@ func (c *converter) valueType(vt *profilespb.ValueType) (pprof.ValueType, error)
 
 func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Profile, []column, error) {
 	scopeAttrs := sp.GetScope().GetAttributes()
-	sent := make([]otlp.SampleType, len(sp.Profiles))
+	sent := make([]otlpattr.SampleType, len(sp.Profiles))
 	for j, prof := range sp.Profiles {
 		st, err := c.valueType(prof.GetSampleType())
 		if err != nil {

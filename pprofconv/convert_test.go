@@ -13,13 +13,13 @@ import (
 	pprofprofile "github.com/google/pprof/profile"
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/otlptest"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 
 // toGoogle converts a decoded profile to a google pprof profile directly,
 // without going through OTLP, as the reference for round trips.
-func toGoogle(p *profile.Profile) *pprofprofile.Profile {
+func toGoogle(p *pprofdecode.Profile) *pprofprofile.Profile {
 	g := &pprofprofile.Profile{
 		DefaultSampleType: p.DefaultSampleType,
 		PeriodType:        &pprofprofile.ValueType{Type: p.PeriodType.Type, Unit: p.PeriodType.Unit},
@@ -77,50 +77,50 @@ func toGoogle(p *profile.Profile) *pprofprofile.Profile {
 
 // fromGoogle converts a parsed pprof profile into the decoded form the
 // Builder takes, standing in for the module's own decoder.
-func fromGoogle(g *pprofprofile.Profile) *profile.Profile {
-	p := &profile.Profile{DefaultSampleType: g.DefaultSampleType, Period: g.Period, TimeNanos: g.TimeNanos, DurationNanos: g.DurationNanos}
+func fromGoogle(g *pprofprofile.Profile) *pprofdecode.Profile {
+	p := &pprofdecode.Profile{DefaultSampleType: g.DefaultSampleType, Period: g.Period, TimeNanos: g.TimeNanos, DurationNanos: g.DurationNanos}
 	if g.PeriodType != nil {
-		p.PeriodType = profile.ValueType{Type: g.PeriodType.Type, Unit: g.PeriodType.Unit}
+		p.PeriodType = pprofdecode.ValueType{Type: g.PeriodType.Type, Unit: g.PeriodType.Unit}
 	}
 	for _, st := range g.SampleType {
-		p.SampleTypes = append(p.SampleTypes, profile.ValueType{Type: st.Type, Unit: st.Unit})
+		p.SampleTypes = append(p.SampleTypes, pprofdecode.ValueType{Type: st.Type, Unit: st.Unit})
 	}
 	mapIdx := map[*pprofprofile.Mapping]int32{}
 	for i, m := range g.Mapping {
 		mapIdx[m] = int32(i)
-		p.Mappings = append(p.Mappings, profile.Mapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.File, BuildID: m.BuildID,
+		p.Mappings = append(p.Mappings, pprofdecode.Mapping{Start: m.Start, Limit: m.Limit, Offset: m.Offset, File: m.File, BuildID: m.BuildID,
 			HasFunctions: m.HasFunctions, HasFilenames: m.HasFilenames, HasLineNumbers: m.HasLineNumbers, HasInlineFrames: m.HasInlineFrames})
 	}
 	fnIdx := map[*pprofprofile.Function]int32{}
 	for i, f := range g.Function {
 		fnIdx[f] = int32(i)
-		p.Functions = append(p.Functions, profile.Function{Name: f.Name, SystemName: f.SystemName, Filename: f.Filename, StartLine: f.StartLine})
+		p.Functions = append(p.Functions, pprofdecode.Function{Name: f.Name, SystemName: f.SystemName, Filename: f.Filename, StartLine: f.StartLine})
 	}
 	locIdx := map[*pprofprofile.Location]int32{}
 	for i, l := range g.Location {
 		locIdx[l] = int32(i)
-		loc := profile.Location{Mapping: -1, Address: l.Address, IsFolded: l.IsFolded}
+		loc := pprofdecode.Location{Mapping: -1, Address: l.Address, IsFolded: l.IsFolded}
 		if l.Mapping != nil {
 			loc.Mapping = mapIdx[l.Mapping]
 		}
 		for _, ln := range l.Line {
-			loc.Lines = append(loc.Lines, profile.Line{Function: fnIdx[ln.Function], Line: ln.Line, Column: ln.Column})
+			loc.Lines = append(loc.Lines, pprofdecode.Line{Function: fnIdx[ln.Function], Line: ln.Line, Column: ln.Column})
 		}
 		p.Locations = append(p.Locations, loc)
 	}
 	for _, s := range g.Sample {
-		ps := profile.Sample{Values: append([]int64(nil), s.Value...)}
+		ps := pprofdecode.Sample{Values: append([]int64(nil), s.Value...)}
 		for _, l := range s.Location {
 			ps.Locations = append(ps.Locations, locIdx[l])
 		}
 		for k, vs := range s.Label {
 			for _, v := range vs {
-				ps.Labels = append(ps.Labels, profile.Label{Key: k, Str: v})
+				ps.Labels = append(ps.Labels, pprofdecode.Label{Key: k, Str: v})
 			}
 		}
 		for k, vs := range s.NumLabel {
 			for i, v := range vs {
-				l := profile.Label{Key: k, Num: v, IsNum: true}
+				l := pprofdecode.Label{Key: k, Num: v, IsNum: true}
 				if i < len(s.NumUnit[k]) {
 					l.NumUnit = s.NumUnit[k][i]
 				}

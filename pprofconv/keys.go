@@ -1,20 +1,19 @@
 package pprofconv
 
-import "github.com/pprofotel/profiler/internal/otlp"
+import "github.com/pprofotel/profiler/internal/otlpattr"
 
-// The OTLP attributes this package reads, as the profiler's builder writes
-// them. They are named here once, so that where they are defined can change
-// without touching the converter.
+// The OTLP attributes this package reads, as the profiler's encoder writes
+// them; their owner is internal/otlpattr.
 const (
-	attrProfileName            = otlp.AttrProfileName
-	attrSampleTypeOrder        = otlp.AttrSampleTypeOrder
-	attrDefaultSampleType      = otlp.AttrDefaultSampleType
-	attrLocationIsFolded       = otlp.AttrLocationIsFolded
-	attrBuildIDGNU             = otlp.AttrBuildIDGNU
-	attrMappingHasFunctions    = otlp.AttrMappingHasFunctions
-	attrMappingHasFilenames    = otlp.AttrMappingHasFilenames
-	attrMappingHasLineNumbers  = otlp.AttrMappingHasLineNumbers
-	attrMappingHasInlineFrames = otlp.AttrMappingHasInlineFrames
+	attrProfileName            = otlpattr.ProfileName
+	attrSampleTypeOrder        = otlpattr.SampleTypeOrder
+	attrDefaultSampleType      = otlpattr.DefaultSampleType
+	attrLocationIsFolded       = otlpattr.LocationIsFolded
+	attrBuildIDGNU             = otlpattr.BuildIDGNU
+	attrMappingHasFunctions    = otlpattr.MappingHasFunctions
+	attrMappingHasFilenames    = otlpattr.MappingHasFilenames
+	attrMappingHasLineNumbers  = otlpattr.MappingHasLineNumbers
+	attrMappingHasInlineFrames = otlpattr.MappingHasInlineFrames
 
 	// attrServiceName is the resource attribute Filter.Service matches.
 	attrServiceName = "service.name"

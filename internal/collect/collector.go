@@ -12,25 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/profile"
-)
-
-// The runtime profile names the collector knows, as runtime/pprof names them.
-const (
-	CPU       = "cpu"
-	Heap      = "heap"
-	Goroutine = "goroutine"
-	Mutex     = "mutex"
-	Block     = "block"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // Profile is one runtime profile of a window.
 type Profile struct {
-	// Name is one of CPU, Heap, Goroutine, Mutex, Block.
+	// Name is the Name of one of Profiles.
 	Name string
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
-	Data *profile.Profile
+	Data *pprofdecode.Profile
 }
 
 // Window is what the runtime recorded between Start and End.
@@ -64,9 +55,9 @@ type CPUProfiler struct {
 	Stop  func()
 }
 
-// Stats counts what the collector could not do. The fields are updated
-// atomically and may be read at any time.
-type Stats struct {
+// Omissions counts what the collector left out of its windows. The fields
+// are updated atomically and may be read at any time.
+type Omissions struct {
 	// CPUSkipped counts windows without a CPU profile because the CPU
 	// profiler was in use by someone else, or was stopped by someone else
 	// (a stray pprof.StopCPUProfile) during the window.
@@ -93,13 +84,13 @@ type Collector struct {
 	source  Source
 	cpuProf CPUProfiler
 	logger  *slog.Logger
-	stats   *Stats
+	stats   *Omissions
 
 	// decoder decodes CPU profiles. Every other profile has its own
 	// Decoder and a Profile it decodes into again every window, so that
 	// decoding allocates little once warm; one Decoder per profile
 	// because a Decoder's buffers back the profile decoded last.
-	decoder  profile.Decoder
+	decoder  pprofdecode.Decoder
 	reusable map[string]*reusedProfile
 	buf      bytes.Buffer
 	// The CPU profile of one window is decoded while the next one records,
@@ -118,7 +109,9 @@ type Collector struct {
 	// stretch of skipped windows.
 	goroutinesLogged bool
 	deltas           map[string]*deltaState
-	windowStart      time.Time
+	// sources holds the profiles that are not read from runtime/pprof.
+	sources     map[string]Source
+	windowStart time.Time
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -128,8 +121,8 @@ type Config struct {
 	Source   Source
 	CPU      CPUProfiler
 	Logger   *slog.Logger
-	// Stats receives the counts; may be nil.
-	Stats *Stats
+	// Omissions receives the counts; may be nil.
+	Omissions *Omissions
 	// MaxGoroutines is the number of running goroutines above which a
 	// window goes without its goroutine profile, counted in
 	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
@@ -145,8 +138,9 @@ func New(cfg Config) (*Collector, error) {
 		source:  cfg.Source,
 		cpuProf: cfg.CPU,
 		logger:  cfg.Logger,
-		stats:   cfg.Stats,
+		stats:   cfg.Omissions,
 		deltas:  make(map[string]*deltaState),
+		sources: make(map[string]Source),
 
 		reusable: make(map[string]*reusedProfile),
 
@@ -168,19 +162,21 @@ func New(cfg Config) (*Collector, error) {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if c.stats == nil {
-		c.stats = new(Stats)
+		c.stats = new(Omissions)
 	}
 	for _, name := range c.names {
-		switch name {
-		case CPU, Goroutine:
-		case Heap:
-			// alloc_objects, alloc_space grow; inuse_objects, inuse_space
-			// are the live heap at the last GC.
-			c.deltas[name] = newDeltaState(4, 0, 1)
-		case Mutex, Block:
-			c.deltas[name] = newDeltaState(2, 0, 1)
-		default:
+		d, ok := Lookup(name)
+		if !ok {
 			return nil, fmt.Errorf("collect: unknown profile %q", name)
+		}
+		if err := d.check(); err != nil {
+			return nil, err
+		}
+		if d.cumulative() {
+			c.deltas[name] = newDeltaState(d.Values, d.Cumulative...)
+		}
+		if d.Source != nil {
+			c.sources[name] = d.Source
 		}
 	}
 	return c, nil
@@ -225,7 +221,7 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names))}
 	for _, name := range c.names {
 		var (
-			p   *profile.Profile
+			p   *pprofdecode.Profile
 			err error
 		)
 		if name == CPU {
@@ -263,7 +259,7 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 // cycleCPU stops the running CPU profile, restarts it at once when next is
 // set, and decodes what was recorded. It returns nil, nil when no CPU
 // profile ran during the window.
-func (c *Collector) cycleCPU(next bool) (*profile.Profile, error) {
+func (c *Collector) cycleCPU(next bool) (*pprofdecode.Profile, error) {
 	var data []byte
 	if c.cpuOn {
 		w := &c.cpuBufs[c.cpuCur]
@@ -376,9 +372,13 @@ func (w *cpuWriter) reset() {
 
 // read writes the named profile into a reused buffer and decodes it into
 // the profile's reused memory.
-func (c *Collector) read(name string) (*profile.Profile, error) {
+func (c *Collector) read(name string) (*pprofdecode.Profile, error) {
 	c.buf.Reset()
-	if err := c.source(name, &c.buf); err != nil {
+	source := c.source
+	if s, ok := c.sources[name]; ok {
+		source = s
+	}
+	if err := source(name, &c.buf); err != nil {
 		return nil, err
 	}
 	r := c.reusable[name]
@@ -395,8 +395,8 @@ func (c *Collector) read(name string) (*profile.Profile, error) {
 
 // reusedProfile is a profile decoded into the same memory every window.
 type reusedProfile struct {
-	decoder profile.Decoder
-	profile profile.Profile
+	decoder pprofdecode.Decoder
+	profile pprofdecode.Profile
 }
 
 func (c *Collector) fail(name string, err error) {

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pprofotel/profiler/internal/cputest"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // stackKey names a sample by its frames and labels, the same way for a
@@ -29,7 +29,7 @@ func stackKey(frames []string, labels []string) string {
 	return strings.Join(frames, ";") + "|" + strings.Join(labels, ",")
 }
 
-func ourTotals(p *profile.Profile, valueIndex int, into map[string]int64) {
+func ourTotals(p *pprofdecode.Profile, valueIndex int, into map[string]int64) {
 	for _, s := range p.Samples {
 		var frames, labels []string
 		for _, li := range s.Locations {
@@ -302,7 +302,7 @@ func diffTotals(got, want map[string]int64) string {
 	return b.String()
 }
 
-func findProfile(t *testing.T, w Window, name string) *profile.Profile {
+func findProfile(t *testing.T, w Window, name string) *pprofdecode.Profile {
 	t.Helper()
 	for _, p := range w.Profiles {
 		if p.Name == name {
@@ -314,7 +314,7 @@ func findProfile(t *testing.T, w Window, name string) *profile.Profile {
 }
 
 // markFunctions records in seen which of funcs appear in p's stacks.
-func markFunctions(p *profile.Profile, funcs []string, seen map[string]bool) {
+func markFunctions(p *pprofdecode.Profile, funcs []string, seen map[string]bool) {
 	for _, s := range p.Samples {
 		for _, li := range s.Locations {
 			for _, ln := range p.Locations[li].Lines {
@@ -355,12 +355,12 @@ func (f *fakeCPU) stop() {
 func TestCPUProfilerBusy(t *testing.T) {
 	cpuData := snapshot(t, Goroutine) // any valid profile will do as CPU data
 	cpu := &fakeCPU{busy: map[int]bool{1: true, 2: true}, data: cpuData}
-	stats := new(Stats)
+	stats := new(Omissions)
 	c, err := New(Config{
-		Profiles: []string{CPU, Goroutine},
-		Source:   RuntimeSource,
-		CPU:      CPUProfiler{Start: cpu.start, Stop: cpu.stop},
-		Stats:    stats,
+		Profiles:  []string{CPU, Goroutine},
+		Source:    RuntimeSource,
+		CPU:       CPUProfiler{Start: cpu.start, Stop: cpu.stop},
+		Omissions: stats,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -466,7 +466,7 @@ func TestCollectAllocatesLittleOnceWarm(t *testing.T) {
 	for _, name := range names {
 		raw := rawProfile(t, name)
 		data[name] = raw
-		p, err := profile.Parse(raw)
+		p, err := pprofdecode.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -552,8 +552,8 @@ func TestMalformedStackLeavesProfileOut(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := build(tt.ids...)
-			stats := new(Stats)
-			c, err := New(Config{Profiles: []string{Mutex}, Stats: stats, Source: func(_ string, w io.Writer) error {
+			stats := new(Omissions)
+			c, err := New(Config{Profiles: []string{Mutex}, Omissions: stats, Source: func(_ string, w io.Writer) error {
 				_, err := w.Write(data)
 				return err
 			}})
@@ -582,8 +582,8 @@ func TestMalformedStackLeavesProfileOut(t *testing.T) {
 // without CPU data and is counted as skipped, and the next one has the
 // CPU profile running again, with samples.
 func TestStrayStopCPUProfile(t *testing.T) {
-	stats := new(Stats)
-	c, err := New(Config{Profiles: []string{CPU, Goroutine}, Stats: stats})
+	stats := new(Omissions)
+	c, err := New(Config{Profiles: []string{CPU, Goroutine}, Omissions: stats})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,10 +627,10 @@ func TestGoroutineGuard(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			stats := new(Stats)
+			stats := new(Omissions)
 			c, err := New(Config{
 				Profiles:      []string{Heap, Goroutine},
-				Stats:         stats,
+				Omissions:     stats,
 				Logger:        slog.New(slog.NewTextHandler(&logs, nil)),
 				MaxGoroutines: tt.max(runtime.NumGoroutine()),
 			})
@@ -677,7 +677,7 @@ func TestGoroutineGuard(t *testing.T) {
 }
 
 // findName returns the named profile of w, or nil.
-func findName(w Window, name string) *profile.Profile {
+func findName(w Window, name string) *pprofdecode.Profile {
 	for _, p := range w.Profiles {
 		if p.Name == name {
 			return p.Data

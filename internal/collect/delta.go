@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // deltaState turns successive cumulative profiles of one runtime profile
@@ -107,7 +107,7 @@ func (d *deltaState) reset() {
 // previous call, and samples whose values are all zero are removed. The
 // first call after reset records the baseline; what it leaves in p is what
 // the runtime reported since the program started. Stacks may be packed
-// (profile.Decoder.DeferLocations); those apply keeps stay packed.
+// (pprofdecode.Decoder.DeferLocations); those apply keeps stay packed.
 //
 // A cumulative value that is lower than what was already reported cannot
 // come from the runtime's own counters, which only grow; it would come from
@@ -117,7 +117,7 @@ func (d *deltaState) reset() {
 //
 // apply returns an error, and leaves the reported totals as they were, if
 // a packed stack references a location p does not have.
-func (d *deltaState) apply(p *profile.Profile) error {
+func (d *deltaState) apply(p *pprofdecode.Profile) error {
 	n := len(d.isDelta)
 	if len(p.SampleTypes) != n {
 		// A profile of another shape than expected (a future runtime):
@@ -213,7 +213,7 @@ func (d *deltaState) apply(p *profile.Profile) error {
 // stackKey returns the identity of s: the hash of its program counters
 // and, if it has labels, of them too. It reports false if a packed stack
 // is malformed or references a location the profile does not have.
-func (d *deltaState) stackKey(s *profile.Sample) ([2]uint64, bool) {
+func (d *deltaState) stackKey(s *pprofdecode.Sample) ([2]uint64, bool) {
 	h, ok := stackHash(d.locTokens, s)
 	if len(s.Labels) == 0 || !ok {
 		return h, ok
@@ -226,7 +226,7 @@ func (d *deltaState) stackKey(s *profile.Sample) ([2]uint64, bool) {
 }
 
 // appendLabels appends labels in a form that tells every label set apart.
-func appendLabels(b []byte, labels []profile.Label) []byte {
+func appendLabels(b []byte, labels []pprofdecode.Label) []byte {
 	for i := range labels {
 		l := &labels[i]
 		b = appendString(b, l.Key)
@@ -256,7 +256,7 @@ func appendLabels(b []byte, labels []profile.Label) []byte {
 //
 // A packed stack is read straight from its location ids, which the runtime
 // numbers 1..len(locTokens).
-func stackHash(locTokens [][2]uint64, s *profile.Sample) ([2]uint64, bool) {
+func stackHash(locTokens [][2]uint64, s *pprofdecode.Sample) ([2]uint64, bool) {
 	h0, h1 := uint64(0x243f6a8885a308d3), uint64(0x13198a2e03707344)
 	frames := 0
 	if s.PackedLocations == nil {

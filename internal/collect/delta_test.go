@@ -8,16 +8,16 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // stackProfile builds a profile whose samples are identified by one
 // location each, at the given addresses, with the given values.
-func stackProfile(numValues int, samples map[uint64][]int64) *profile.Profile {
-	p := &profile.Profile{SampleTypes: make([]profile.ValueType, numValues)}
+func stackProfile(numValues int, samples map[uint64][]int64) *pprofdecode.Profile {
+	p := &pprofdecode.Profile{SampleTypes: make([]pprofdecode.ValueType, numValues)}
 	for addr, values := range samples {
-		p.Locations = append(p.Locations, profile.Location{Mapping: -1, Address: addr})
-		p.Samples = append(p.Samples, profile.Sample{
+		p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Address: addr})
+		p.Samples = append(p.Samples, pprofdecode.Sample{
 			Locations: []int32{int32(len(p.Locations) - 1)},
 			Values:    append([]int64(nil), values...),
 		})
@@ -26,7 +26,7 @@ func stackProfile(numValues int, samples map[uint64][]int64) *profile.Profile {
 }
 
 // byAddress returns the samples of p keyed by their leaf address.
-func byAddress(p *profile.Profile) map[uint64][]int64 {
+func byAddress(p *pprofdecode.Profile) map[uint64][]int64 {
 	out := make(map[uint64][]int64)
 	for _, s := range p.Samples {
 		out[p.Locations[s.Locations[0]].Address] = s.Values
@@ -96,12 +96,12 @@ func TestDeltaState(t *testing.T) {
 
 func TestDeltaStateMergesRepeatedStacks(t *testing.T) {
 	d := newDeltaState(2, 0, 1)
-	twice := func(a, b int64) *profile.Profile {
-		p := &profile.Profile{
-			SampleTypes: make([]profile.ValueType, 2),
-			Locations:   []profile.Location{{Mapping: -1, Address: 0x10}},
+	twice := func(a, b int64) *pprofdecode.Profile {
+		p := &pprofdecode.Profile{
+			SampleTypes: make([]pprofdecode.ValueType, 2),
+			Locations:   []pprofdecode.Location{{Mapping: -1, Address: 0x10}},
 		}
-		p.Samples = []profile.Sample{
+		p.Samples = []pprofdecode.Sample{
 			{Locations: []int32{0}, Values: []int64{a, a}},
 			{Locations: []int32{0}, Values: []int64{b, b}},
 		}
@@ -120,13 +120,13 @@ func TestDeltaStateMergesRepeatedStacks(t *testing.T) {
 
 func TestDeltaStateLabelsSeparateStacks(t *testing.T) {
 	d := newDeltaState(1, 0)
-	mk := func(v1, v2 int64) *profile.Profile {
-		return &profile.Profile{
-			SampleTypes: make([]profile.ValueType, 1),
-			Locations:   []profile.Location{{Mapping: -1, Address: 0x10}},
-			Samples: []profile.Sample{
-				{Locations: []int32{0}, Values: []int64{v1}, Labels: []profile.Label{{Key: "bytes", Num: 16, IsNum: true}}},
-				{Locations: []int32{0}, Values: []int64{v2}, Labels: []profile.Label{{Key: "bytes", Num: 32, IsNum: true}}},
+	mk := func(v1, v2 int64) *pprofdecode.Profile {
+		return &pprofdecode.Profile{
+			SampleTypes: make([]pprofdecode.ValueType, 1),
+			Locations:   []pprofdecode.Location{{Mapping: -1, Address: 0x10}},
+			Samples: []pprofdecode.Sample{
+				{Locations: []int32{0}, Values: []int64{v1}, Labels: []pprofdecode.Label{{Key: "bytes", Num: 16, IsNum: true}}},
+				{Locations: []int32{0}, Values: []int64{v2}, Labels: []pprofdecode.Label{{Key: "bytes", Num: 32, IsNum: true}}},
 			},
 		}
 	}
@@ -143,7 +143,7 @@ func TestDeltaStateAllocatesNothingOnceWarm(t *testing.T) {
 	// stacks keep leaving and coming back.
 	const stacks = 1000
 	d := newDeltaState(2, 0, 1)
-	window := func(w int) *profile.Profile {
+	window := func(w int) *pprofdecode.Profile {
 		in := make(map[uint64][]int64, stacks)
 		for i := range stacks {
 			if i%10 != w%10 {
@@ -153,7 +153,7 @@ func TestDeltaStateAllocatesNothingOnceWarm(t *testing.T) {
 		return stackProfile(2, in)
 	}
 	const windows = 20
-	profiles := make([]*profile.Profile, windows)
+	profiles := make([]*pprofdecode.Profile, windows)
 	for w := range profiles {
 		profiles[w] = window(w)
 	}
@@ -187,7 +187,7 @@ func TestDeltaStateAllocatesNothingOnceWarm(t *testing.T) {
 
 // pack moves s's stack to PackedLocations, as runtime/pprof numbers
 // locations: id i+1 for index i.
-func pack(s *profile.Sample) {
+func pack(s *pprofdecode.Sample) {
 	b := []byte{}
 	for _, li := range s.Locations {
 		b = binary.AppendUvarint(b, uint64(li)+1)
@@ -196,7 +196,7 @@ func pack(s *profile.Sample) {
 }
 
 // unpack undoes pack.
-func unpack(t *testing.T, s *profile.Sample) {
+func unpack(t *testing.T, s *pprofdecode.Sample) {
 	t.Helper()
 	for b := s.PackedLocations; len(b) > 0; {
 		id, n := binary.Uvarint(b)
@@ -218,10 +218,10 @@ func TestStackKey(t *testing.T) {
 	}
 	pcs[7] = pcs[3] // two locations of one program counter
 	d := newDeltaState(1, 0)
-	d.apply(&profile.Profile{SampleTypes: make([]profile.ValueType, 1), Locations: locations(pcs)})
-	labels := []profile.Label{{Key: "bytes", Num: 512, IsNum: true}, {Key: "k", Str: "v"}}
-	key := func(locs []int32, labels []profile.Label, packed bool) [2]uint64 {
-		s := profile.Sample{Locations: locs, Labels: labels}
+	d.apply(&pprofdecode.Profile{SampleTypes: make([]pprofdecode.ValueType, 1), Locations: locations(pcs)})
+	labels := []pprofdecode.Label{{Key: "bytes", Num: 512, IsNum: true}, {Key: "k", Str: "v"}}
+	key := func(locs []int32, labels []pprofdecode.Label, packed bool) [2]uint64 {
+		s := pprofdecode.Sample{Locations: locs, Labels: labels}
 		if packed {
 			pack(&s)
 		}
@@ -254,7 +254,7 @@ func TestStackKey(t *testing.T) {
 				if (got == want) != tt.equal {
 					t.Errorf("key %x, base's %x: equal = %v, want %v", got, want, !tt.equal, tt.equal)
 				}
-				for _, other := range [][]profile.Label{
+				for _, other := range [][]pprofdecode.Label{
 					nil,
 					labels[:1],
 					{labels[1], labels[0]},
@@ -272,7 +272,7 @@ func TestStackKey(t *testing.T) {
 
 func TestStackKeyRejectsBadPackedStacks(t *testing.T) {
 	d := newDeltaState(1, 0)
-	d.apply(&profile.Profile{SampleTypes: make([]profile.ValueType, 1), Locations: locations(make([]uint64, 20000))})
+	d.apply(&pprofdecode.Profile{SampleTypes: make([]pprofdecode.ValueType, 1), Locations: locations(make([]uint64, 20000))})
 	tests := []struct {
 		name   string
 		packed []byte
@@ -287,14 +287,14 @@ func TestStackKeyRejectsBadPackedStacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := profile.Sample{PackedLocations: tt.packed}
+			s := pprofdecode.Sample{PackedLocations: tt.packed}
 			if _, ok := d.stackKey(&s); ok != tt.ok {
 				t.Errorf("ok = %v, want %v", ok, tt.ok)
 			}
-			p := &profile.Profile{
-				SampleTypes: make([]profile.ValueType, 1),
+			p := &pprofdecode.Profile{
+				SampleTypes: make([]pprofdecode.ValueType, 1),
 				Locations:   locations(make([]uint64, 20000)),
-				Samples:     []profile.Sample{{PackedLocations: tt.packed, Values: []int64{1}}},
+				Samples:     []pprofdecode.Sample{{PackedLocations: tt.packed, Values: []int64{1}}},
 			}
 			if err := d.apply(p); (err == nil) != tt.ok {
 				t.Errorf("apply: %v, want an error: %v", err, !tt.ok)
@@ -304,10 +304,10 @@ func TestStackKeyRejectsBadPackedStacks(t *testing.T) {
 }
 
 // locations returns locations with the given program counters.
-func locations(pcs []uint64) []profile.Location {
-	locs := make([]profile.Location, len(pcs))
+func locations(pcs []uint64) []pprofdecode.Location {
+	locs := make([]pprofdecode.Location, len(pcs))
 	for i, pc := range pcs {
-		locs[i] = profile.Location{Mapping: -1, Address: pc}
+		locs[i] = pprofdecode.Location{Mapping: -1, Address: pc}
 	}
 	return locs
 }
@@ -322,7 +322,7 @@ func TestDeltaStateMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	type stack struct {
 		addrs  []uint64
-		labels []profile.Label
+		labels []pprofdecode.Label
 	}
 	stacks := make([]stack, 400)
 	for i := range stacks {
@@ -338,9 +338,9 @@ func TestDeltaStateMatchesReference(t *testing.T) {
 		}
 		switch r.IntN(4) {
 		case 1:
-			s.labels = []profile.Label{{Key: "bytes", Num: int64(8 << r.IntN(3)), IsNum: true}}
+			s.labels = []pprofdecode.Label{{Key: "bytes", Num: int64(8 << r.IntN(3)), IsNum: true}}
 		case 2:
-			s.labels = []profile.Label{{Key: "k", Str: "v"}, {Key: "bytes", Num: 16, NumUnit: "bytes", IsNum: true}}
+			s.labels = []pprofdecode.Label{{Key: "k", Str: "v"}, {Key: "bytes", Num: 16, NumUnit: "bytes", IsNum: true}}
 		}
 	}
 	// Every address once, first, so that the numbering grows past 16,384
@@ -359,7 +359,7 @@ func TestDeltaStateMatchesReference(t *testing.T) {
 	d := newDeltaState(numValues, 0, 1)
 	for w := range 12 {
 		// The runtime's new state: stacks grow, and some are missing.
-		p := &profile.Profile{SampleTypes: make([]profile.ValueType, numValues)}
+		p := &pprofdecode.Profile{SampleTypes: make([]pprofdecode.ValueType, numValues)}
 		locOf := map[uint64]int32{}
 		var order []int
 		for i := range stacks {
@@ -381,13 +381,13 @@ func TestDeltaStateMatchesReference(t *testing.T) {
 				parts = 2 // written as two samples, to be merged
 			}
 			for part := range parts {
-				smp := profile.Sample{Labels: s.labels, Values: make([]int64, numValues)}
+				smp := pprofdecode.Sample{Labels: s.labels, Values: make([]int64, numValues)}
 				for _, a := range s.addrs {
 					li, ok := locOf[a]
 					if !ok {
 						li = int32(len(p.Locations))
 						locOf[a] = li
-						p.Locations = append(p.Locations, profile.Location{Mapping: -1, Address: a})
+						p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Address: a})
 					}
 					smp.Locations = append(smp.Locations, li)
 				}
@@ -426,8 +426,8 @@ func TestDeltaStateMatchesReference(t *testing.T) {
 
 // referenceDelta returns the formatted samples apply should leave in p,
 // and updates prev to p's totals.
-func referenceDelta(p *profile.Profile, prev map[string][]int64, isDelta []bool) []string {
-	key := func(s *profile.Sample) string {
+func referenceDelta(p *pprofdecode.Profile, prev map[string][]int64, isDelta []bool) []string {
+	key := func(s *pprofdecode.Sample) string {
 		var addrs []uint64
 		for _, li := range s.Locations {
 			addrs = append(addrs, p.Locations[li].Address)
@@ -436,7 +436,7 @@ func referenceDelta(p *profile.Profile, prev map[string][]int64, isDelta []bool)
 	}
 	var keys []string
 	sums := map[string][]int64{}
-	first := map[string]*profile.Sample{}
+	first := map[string]*pprofdecode.Sample{}
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		k := key(s)
@@ -484,7 +484,7 @@ func referenceDelta(p *profile.Profile, prev map[string][]int64, isDelta []bool)
 	return out
 }
 
-func formatSample(p *profile.Profile, s *profile.Sample) string {
+func formatSample(p *pprofdecode.Profile, s *pprofdecode.Sample) string {
 	var addrs []uint64
 	for _, li := range s.Locations {
 		addrs = append(addrs, p.Locations[li].Address)
@@ -510,7 +510,7 @@ func BenchmarkDeltaApply(b *testing.B) {
 	d := newDeltaState(4, 0, 1)
 	d.apply(stackProfile(4, base))
 	p := stackProfile(4, base)
-	orig := append([]profile.Sample(nil), p.Samples...)
+	orig := append([]pprofdecode.Sample(nil), p.Samples...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var round int64
@@ -538,7 +538,7 @@ func TestStackHashSeparatesStructuredStacks(t *testing.T) {
 	for i := range locs {
 		locs[i] = uint64(0x401000 + 0x40*i)
 	}
-	if err := d.apply(&profile.Profile{SampleTypes: make([]profile.ValueType, 1), Locations: locations(locs)}); err != nil {
+	if err := d.apply(&pprofdecode.Profile{SampleTypes: make([]pprofdecode.ValueType, 1), Locations: locations(locs)}); err != nil {
 		t.Fatal(err)
 	}
 	seen := [2]map[uint64][]int32{{}, {}}
@@ -546,7 +546,7 @@ func TestStackHashSeparatesStructuredStacks(t *testing.T) {
 	var walk func()
 	walk = func() {
 		for _, packed := range []bool{false, true} {
-			s := profile.Sample{Locations: stack}
+			s := pprofdecode.Sample{Locations: stack}
 			if packed {
 				pack(&s)
 			}

@@ -7,4 +7,10 @@
 // profile, the values it reported last for every stack and subtracts them.
 // The in-use heap and the goroutine profile are snapshots and pass through;
 // the CPU profile is recorded per window and needs no subtraction.
+//
+// Profiles is the one table of runtime profiles: one Descriptor per
+// profile, with its shape (which values are cumulative), its default, the
+// runtime rate it needs, whether this Go provides it and where it is read
+// from. The Collector and the root package's ProfileType both derive from
+// it, so a new profile type is one entry there.
 package collect

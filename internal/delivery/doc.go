@@ -2,7 +2,7 @@
 // profiler's collection loop to an exporter, so that collection never waits
 // on the network.
 //
-// A Sender keeps a bounded queue: at most a number of windows and a budget
+// A Queue is bounded: it holds at most a number of windows and a budget
 // of bytes (the protobuf size of their requests). When a new window does not
 // fit, the oldest queued windows are dropped first, because a recent window
 // tells more about the running program than an old one. Every drop is

@@ -9,6 +9,19 @@
 // Exporter, not to the transports: WithRetry retries by those rules with
 // exponential backoff, honouring the delays the collector asks for.
 //
+// Every exporter implements one interface, Sender[R], for the request type
+// R of its encoding (Exporter for OTLP profiles). The root package picks
+// one by name from a single table (kind -> constructor), so adding an
+// exporter is one constructor and one row there.
+//
+// The interface is internal on purpose, unlike otel-go's otlptrace.Client:
+// its requests are the OTLP profiles v1development messages, which are
+// experimental and change shape from one proto release to the next, so a
+// public interface over them would break every implementation outside this
+// module at each upgrade. Applications choose among the built-in
+// exporters (ExporterKind); the interface can be made public once the
+// profiles signal is stable.
+//
 // OTLP/JSON differs from the canonical protobuf JSON mapping: trace, span and
 // profile ids are hex strings instead of base64. The HTTP exporter and the
 // file exporter encode through package otlpjson, which applies that rule,

@@ -84,20 +84,15 @@ func (e *ExportError) Unwrap() []error {
 }
 
 // Retryable reports whether the same request may be sent again and how long
-// the collector asked to wait first (0 when it did not say). It follows the
-// OTLP specification:
-//
-//   - gRPC: CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE
-//     and DATA_LOSS are retryable; RESOURCE_EXHAUSTED only when the status
-//     carries a google.rpc.RetryInfo. A RetryInfo delay is honoured.
-//   - HTTP: 429, 502, 503 and 504 are retryable, after the Retry-After delay
-//     (seconds or an HTTP-date) if given. When no response arrived the
-//     attempt is retryable.
-//
-// On both transports a failed TLS handshake is permanent: a server
-// certificate we refuse (unknown authority, wrong name, expired) or a
-// client certificate the server refuses would meet the same refusal on the
-// next attempt. Everything else is permanent.
+// the collector asked to wait first (0 when it did not say), by the OTLP
+// specification's rules. grpcRetryable and httpRetryable hold the list of
+// retryable codes, the one list: the public documentation (the root
+// package's RetryConfig) is checked against them by a test. A RetryInfo or
+// Retry-After delay is honoured; an attempt that got no response is
+// retryable unless a TLS handshake failed: a server certificate we refuse
+// (unknown authority, wrong name, expired) or a client certificate the
+// server refuses would meet the same refusal on the next attempt, so on both
+// transports they are permanent. Everything else is permanent.
 func (e *ExportError) Retryable() (bool, time.Duration) {
 	if isCertificateError(e.Err) {
 		return false, 0

@@ -5,13 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"sort"
-	"strconv"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/pprofotel/profiler/internal/envconfig"
 )
 
 // Compression values of OTLPConfig.Compression.
@@ -80,17 +80,13 @@ func checkCommon(cfg OTLPConfig) error {
 }
 
 // CheckGRPCEndpoint accepts "host:port" with a port in 1-65535, the form
-// gRPC endpoints take once resolved.
+// gRPC endpoints take once resolved; envconfig.CheckHostPort decides.
 func CheckGRPCEndpoint(endpoint string) error {
 	if endpoint == "" {
 		return errors.New(`otlp endpoint "" is empty: want host:port`)
 	}
-	_, port, err := net.SplitHostPort(endpoint)
-	if err != nil {
-		return fmt.Errorf("otlp endpoint %q: want host:port: %w", endpoint, err)
-	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-		return fmt.Errorf("otlp endpoint %q: port %q is not a number in 1-65535", endpoint, port)
+	if err := envconfig.CheckHostPort(endpoint); err != nil {
+		return fmt.Errorf("otlp endpoint %q: %w", endpoint, err)
 	}
 	return nil
 }

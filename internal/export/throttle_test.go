@@ -102,9 +102,9 @@ func TestThrottlingHoldsForEveryWindow(t *testing.T) {
 			retrying := export.WithRetry(exp, export.RetryConfig{
 				Enabled: true, InitialInterval: period, MaxInterval: period, MaxElapsedTime: tt.delay / 4,
 			})
-			var stats delivery.Stats
+			var stats delivery.Outcomes
 			s := delivery.New(delivery.Config[*collectorpb.ExportProfilesServiceRequest]{
-				Exporter: retrying, MaxWindows: 3, Stats: &stats,
+				Exporter: retrying, MaxWindows: 3, Outcomes: &stats,
 			})
 			periods := 3
 			enqueued := 0

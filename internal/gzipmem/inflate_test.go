@@ -258,7 +258,7 @@ func TestHeaderFields(t *testing.T) {
 // data and a heap profile written now.
 func profileFiles(t testing.TB) map[string][]byte {
 	files := map[string][]byte{}
-	for _, pattern := range []string{"../profile/testdata/*.pb.gz", "../../benchmark/testdata/*.pb.gz"} {
+	for _, pattern := range []string{"../pprofdecode/testdata/*.pb.gz", "../../benchmark/testdata/*.pb.gz"} {
 		names, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)

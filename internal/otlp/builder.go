@@ -9,37 +9,13 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/otlpattr"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-)
-
-// Attribute keys written by the Builder.
-const (
-	// AttrDefaultSampleType is the scope attribute naming the pprof default
-	// sample type.
-	AttrDefaultSampleType = "pprof.scope.default_sample_type"
-	// AttrSampleTypeOrder is the scope attribute listing, for each Profile
-	// of the scope, the index of its sample type in the pprof profile.
-	AttrSampleTypeOrder = "pprof.scope.sample_type_order"
-	// AttrProfileName is the scope and Profile attribute holding the
-	// runtime profile name (Input.Name).
-	AttrProfileName = "pprofotel.profile.name"
-	// AttrLocationIsFolded marks a folded pprof location.
-	AttrLocationIsFolded = "pprof.location.is_folded"
-	// AttrBuildIDGNU is the mapping attribute holding the pprof build id.
-	AttrBuildIDGNU = "process.executable.build_id.gnu"
-	// AttrBuildIDGo is the mapping attribute holding the Go build id of the
-	// main executable.
-	AttrBuildIDGo = "process.executable.build_id.go"
-	// Mapping flags of pprof, set only when true.
-	AttrMappingHasFunctions    = "pprof.mapping.has_functions"
-	AttrMappingHasFilenames    = "pprof.mapping.has_filenames"
-	AttrMappingHasLineNumbers  = "pprof.mapping.has_line_numbers"
-	AttrMappingHasInlineFrames = "pprof.mapping.has_inline_frames"
 )
 
 // Input is one runtime profile of a collection window.
@@ -49,7 +25,7 @@ type Input struct {
 	Name string
 	// Profile is the decoded profile, with deltas already applied to
 	// cumulative sample types. A nil Profile yields an empty scope.
-	Profile *profile.Profile
+	Profile *pprofdecode.Profile
 }
 
 // Option configures a Builder.
@@ -111,7 +87,7 @@ type Builder struct {
 	// mostly carry the labels of the sample before (the heap profile's
 	// object size), and comparing a label costs less than the two map
 	// lookups that resolve it.
-	lastLabel profile.Label
+	lastLabel pprofdecode.Label
 	lastAttr  int32
 }
 
@@ -143,7 +119,7 @@ func randomID() [16]byte {
 // order.
 func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.ExportProfilesServiceRequest {
 	b.d.reset()
-	b.lastLabel, b.lastAttr = profile.Label{}, 0
+	b.lastLabel, b.lastAttr = pprofdecode.Label{}, 0
 	rp := &profilespb.ResourceProfiles{
 		Resource:      b.resource,
 		ScopeProfiles: make([]*profilespb.ScopeProfiles, 0, len(inputs)),
@@ -162,7 +138,7 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 	// not keep the request alive until the next Build, nor the strings of
 	// the last label, its profile's.
 	clear(b.attrs)
-	b.lastLabel = profile.Label{}
+	b.lastLabel = pprofdecode.Label{}
 	return &collectorpb.ExportProfilesServiceRequest{
 		ResourceProfiles: []*profilespb.ResourceProfiles{rp},
 		Dictionary:       b.d.finish(),
@@ -176,7 +152,7 @@ type window struct {
 func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles {
 	p := in.Profile
 	if p == nil {
-		p = &profile.Profile{}
+		p = &pprofdecode.Profile{}
 	}
 	nTypes := len(p.SampleTypes)
 
@@ -184,13 +160,13 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 	if defaultType == "" && nTypes > 0 {
 		defaultType = p.SampleTypes[nTypes-1].Type
 	}
-	// The types to send, by SampleTypes: a type that another one times
+	// The types to send, by otlpattr.SampleTypes: a type that another one times
 	// the period gives exactly is not sent.
 	sent := make([]int, 0, nTypes)
-	types := make([]ValueType, 0, 2*nTypes)
+	types := make([]otlpattr.ValueType, 0, 2*nTypes)
 	for t, st := range p.SampleTypes {
-		vt, pt := ValueType(st), ValueType(p.PeriodType)
-		if row := sampleTypeFor(in.Name, vt); row != nil {
+		vt, pt := otlpattr.ValueType(st), otlpattr.ValueType(p.PeriodType)
+		if row := otlpattr.SentAs(in.Name, vt); row != nil {
 			if row.ScaledFrom != "" && scaledExactly(p, t, row.ScaledFrom) {
 				continue
 			}
@@ -211,17 +187,17 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 	b.prepare(p)
 	var nameAttr int32
 	if nTypes > 0 {
-		nameAttr = b.d.attribute(attrKey{key: b.d.str(AttrProfileName), kind: kindString, str: in.Name})
+		nameAttr = b.d.attribute(attrKey{key: b.d.str(otlpattr.ProfileName), kind: kindString, str: in.Name})
 	}
 	ids := make([]byte, 16*len(sent))
 	for i, t := range sent {
 		id := b.newID()
 		copy(ids[16*i:], id[:])
 		prof := &profilespb.Profile{
-			SampleType:       b.d.valueType(profile.ValueType(types[2*i])),
+			SampleType:       b.d.valueType(pprofdecode.ValueType(types[2*i])),
 			TimeUnixNano:     win.time,
 			DurationNano:     win.duration,
-			PeriodType:       b.d.valueType(profile.ValueType(types[2*i+1])),
+			PeriodType:       b.d.valueType(pprofdecode.ValueType(types[2*i+1])),
 			Period:           p.Period,
 			ProfileId:        ids[16*i : 16*i+16 : 16*i+16],
 			AttributeIndices: []int32{nameAttr},
@@ -234,8 +210,8 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 
 // scaledExactly tells whether the values of sample type t of p equal those
 // of sample type from times the period, in every sample.
-func scaledExactly(p *profile.Profile, t int, from string) bool {
-	f := slices.IndexFunc(p.SampleTypes, func(vt profile.ValueType) bool { return vt.Type == from })
+func scaledExactly(p *pprofdecode.Profile, t int, from string) bool {
+	f := slices.IndexFunc(p.SampleTypes, func(vt pprofdecode.ValueType) bool { return vt.Type == from })
 	if f < 0 || f == t {
 		return false
 	}
@@ -267,9 +243,9 @@ func (b *Builder) scopeFor(name, defaultType string, order []*commonpb.AnyValue)
 		s.Attributes = append(s.Attributes, b.scope.Attributes...)
 	}
 	s.Attributes = append(s.Attributes,
-		&commonpb.KeyValue{Key: AttrDefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: defaultType}}},
-		&commonpb.KeyValue{Key: AttrSampleTypeOrder, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: order}}}},
-		&commonpb.KeyValue{Key: AttrProfileName, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}},
+		&commonpb.KeyValue{Key: otlpattr.DefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: defaultType}}},
+		&commonpb.KeyValue{Key: otlpattr.SampleTypeOrder, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: order}}}},
+		&commonpb.KeyValue{Key: otlpattr.ProfileName, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}},
 	)
 	return s
 }
@@ -277,7 +253,7 @@ func (b *Builder) scopeFor(name, defaultType string, order []*commonpb.AnyValue)
 // prepare resets the per-input scratch state and groups the live samples of
 // p (those with a non-zero value and a usable stack) by identity: samples
 // with the same locations and labels are merged into the first of them.
-func (b *Builder) prepare(p *profile.Profile) {
+func (b *Builder) prepare(p *pprofdecode.Profile) {
 	b.locIdx = fill(b.locIdx, len(p.Locations))
 	b.funcIdx = fill(b.funcIdx, len(p.Functions))
 	b.mapIdx = fill(b.mapIdx, len(p.Mappings))
@@ -346,7 +322,7 @@ func fill(s []int32, n int) []int32 {
 	return s
 }
 
-func live(s *profile.Sample, nTypes int) bool {
+func live(s *pprofdecode.Sample, nTypes int) bool {
 	for t, v := range s.Values {
 		if t < nTypes && v != 0 {
 			return true
@@ -355,7 +331,7 @@ func live(s *profile.Sample, nTypes int) bool {
 	return false
 }
 
-func hasLocation(s *profile.Sample, nLocs int) bool {
+func hasLocation(s *pprofdecode.Sample, nLocs int) bool {
 	for _, l := range s.Locations {
 		if l >= 0 && int(l) < nLocs {
 			return true
@@ -368,7 +344,7 @@ func hasLocation(s *profile.Sample, nLocs int) bool {
 // and its labels, a set, compared in a canonical order by sameIdentity.
 // Samples of the same identity are merged. Label hashes are summed, so
 // that hashing needs no sorting: their order does not count.
-func (b *Builder) hashIdentity(s *profile.Sample, nLocs int) uint64 {
+func (b *Builder) hashIdentity(s *pprofdecode.Sample, nLocs int) uint64 {
 	var h uint64
 	for _, l := range s.Locations {
 		if l >= 0 && int(l) < nLocs {
@@ -389,7 +365,7 @@ func (b *Builder) hashIdentity(s *profile.Sample, nLocs int) uint64 {
 // sameIdentity tells whether x and y have the same identity. Numeric labels
 // are not part of it, as they are not sent; string labels that differ only
 // in their unused number are the same label.
-func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
+func (b *Builder) sameIdentity(x, y *pprofdecode.Sample, nLocs int) bool {
 	valid := func(l int32) bool { return l >= 0 && int(l) < nLocs }
 	i, j := 0, 0
 	for {
@@ -431,7 +407,7 @@ func (b *Builder) sameIdentity(x, y *profile.Sample, nLocs int) bool {
 	return true
 }
 
-func stringLabels(s *profile.Sample) int {
+func stringLabels(s *pprofdecode.Sample) int {
 	n := 0
 	for i := range s.Labels {
 		if !s.Labels[i].IsNum {
@@ -443,7 +419,7 @@ func stringLabels(s *profile.Sample) int {
 
 // labelOrder returns the indices of the string labels of s in canonical
 // order, in scratch slice k.
-func (b *Builder) labelOrder(k int, s *profile.Sample) []int {
+func (b *Builder) labelOrder(k int, s *pprofdecode.Sample) []int {
 	ord := b.labelOrd[k][:0]
 	for i := range s.Labels {
 		if !s.Labels[i].IsNum {
@@ -456,12 +432,12 @@ func (b *Builder) labelOrder(k int, s *profile.Sample) []int {
 }
 
 // sameLabel tells whether the string labels x and y are the same label.
-func sameLabel(x, y *profile.Label) bool {
+func sameLabel(x, y *pprofdecode.Label) bool {
 	return x.Key == y.Key && x.Str == y.Str
 }
 
 // compareLabels orders string labels.
-func compareLabels(x, y *profile.Label) int {
+func compareLabels(x, y *pprofdecode.Label) int {
 	if c := strings.Compare(x.Key, y.Key); c != 0 {
 		return c
 	}
@@ -469,7 +445,7 @@ func compareLabels(x, y *profile.Label) int {
 }
 
 // samples returns the Samples of sample type t of p.
-func (b *Builder) samples(p *profile.Profile, t int) []*profilespb.Sample {
+func (b *Builder) samples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
 	acc := b.acc
 	clear(acc)
 	for i := range p.Samples {
@@ -512,7 +488,7 @@ func (b *Builder) samples(p *profile.Profile, t int) []*profilespb.Sample {
 // resolveSample adds the stack, attributes and link of sample i to the
 // dictionary. It runs once per sample and input, as the result is the same
 // for every sample type.
-func (b *Builder) resolveSample(p *profile.Profile, i int) {
+func (b *Builder) resolveSample(p *pprofdecode.Profile, i int) {
 	s := &p.Samples[i]
 	b.stackIdx[i] = b.stack(p, s)
 
@@ -602,7 +578,7 @@ func isZero(b []byte) bool {
 	return true
 }
 
-func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
+func (b *Builder) stack(p *pprofdecode.Profile, s *pprofdecode.Sample) int32 {
 	locs := b.d.stackScratch[:0]
 	var h uint64
 	for _, l := range s.Locations {
@@ -621,7 +597,7 @@ func (b *Builder) stack(p *profile.Profile, s *profile.Sample) int32 {
 	return b.d.stack(locs, h)
 }
 
-func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
+func (b *Builder) location(p *pprofdecode.Profile, l *pprofdecode.Location) int32 {
 	var k locationKey
 	if l.Mapping >= 0 && int(l.Mapping) < len(p.Mappings) {
 		idx := b.mapIdx[l.Mapping]
@@ -633,7 +609,7 @@ func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
 	}
 	k.address = l.Address
 	if l.IsFolded {
-		k.folded = b.d.attribute(attrKey{key: b.d.str(AttrLocationIsFolded), kind: kindBool, num: 1})
+		k.folded = b.d.attribute(attrKey{key: b.d.str(otlpattr.LocationIsFolded), kind: kindBool, num: 1})
 	}
 	lines := b.d.lineScratch[:0]
 	for _, ln := range l.Lines {
@@ -657,7 +633,7 @@ func (b *Builder) location(p *profile.Profile, l *profile.Location) int32 {
 	return b.d.location(k, lines)
 }
 
-func (b *Builder) mapping(m *profile.Mapping, exe bool) int32 {
+func (b *Builder) mapping(m *pprofdecode.Mapping, exe bool) int32 {
 	k := mappingKey{
 		start:    m.Start,
 		limit:    m.Limit,
@@ -669,19 +645,19 @@ func (b *Builder) mapping(m *profile.Mapping, exe bool) int32 {
 		k.nattrs++
 	}
 	if m.BuildID != "" {
-		add(attrKey{key: b.d.str(AttrBuildIDGNU), kind: kindString, str: m.BuildID})
+		add(attrKey{key: b.d.str(otlpattr.BuildIDGNU), kind: kindString, str: m.BuildID})
 	}
 	if exe {
-		add(attrKey{key: b.d.str(AttrBuildIDGo), kind: kindString, str: b.goBuildID})
+		add(attrKey{key: b.d.str(otlpattr.BuildIDGo), kind: kindString, str: b.goBuildID})
 	}
 	for _, f := range [...]struct {
 		set bool
 		key string
 	}{
-		{m.HasFunctions, AttrMappingHasFunctions},
-		{m.HasFilenames, AttrMappingHasFilenames},
-		{m.HasLineNumbers, AttrMappingHasLineNumbers},
-		{m.HasInlineFrames, AttrMappingHasInlineFrames},
+		{m.HasFunctions, otlpattr.MappingHasFunctions},
+		{m.HasFilenames, otlpattr.MappingHasFilenames},
+		{m.HasLineNumbers, otlpattr.MappingHasLineNumbers},
+		{m.HasInlineFrames, otlpattr.MappingHasInlineFrames},
 	} {
 		if f.set {
 			add(attrKey{key: b.d.str(f.key), kind: kindBool, num: 1})

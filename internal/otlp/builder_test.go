@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/otlptest"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -68,7 +69,7 @@ func (v view) scope(name string) *profilespb.ScopeProfiles {
 	v.t.Helper()
 	for _, sp := range v.req.ResourceProfiles[0].ScopeProfiles {
 		for _, kv := range sp.Scope.Attributes {
-			if kv.Key == otlp.AttrProfileName && kv.Value.GetStringValue() == name {
+			if kv.Key == otlpattr.ProfileName && kv.Value.GetStringValue() == name {
 				return sp
 			}
 		}
@@ -128,7 +129,7 @@ func (v view) attrs(idxs []int32) []string {
 }
 
 // zeroed returns p with every sample value set to zero.
-func zeroed(p *profile.Profile) *profile.Profile {
+func zeroed(p *pprofdecode.Profile) *pprofdecode.Profile {
 	for i := range p.Samples {
 		clear(p.Samples[i].Values)
 	}
@@ -145,14 +146,14 @@ func TestBuildValid(t *testing.T) {
 		{"no inputs", nil, 0},
 		{"nil profile", []otlp.Input{{Name: "cpu"}}, 0},
 		{"only zero samples", []otlp.Input{{Name: "block", Profile: zeroed(otlptest.FixtureInputs()[3].Profile)}}, 2},
-		{"no locations", []otlp.Input{{Name: "cpu", Profile: &profile.Profile{
-			SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
-			Samples:     []profile.Sample{{Values: []int64{4}}, {Locations: []int32{3, -1}, Values: []int64{4}}},
+		{"no locations", []otlp.Input{{Name: "cpu", Profile: &pprofdecode.Profile{
+			SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}},
+			Samples:     []pprofdecode.Sample{{Values: []int64{4}}, {Locations: []int32{3, -1}, Values: []int64{4}}},
 		}}}, 1},
-		{"out of range references", []otlp.Input{{Name: "cpu", Profile: &profile.Profile{
-			SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
-			Locations:   []profile.Location{{Mapping: 5, Address: 0x10, Lines: []profile.Line{{Function: 9, Line: 1}}}},
-			Samples:     []profile.Sample{{Locations: []int32{0, 7}, Values: []int64{4}}},
+		{"out of range references", []otlp.Input{{Name: "cpu", Profile: &pprofdecode.Profile{
+			SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}},
+			Locations:   []pprofdecode.Location{{Mapping: 5, Address: 0x10, Lines: []pprofdecode.Line{{Function: 9, Line: 1}}}},
+			Samples:     []pprofdecode.Sample{{Locations: []int32{0, 7}, Values: []int64{4}}},
 		}}}, 1},
 	}
 	for _, tt := range tests {
@@ -228,9 +229,9 @@ func TestBuildDictionary(t *testing.T) {
 		t.Errorf("mapping file = %q, want %q", got, want)
 	}
 	wantMapAttrs := []string{
-		otlp.AttrMappingHasFilenames + "=true", otlp.AttrMappingHasFunctions + "=true",
-		otlp.AttrMappingHasLineNumbers + "=true", otlp.AttrBuildIDGNU + "=c0ffee",
-		otlp.AttrBuildIDGo + "=" + otlptest.FixtureGoBuildID,
+		otlpattr.MappingHasFilenames + "=true", otlpattr.MappingHasFunctions + "=true",
+		otlpattr.MappingHasLineNumbers + "=true", otlpattr.BuildIDGNU + "=c0ffee",
+		otlpattr.BuildIDGo + "=" + otlptest.FixtureGoBuildID,
 	}
 	slices.Sort(wantMapAttrs)
 	if got := v.attrs(m.AttributeIndices); !slices.Equal(got, wantMapAttrs) {
@@ -303,7 +304,7 @@ func TestBuildSamples(t *testing.T) {
 			if p.TimeUnixNano != uint64(windowStart.UnixNano()) || p.DurationNano != uint64(10*time.Second) {
 				t.Errorf("time = %d+%d, want %d+%d", p.TimeUnixNano, p.DurationNano, windowStart.UnixNano(), 10*time.Second)
 			}
-			if got := v.attrs(p.AttributeIndices); !slices.Equal(got, []string{otlp.AttrProfileName + "=" + tt.scope}) {
+			if got := v.attrs(p.AttributeIndices); !slices.Equal(got, []string{otlpattr.ProfileName + "=" + tt.scope}) {
 				t.Errorf("profile attributes = %q", got)
 			}
 		})
@@ -337,7 +338,7 @@ func TestBuildSamples(t *testing.T) {
 	folded := 0
 	for _, l := range loc[1:] {
 		for _, a := range v.attrs(l.AttributeIndices) {
-			if a == otlp.AttrLocationIsFolded+"=true" {
+			if a == otlpattr.LocationIsFolded+"=true" {
 				folded++
 				if got := v.d.StringTable[v.d.FunctionTable[l.Lines[0].FunctionIndex].NameStrindex]; got != "sync.(*Mutex).Unlock" {
 					t.Errorf("folded location is %s, want sync.(*Mutex).Unlock", got)
@@ -379,14 +380,14 @@ func TestBuildScopes(t *testing.T) {
 		for _, kv := range sp.Scope.Attributes {
 			attrs[kv.Key] = kv.Value
 		}
-		if got := attrs[otlp.AttrProfileName].GetStringValue(); got != tt.name {
+		if got := attrs[otlpattr.ProfileName].GetStringValue(); got != tt.name {
 			t.Errorf("scope %d name = %q, want %q", i, got, tt.name)
 		}
-		if got := attrs[otlp.AttrDefaultSampleType].GetStringValue(); got != tt.defaultType {
+		if got := attrs[otlpattr.DefaultSampleType].GetStringValue(); got != tt.defaultType {
 			t.Errorf("scope %s default sample type = %q, want %q", tt.name, got, tt.defaultType)
 		}
 		var order []int64
-		for _, x := range attrs[otlp.AttrSampleTypeOrder].GetArrayValue().GetValues() {
+		for _, x := range attrs[otlpattr.SampleTypeOrder].GetArrayValue().GetValues() {
 			order = append(order, x.GetIntValue())
 		}
 		if !slices.Equal(order, tt.order) {
@@ -467,11 +468,11 @@ func TestBuildGolden(t *testing.T) {
 // checks whether they become one: samples are merged when their valid
 // locations, in order, and their labels, in canonical order, are the same.
 func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
-	str := func(k, v string) profile.Label { return profile.Label{Key: k, Str: v} }
-	num := func(k string, n int64) profile.Label { return profile.Label{Key: k, Num: n, IsNum: true} }
+	str := func(k, v string) pprofdecode.Label { return pprofdecode.Label{Key: k, Str: v} }
+	num := func(k string, n int64) pprofdecode.Label { return pprofdecode.Label{Key: k, Num: n, IsNum: true} }
 	type sample struct {
 		locs   []int32
-		labels []profile.Label
+		labels []pprofdecode.Label
 	}
 	tests := []struct {
 		name   string
@@ -479,32 +480,32 @@ func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
 		merged bool
 	}{
 		{"same stack, no labels", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1}, nil}, true},
-		{"same stack and labels", sample{[]int32{0, 1, 2}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0, 1, 2}, []profile.Label{num("bytes", 8)}}, true},
-		{"labels in another order", sample{[]int32{0}, []profile.Label{str("a", "1"), num("b", 2), str("c", "")}}, sample{[]int32{0}, []profile.Label{num("b", 2), str("c", ""), str("a", "1")}}, true},
-		{"repeated labels in another order", sample{[]int32{0}, []profile.Label{str("a", "1"), str("b", "2"), str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1"), str("b", "2")}}, true},
+		{"same stack and labels", sample{[]int32{0, 1, 2}, []pprofdecode.Label{num("bytes", 8)}}, sample{[]int32{0, 1, 2}, []pprofdecode.Label{num("bytes", 8)}}, true},
+		{"labels in another order", sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), num("b", 2), str("c", "")}}, sample{[]int32{0}, []pprofdecode.Label{num("b", 2), str("c", ""), str("a", "1")}}, true},
+		{"repeated labels in another order", sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("b", "2"), str("a", "1")}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("a", "1"), str("b", "2")}}, true},
 		{"out-of-range locations left out", sample{[]int32{0, 7, 1, -1}, nil}, sample{[]int32{-2, 0, 1}, nil}, true},
-		{"fields a label's kind does not use", sample{[]int32{0}, []profile.Label{{Key: "k", Str: "v", Num: 5}}}, sample{[]int32{0}, []profile.Label{str("k", "v")}}, true},
+		{"fields a label's kind does not use", sample{[]int32{0}, []pprofdecode.Label{{Key: "k", Str: "v", Num: 5}}}, sample{[]int32{0}, []pprofdecode.Label{str("k", "v")}}, true},
 		{"other order of locations", sample{[]int32{0, 1}, nil}, sample{[]int32{1, 0}, nil}, false},
 		{"a stack and its prefix", sample{[]int32{0, 1}, nil}, sample{[]int32{0, 1, 2}, nil}, false},
 		// Numeric labels are not sent, so they do not part samples.
-		{"another number", sample{[]int32{0}, []profile.Label{num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{num("bytes", 16)}}, true},
-		{"a number and none", sample{[]int32{0}, []profile.Label{str("a", "1"), num("bytes", 8)}}, sample{[]int32{0}, []profile.Label{str("a", "1")}}, true},
-		{"another string value", sample{[]int32{0}, []profile.Label{str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "2")}}, false},
-		{"a string and a number", sample{[]int32{0}, []profile.Label{str("n", "")}}, sample{[]int32{0}, []profile.Label{num("n", 0)}}, false},
-		{"a label repeated", sample{[]int32{0}, []profile.Label{str("a", "1")}}, sample{[]int32{0}, []profile.Label{str("a", "1"), str("a", "1")}}, false},
-		{"labels swapped between keys", sample{[]int32{0}, []profile.Label{str("a", "1"), str("b", "2")}}, sample{[]int32{0}, []profile.Label{str("a", "2"), str("b", "1")}}, false},
+		{"another number", sample{[]int32{0}, []pprofdecode.Label{num("bytes", 8)}}, sample{[]int32{0}, []pprofdecode.Label{num("bytes", 16)}}, true},
+		{"a number and none", sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), num("bytes", 8)}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "1")}}, true},
+		{"another string value", sample{[]int32{0}, []pprofdecode.Label{str("a", "1")}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "2")}}, false},
+		{"a string and a number", sample{[]int32{0}, []pprofdecode.Label{str("n", "")}}, sample{[]int32{0}, []pprofdecode.Label{num("n", 0)}}, false},
+		{"a label repeated", sample{[]int32{0}, []pprofdecode.Label{str("a", "1")}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("a", "1")}}, false},
+		{"labels swapped between keys", sample{[]int32{0}, []pprofdecode.Label{str("a", "1"), str("b", "2")}}, sample{[]int32{0}, []pprofdecode.Label{str("a", "2"), str("b", "1")}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &profile.Profile{
-				SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}},
-				Functions:   []profile.Function{{Name: "f0"}, {Name: "f1"}, {Name: "f2"}},
-				Locations: []profile.Location{
-					{Mapping: -1, Address: 0x10, Lines: []profile.Line{{Function: 0}}},
-					{Mapping: -1, Address: 0x20, Lines: []profile.Line{{Function: 1}}},
-					{Mapping: -1, Address: 0x30, Lines: []profile.Line{{Function: 2}}},
+			p := &pprofdecode.Profile{
+				SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}},
+				Functions:   []pprofdecode.Function{{Name: "f0"}, {Name: "f1"}, {Name: "f2"}},
+				Locations: []pprofdecode.Location{
+					{Mapping: -1, Address: 0x10, Lines: []pprofdecode.Line{{Function: 0}}},
+					{Mapping: -1, Address: 0x20, Lines: []pprofdecode.Line{{Function: 1}}},
+					{Mapping: -1, Address: 0x30, Lines: []pprofdecode.Line{{Function: 2}}},
 				},
-				Samples: []profile.Sample{
+				Samples: []pprofdecode.Sample{
 					{Locations: tt.a.locs, Labels: tt.a.labels, Values: []int64{1}},
 					{Locations: tt.b.locs, Labels: tt.b.labels, Values: []int64{2}},
 				},
@@ -529,40 +530,40 @@ func TestBuildMergesSamplesOfOneIdentity(t *testing.T) {
 // runtime/pprof writes and checks the sample and period types of every
 // Profile sent, and which pprof index each stands for.
 func TestBuildSampleTypes(t *testing.T) {
-	vt := func(t, u string) profile.ValueType { return profile.ValueType{Type: t, Unit: u} }
+	vt := func(t, u string) pprofdecode.ValueType { return pprofdecode.ValueType{Type: t, Unit: u} }
 	type sent struct{ sample, period string }
 	tests := []struct {
 		name   string
-		types  []profile.ValueType
-		period profile.ValueType
+		types  []pprofdecode.ValueType
+		period pprofdecode.ValueType
 		values []int64 // of the one sample
 		want   []sent
 		order  []int64
 	}{
-		{"cpu", []profile.ValueType{vt("samples", "count"), vt("cpu", "nanoseconds")}, vt("cpu", "nanoseconds"),
+		{"cpu", []pprofdecode.ValueType{vt("samples", "count"), vt("cpu", "nanoseconds")}, vt("cpu", "nanoseconds"),
 			[]int64{3, 3 * 10_000_000}, []sent{{"samples/count", "cpu/nanoseconds"}}, []int64{0}},
 		// cpu/nanoseconds that samples/count does not give exactly is sent.
-		{"cpu", []profile.ValueType{vt("samples", "count"), vt("cpu", "nanoseconds")}, vt("cpu", "nanoseconds"),
+		{"cpu", []pprofdecode.ValueType{vt("samples", "count"), vt("cpu", "nanoseconds")}, vt("cpu", "nanoseconds"),
 			[]int64{3, 3*10_000_000 + 1}, []sent{{"samples/count", "cpu/nanoseconds"}, {"cpu/nanoseconds", "cpu/nanoseconds"}}, []int64{0, 1}},
-		{"heap", []profile.ValueType{vt("alloc_objects", "count"), vt("alloc_space", "bytes"), vt("inuse_objects", "count"), vt("inuse_space", "bytes")}, vt("space", "bytes"),
+		{"heap", []pprofdecode.ValueType{vt("alloc_objects", "count"), vt("alloc_space", "bytes"), vt("inuse_objects", "count"), vt("inuse_space", "bytes")}, vt("space", "bytes"),
 			[]int64{1, 2, 3, 4}, []sent{{"alloc_objects/count", "space/bytes"}, {"alloc_space/bytes", "space/bytes"}, {"inuse_objects/count", "space/bytes"}, {"inuse_space/bytes", "space/bytes"}}, []int64{0, 1, 2, 3}},
-		{"goroutine", []profile.ValueType{vt("goroutine", "count")}, vt("goroutine", "count"),
+		{"goroutine", []pprofdecode.ValueType{vt("goroutine", "count")}, vt("goroutine", "count"),
 			[]int64{1}, []sent{{"goroutine/count", "goroutine/count"}}, []int64{0}},
-		{"mutex", []profile.ValueType{vt("contentions", "count"), vt("delay", "nanoseconds")}, vt("contentions", "count"),
+		{"mutex", []pprofdecode.ValueType{vt("contentions", "count"), vt("delay", "nanoseconds")}, vt("contentions", "count"),
 			[]int64{1, 2}, []sent{{"mutex_contentions/count", "mutex_contentions/count"}, {"mutex_delay/nanoseconds", "mutex_contentions/count"}}, []int64{0, 1}},
-		{"block", []profile.ValueType{vt("contentions", "count"), vt("delay", "nanoseconds")}, vt("contentions", "count"),
+		{"block", []pprofdecode.ValueType{vt("contentions", "count"), vt("delay", "nanoseconds")}, vt("contentions", "count"),
 			[]int64{1, 2}, []sent{{"block_contentions/count", "block_contentions/count"}, {"block_delay/nanoseconds", "block_contentions/count"}}, []int64{0, 1}},
 		// A profile the table does not know keeps its types.
-		{"threadcreate", []profile.ValueType{vt("threadcreate", "count")}, vt("threadcreate", "count"),
+		{"threadcreate", []pprofdecode.ValueType{vt("threadcreate", "count")}, vt("threadcreate", "count"),
 			[]int64{1}, []sent{{"threadcreate/count", "threadcreate/count"}}, []int64{0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &profile.Profile{
+			p := &pprofdecode.Profile{
 				SampleTypes: tt.types, PeriodType: tt.period, Period: 10_000_000,
-				Functions: []profile.Function{{Name: "f"}},
-				Locations: []profile.Location{{Mapping: -1, Address: 0x10, Lines: []profile.Line{{Function: 0}}}},
-				Samples:   []profile.Sample{{Locations: []int32{0}, Values: tt.values}},
+				Functions: []pprofdecode.Function{{Name: "f"}},
+				Locations: []pprofdecode.Location{{Mapping: -1, Address: 0x10, Lines: []pprofdecode.Line{{Function: 0}}}},
+				Samples:   []pprofdecode.Sample{{Locations: []int32{0}, Values: tt.values}},
 			}
 			req := newTestBuilder().Build(windowStart, windowEnd, []otlp.Input{{Name: tt.name, Profile: p}})
 			if err := otlptest.Validate(req); err != nil {
@@ -582,7 +583,7 @@ func TestBuildSampleTypes(t *testing.T) {
 			}
 			var order []int64
 			for _, kv := range sp.Scope.Attributes {
-				if kv.Key == otlp.AttrSampleTypeOrder {
+				if kv.Key == otlpattr.SampleTypeOrder {
 					for _, x := range kv.Value.GetArrayValue().GetValues() {
 						order = append(order, x.GetIntValue())
 					}
@@ -592,24 +593,5 @@ func TestBuildSampleTypes(t *testing.T) {
 				t.Errorf("sample type order %v, want %v", order, tt.order)
 			}
 		})
-	}
-}
-
-// TestSampleTypesAreDistinct checks that no two entries of SampleTypes send
-// the same sample and period types, so that a Profile's types name its
-// runtime profile, and that every entry is found back from them.
-func TestSampleTypesAreDistinct(t *testing.T) {
-	for _, st := range otlp.SampleTypes {
-		got, ok := otlp.PprofSampleType(st.Sample, st.Period)
-		if !ok || got != st {
-			t.Errorf("PprofSampleType(%v, %v) = %v, %v; want %v", st.Sample, st.Period, got, ok, st)
-		}
-	}
-	cpu := otlp.SampleTypes[0]
-	if got := otlp.Unsent([]otlp.SampleType{cpu}); len(got) != 1 || got[0].Pprof != (otlp.ValueType{Type: "cpu", Unit: "nanoseconds"}) {
-		t.Errorf("Unsent(samples/count) = %v, want cpu/nanoseconds", got)
-	}
-	if got := otlp.Unsent([]otlp.SampleType{cpu, otlp.SampleTypes[1]}); len(got) != 0 {
-		t.Errorf("Unsent(both CPU types) = %v, want none", got)
 	}
 }

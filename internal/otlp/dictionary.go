@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/pprofotel/profiler/internal/hashindex"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 )
@@ -230,7 +230,7 @@ func (d *dictionary) str(s string) int32 {
 	return i
 }
 
-func (d *dictionary) valueType(vt profile.ValueType) *profilespb.ValueType {
+func (d *dictionary) valueType(vt pprofdecode.ValueType) *profilespb.ValueType {
 	return &profilespb.ValueType{TypeStrindex: d.str(vt.Type), UnitStrindex: d.str(vt.Unit)}
 }
 

@@ -9,7 +9,7 @@
 // inputs were given. A pprof profile carries several sample types in one
 // message; OTLP gives each Profile a single sample type, so every pprof sample
 // type becomes its own Profile, emitted in pprof order, and every Sample has
-// exactly one value. SampleTypes says which sample_type and period_type each
+// exactly one value. otlpattr.SampleTypes says which sample_type and period_type each
 // runtime sample type gets, and which are not sent because another one gives
 // them exactly (the CPU profile's cpu/nanoseconds).
 //

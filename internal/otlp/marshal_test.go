@@ -14,7 +14,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/otlptest"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -316,7 +316,7 @@ func inputsFromFile(t *testing.T, name string) []otlp.Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := profile.Parse(data)
+	p, err := pprofdecode.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func inputsFromRuntime(t *testing.T) []otlp.Input {
 		if err := pprof.Lookup(name).WriteTo(&buf, 0); err != nil {
 			t.Fatal(err)
 		}
-		p, err := profile.Parse(buf.Bytes())
+		p, err := pprofdecode.Parse(buf.Bytes())
 		if err != nil {
 			t.Fatal(err)
 		}

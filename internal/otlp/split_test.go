@@ -6,8 +6,9 @@ import (
 	"testing"
 
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/otlptest"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -19,33 +20,33 @@ import (
 // links on every third, so that a request of it is large and every part of
 // a split needs its own share of the dictionary.
 func wideProfile(name string, n int) otlp.Input {
-	p := &profile.Profile{
-		SampleTypes: []profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
-		PeriodType:  profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+	p := &pprofdecode.Profile{
+		SampleTypes: []pprofdecode.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType:  pprofdecode.ValueType{Type: "cpu", Unit: "nanoseconds"},
 		Period:      10000000,
-		Mappings:    []profile.Mapping{{Start: 0x400000, Limit: 0x800000, File: "/app/server", HasFunctions: true}},
+		Mappings:    []pprofdecode.Mapping{{Start: 0x400000, Limit: 0x800000, File: "/app/server", HasFunctions: true}},
 	}
 	const funcs = 200
 	for f := range funcs {
-		p.Functions = append(p.Functions, profile.Function{
+		p.Functions = append(p.Functions, pprofdecode.Function{
 			Name:     fmt.Sprintf("%s.handler%03d", name, f),
 			Filename: fmt.Sprintf("/src/%s/file%02d.go", name, f%17),
 		})
-		p.Locations = append(p.Locations, profile.Location{
+		p.Locations = append(p.Locations, pprofdecode.Location{
 			Mapping: 0, Address: 0x401000 + uint64(f)*0x40,
-			Lines: []profile.Line{{Function: int32(f), Line: int64(10 + f)}},
+			Lines: []pprofdecode.Line{{Function: int32(f), Line: int64(10 + f)}},
 		})
 	}
 	for i := range n {
-		s := profile.Sample{
+		s := pprofdecode.Sample{
 			Locations: []int32{int32(i % funcs), int32((i / funcs) % funcs), int32((i*7 + 3) % funcs)},
 			Values:    []int64{int64(1 + i%5), int64(10000000 * (1 + i%5))},
-			Labels:    []profile.Label{{Key: "request", Str: fmt.Sprintf("r%d", i%13)}},
+			Labels:    []pprofdecode.Label{{Key: "request", Str: fmt.Sprintf("r%d", i%13)}},
 		}
 		if i%3 == 0 {
 			s.Labels = append(s.Labels,
-				profile.Label{Key: labels.TraceIDKey, Str: fmt.Sprintf("%032x", 1+i%11)},
-				profile.Label{Key: labels.SpanIDKey, Str: fmt.Sprintf("%016x", 1+i%7)})
+				pprofdecode.Label{Key: labels.TraceIDKey, Str: fmt.Sprintf("%032x", 1+i%11)},
+				pprofdecode.Label{Key: labels.SpanIDKey, Str: fmt.Sprintf("%016x", 1+i%7)})
 		}
 		p.Samples = append(p.Samples, s)
 	}
@@ -145,7 +146,7 @@ func TestSplit(t *testing.T) {
 				samples += numSamples(part)
 				for _, sp := range part.ResourceProfiles[0].ScopeProfiles {
 					for _, kv := range sp.Scope.Attributes {
-						if kv.Key == otlp.AttrProfileName {
+						if kv.Key == otlpattr.ProfileName {
 							scopesSeen[kv.Value.GetStringValue()]++
 						}
 					}

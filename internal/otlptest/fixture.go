@@ -2,7 +2,7 @@ package otlptest
 
 import (
 	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/labels"
 )
 
@@ -25,48 +25,48 @@ const (
 // Every call returns fresh values.
 func FixtureInputs() []otlp.Input {
 	heap := program(false)
-	heap.SampleTypes = []profile.ValueType{
+	heap.SampleTypes = []pprofdecode.ValueType{
 		{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
 		{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"},
 	}
-	heap.PeriodType = profile.ValueType{Type: "space", Unit: "bytes"}
+	heap.PeriodType = pprofdecode.ValueType{Type: "space", Unit: "bytes"}
 	heap.Period = 524288
 	heap.DefaultSampleType = "inuse_space"
 	l := heap.loc
-	heap.Samples = []profile.Sample{
+	heap.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["mallocgc"], l["alloc"], l["handle"], l["main"]}, Values: []int64{2, 2048, 1, 1024},
-			Labels: []profile.Label{{Key: "bytes", Num: 1024, IsNum: true}}},
+			Labels: []pprofdecode.Label{{Key: "bytes", Num: 1024, IsNum: true}}},
 		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{0, 0, 3, 300}},
 		{Locations: []int32{l["unused"], l["main"]}, Values: []int64{0, 0, 0, 0}},
 	}
 
 	cpu := program(true)
-	cpu.SampleTypes = []profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
-	cpu.PeriodType = profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	cpu.SampleTypes = []pprofdecode.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
+	cpu.PeriodType = pprofdecode.ValueType{Type: "cpu", Unit: "nanoseconds"}
 	cpu.Period = 10000000
 	l = cpu.loc
-	traced := []profile.Label{
+	traced := []pprofdecode.Label{
 		{Key: labels.SpanIDKey, Str: FixtureSpanID},
 		{Key: "worker", Num: 7, NumUnit: "requests", IsNum: true},
 		{Key: labels.TraceIDKey, Str: FixtureTraceID},
 	}
-	cpu.Samples = []profile.Sample{
+	cpu.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{3, 30000000},
-			Labels: []profile.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "http.route", Str: "/api"}}},
+			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "http.route", Str: "/api"}}},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 10000000}, Labels: traced},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{2, 0},
-			Labels: []profile.Label{{Key: labels.TraceIDKey, Str: "XYZ"}, {Key: labels.SpanIDKey, Str: fixtureOtherSpan}}},
+			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: "XYZ"}, {Key: labels.SpanIDKey, Str: fixtureOtherSpan}}},
 		// Same identity as the second sample, labels in another order.
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 5},
-			Labels: []profile.Label{traced[2], traced[0], traced[1]}},
+			Labels: []pprofdecode.Label{traced[2], traced[0], traced[1]}},
 	}
 
 	mutex := program(false)
-	mutex.SampleTypes = []profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}}
-	mutex.PeriodType = profile.ValueType{Type: "contentions", Unit: "count"}
+	mutex.SampleTypes = []pprofdecode.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}}
+	mutex.PeriodType = pprofdecode.ValueType{Type: "contentions", Unit: "count"}
 	mutex.Period = 1
 	l = mutex.loc
-	mutex.Samples = []profile.Sample{
+	mutex.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["unlock"], l["handle"], l["main"]}, Values: []int64{5, 5000}},
 	}
 
@@ -75,7 +75,7 @@ func FixtureInputs() []otlp.Input {
 	block.PeriodType = mutex.PeriodType
 	block.Period = 1
 	l = block.loc
-	block.Samples = []profile.Sample{
+	block.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["unlock"], l["handle"], l["main"]}, Values: []int64{7, 7000}},
 		{Locations: []int32{l["unlock"], l["main"]}, Values: []int64{0, 0}},
 	}
@@ -89,14 +89,14 @@ func FixtureInputs() []otlp.Input {
 }
 
 type fixtureProgram struct {
-	profile.Profile
+	pprofdecode.Profile
 	loc map[string]int32
 }
 
 // program returns the functions, locations and mappings of the imaginary
 // program, in reverse order when reversed is set.
 func program(reversed bool) *fixtureProgram {
-	fn := []profile.Function{
+	fn := []pprofdecode.Function{
 		{Name: "main.main", SystemName: "main.main", Filename: "main.go", StartLine: 10},
 		{Name: "main.handle", SystemName: "main.handle", Filename: "main.go", StartLine: 20},
 		{Name: "main.alloc", SystemName: "main.alloc", Filename: "alloc.go", StartLine: 5},
@@ -105,22 +105,22 @@ func program(reversed bool) *fixtureProgram {
 		{Name: "sync.(*Mutex).Unlock", SystemName: "sync.(*Mutex).Unlock", Filename: "mutex.go", StartLine: 50},
 		{Name: "main.unused", SystemName: "main.unused", Filename: "unused.go", StartLine: 1},
 	}
-	maps := []profile.Mapping{
+	maps := []pprofdecode.Mapping{
 		{Start: 0x400000, Limit: 0x800000, File: FixtureExecutable, BuildID: "c0ffee",
 			HasFunctions: true, HasFilenames: true, HasLineNumbers: true},
 		{Start: 0x7f0000000000, Limit: 0x7f0000100000, Offset: 0x1000, File: "/lib/libunused.so", BuildID: "dead"},
 	}
 	type loc struct {
 		name string
-		l    profile.Location
+		l    pprofdecode.Location
 	}
 	locs := []loc{
-		{"main", profile.Location{Mapping: 0, Address: 0x401000, Lines: []profile.Line{{Function: 0, Line: 12}}}},
-		{"handle", profile.Location{Mapping: 0, Address: 0x402000, Lines: []profile.Line{{Function: 1, Line: 25}}}},
-		{"alloc", profile.Location{Mapping: 0, Address: 0x403000, Lines: []profile.Line{{Function: 4, Line: 33}, {Function: 2, Line: 7}}}},
-		{"mallocgc", profile.Location{Mapping: 0, Address: 0x404000, Lines: []profile.Line{{Function: 3, Line: 950, Column: 4}}}},
-		{"unlock", profile.Location{Mapping: 0, Address: 0x405000, IsFolded: true, Lines: []profile.Line{{Function: 5, Line: 60}}}},
-		{"unused", profile.Location{Mapping: 1, Address: 0x7f0000000100, Lines: []profile.Line{{Function: 6, Line: 3}}}},
+		{"main", pprofdecode.Location{Mapping: 0, Address: 0x401000, Lines: []pprofdecode.Line{{Function: 0, Line: 12}}}},
+		{"handle", pprofdecode.Location{Mapping: 0, Address: 0x402000, Lines: []pprofdecode.Line{{Function: 1, Line: 25}}}},
+		{"alloc", pprofdecode.Location{Mapping: 0, Address: 0x403000, Lines: []pprofdecode.Line{{Function: 4, Line: 33}, {Function: 2, Line: 7}}}},
+		{"mallocgc", pprofdecode.Location{Mapping: 0, Address: 0x404000, Lines: []pprofdecode.Line{{Function: 3, Line: 950, Column: 4}}}},
+		{"unlock", pprofdecode.Location{Mapping: 0, Address: 0x405000, IsFolded: true, Lines: []pprofdecode.Line{{Function: 5, Line: 60}}}},
+		{"unused", pprofdecode.Location{Mapping: 1, Address: 0x7f0000000100, Lines: []pprofdecode.Line{{Function: 6, Line: 3}}}},
 	}
 	if reversed {
 		n := int32(len(fn))

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -367,59 +367,59 @@ func (v *validator) scopeProfiles(sp *profilespb.ScopeProfiles, where string) {
 	}
 
 	name := ""
-	switch a := scopeAttribute(sp.Scope, otlp.AttrProfileName); {
+	switch a := scopeAttribute(sp.Scope, otlpattr.ProfileName); {
 	case a == nil:
-		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlp.AttrProfileName)
+		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlpattr.ProfileName)
 	case a.GetValue() == nil || !isString(a):
-		v.fail(RuleScope, "%s.scope attribute %s is not a string", where, otlp.AttrProfileName)
+		v.fail(RuleScope, "%s.scope attribute %s is not a string", where, otlpattr.ProfileName)
 	default:
 		name = a.GetStringValue()
 	}
 
 	defaultType := ""
-	switch a := scopeAttribute(sp.Scope, otlp.AttrDefaultSampleType); {
+	switch a := scopeAttribute(sp.Scope, otlpattr.DefaultSampleType); {
 	case a == nil:
-		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlp.AttrDefaultSampleType)
+		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlpattr.DefaultSampleType)
 	case !isString(a):
-		v.fail(RuleScope, "%s.scope attribute %s is not a string", where, otlp.AttrDefaultSampleType)
+		v.fail(RuleScope, "%s.scope attribute %s is not a string", where, otlpattr.DefaultSampleType)
 	default:
 		defaultType = a.GetStringValue()
 	}
 
-	sent := make([]otlp.SampleType, len(sp.Profiles))
+	sent := make([]otlpattr.SampleType, len(sp.Profiles))
 	for p, prof := range sp.Profiles {
 		sent[p] = pprofSampleType(v.d, prof)
 	}
-	unsent := otlp.Unsent(sent)
+	unsent := otlpattr.Unsent(sent)
 
-	switch a := scopeAttribute(sp.Scope, otlp.AttrSampleTypeOrder); {
+	switch a := scopeAttribute(sp.Scope, otlpattr.SampleTypeOrder); {
 	case a == nil:
-		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlp.AttrSampleTypeOrder)
+		v.fail(RuleScope, "%s.scope lacks attribute %s", where, otlpattr.SampleTypeOrder)
 	case a.GetArrayValue() == nil && len(sp.Profiles) > 0:
-		v.fail(RuleScope, "%s.scope attribute %s is not an array", where, otlp.AttrSampleTypeOrder)
+		v.fail(RuleScope, "%s.scope attribute %s is not an array", where, otlpattr.SampleTypeOrder)
 	default:
 		// The indices of the pprof profile's sample types: those not
-		// sent (otlp.Unsent) leave theirs free.
+		// sent (otlpattr.Unsent) leave theirs free.
 		vals := a.GetArrayValue().GetValues()
 		if len(vals) != len(sp.Profiles) {
-			v.fail(RuleScope, "%s.scope attribute %s has %d entries for %d profiles", where, otlp.AttrSampleTypeOrder, len(vals), len(sp.Profiles))
+			v.fail(RuleScope, "%s.scope attribute %s has %d entries for %d profiles", where, otlpattr.SampleTypeOrder, len(vals), len(sp.Profiles))
 		}
 		n := len(vals) + len(unsent)
 		used := make(map[int64]bool, len(vals))
 		for i, x := range vals {
 			iv, ok := x.GetValue().(*commonpb.AnyValue_IntValue)
 			if !ok {
-				v.fail(RuleScope, "%s.scope attribute %s[%d] is not an int", where, otlp.AttrSampleTypeOrder, i)
+				v.fail(RuleScope, "%s.scope attribute %s[%d] is not an int", where, otlpattr.SampleTypeOrder, i)
 				continue
 			}
 			if iv.IntValue < 0 || iv.IntValue >= int64(n) || used[iv.IntValue] {
-				v.fail(RuleScope, "%s.scope attribute %s is not a set of distinct indices in 0..%d", where, otlp.AttrSampleTypeOrder, n-1)
+				v.fail(RuleScope, "%s.scope attribute %s is not a set of distinct indices in 0..%d", where, otlpattr.SampleTypeOrder, n-1)
 			}
 			used[iv.IntValue] = true
 		}
 	}
 
-	foundDefault := slices.ContainsFunc(unsent, func(st otlp.SampleType) bool { return st.Pprof.Type == defaultType })
+	foundDefault := slices.ContainsFunc(unsent, func(st otlpattr.SampleType) bool { return st.Pprof.Type == defaultType })
 	for p, prof := range sp.Profiles {
 		pw := fmt.Sprintf("%s.profiles[%d]", where, p)
 		if prof == nil {
@@ -462,14 +462,14 @@ func (v *validator) profile(p *profilespb.Profile, where, scopeName string) {
 	name, found := "", false
 	for _, a := range p.AttributeIndices {
 		if a > 0 && int(a) < len(v.d.AttributeTable) && v.d.AttributeTable[a] != nil &&
-			v.strAt(v.d.AttributeTable[a].KeyStrindex) == otlp.AttrProfileName {
+			v.strAt(v.d.AttributeTable[a].KeyStrindex) == otlpattr.ProfileName {
 			name, found = v.d.AttributeTable[a].GetValue().GetStringValue(), true
 		}
 	}
 	if !found {
-		v.fail(RuleProfile, "%s lacks attribute %s", where, otlp.AttrProfileName)
+		v.fail(RuleProfile, "%s lacks attribute %s", where, otlpattr.ProfileName)
 	} else if name != scopeName {
-		v.fail(RuleProfile, "%s: attribute %s is %q, scope says %q", where, otlp.AttrProfileName, name, scopeName)
+		v.fail(RuleProfile, "%s: attribute %s is %q, scope says %q", where, otlpattr.ProfileName, name, scopeName)
 	}
 
 	for i, s := range p.Samples {

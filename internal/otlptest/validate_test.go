@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -114,14 +115,14 @@ func TestValidateRejects(t *testing.T) {
 		{"stack 0", otlptest.RuleSample, "stack_index 0", func(r *collectorpb.ExportProfilesServiceRequest) {
 			firstProfile(r).Samples[0].StackIndex = 0
 		}},
-		{"no default sample type", otlptest.RuleScope, otlp.AttrDefaultSampleType, func(r *collectorpb.ExportProfilesServiceRequest) {
-			removeScopeAttr(r, otlp.AttrDefaultSampleType)
+		{"no default sample type", otlptest.RuleScope, otlpattr.DefaultSampleType, func(r *collectorpb.ExportProfilesServiceRequest) {
+			removeScopeAttr(r, otlpattr.DefaultSampleType)
 		}},
-		{"no sample type order", otlptest.RuleScope, otlp.AttrSampleTypeOrder, func(r *collectorpb.ExportProfilesServiceRequest) {
-			removeScopeAttr(r, otlp.AttrSampleTypeOrder)
+		{"no sample type order", otlptest.RuleScope, otlpattr.SampleTypeOrder, func(r *collectorpb.ExportProfilesServiceRequest) {
+			removeScopeAttr(r, otlpattr.SampleTypeOrder)
 		}},
-		{"no profile name", otlptest.RuleScope, otlp.AttrProfileName, func(r *collectorpb.ExportProfilesServiceRequest) {
-			removeScopeAttr(r, otlp.AttrProfileName)
+		{"no profile name", otlptest.RuleScope, otlpattr.ProfileName, func(r *collectorpb.ExportProfilesServiceRequest) {
+			removeScopeAttr(r, otlpattr.ProfileName)
 		}},
 	}
 	for _, tt := range tests {

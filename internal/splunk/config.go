@@ -2,13 +2,11 @@ package splunk
 
 import (
 	"errors"
-	"fmt"
-	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/envconfig"
 	"github.com/pprofotel/profiler/internal/export"
 )
 
@@ -87,99 +85,30 @@ type Config struct {
 // OTEL_EXPORTER_OTLP_INSECURE=true. SPLUNK_PROFILER_CALL_STACK_INTERVAL is
 // a whole number of milliseconds, at least MinCallStackInterval.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	lookup := func(name string) (string, bool) {
-		v := strings.TrimSpace(getenv(name))
-		return v, v != ""
-	}
-	var errs []error
-	fail := func(name, value string, err error) {
-		errs = append(errs, fmt.Errorf("splunk: %s=%q: %w", name, value, err))
-	}
-	boolean := func(name string) bool {
-		v, ok := lookup(name)
-		if !ok {
-			return false
-		}
-		switch strings.ToLower(v) {
-		case "true":
-			return true
-		case "false":
-		default:
-			fail(name, v, errors.New(`want "true" or "false"`))
-		}
-		return false
-	}
-
+	r := envconfig.New(getenv, "splunk: ")
 	c := Config{MemoryStackDepth: memoryStackDepth(getenv(envGODEBUG))}
-	c.Enabled = boolean(EnvEnabled)
-	c.MemoryEnabled = boolean(EnvMemoryEnabled)
+	c.Enabled, _ = r.Bool(EnvEnabled)
+	c.MemoryEnabled, _ = r.Bool(EnvMemoryEnabled)
 
-	name, v, ok := EnvLogsEndpoint, "", false
-	if v, ok = lookup(EnvLogsEndpoint); !ok {
-		name = envOTLPEndpoint
-		v, ok = lookup(envOTLPEndpoint)
-	}
+	name, v, ok := r.First(EnvLogsEndpoint, envOTLPEndpoint)
 	if !ok {
 		name, v = "", DefaultLogsEndpoint
 	}
-	insecureFlag := func() bool {
-		iv, set := lookup(envOTLPInsecure)
+	// An invalid OTEL_EXPORTER_OTLP_INSECURE is the OTLP configuration's
+	// to report, when it uses the variable; here it only fails to say
+	// "true".
+	insecure := func() bool {
+		iv, set := r.Lookup(envOTLPInsecure)
 		return set && strings.EqualFold(iv, "true")
 	}
-	if endpoint, insecure, err := parseEndpoint(v, insecureFlag); err != nil {
-		fail(name, v, err)
+	if endpoint, plaintext, err := envconfig.GRPCEndpoint(v, insecure); err != nil {
+		r.Invalid(name, v, err)
 	} else {
-		c.Endpoint, c.Insecure = endpoint, insecure
+		c.Endpoint, c.Insecure = endpoint, plaintext
 	}
 
-	if v, ok := lookup(EnvCallStackInterval); ok {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-			fail(EnvCallStackInterval, v, errors.New("want a whole number of milliseconds"))
-		case ms < MinCallStackInterval.Milliseconds():
-			fail(EnvCallStackInterval, v, fmt.Errorf("want at least %d milliseconds", MinCallStackInterval.Milliseconds()))
-		case ms > int64(time.Duration(1<<63-1)/time.Millisecond):
-			fail(EnvCallStackInterval, v, errors.New("too large"))
-		default:
-			c.CallStackInterval = time.Duration(ms) * time.Millisecond
-		}
-	}
-	return c, errors.Join(errs...)
-}
-
-// parseEndpoint turns an endpoint variable into the host:port gRPC dials
-// and whether it is plaintext.
-func parseEndpoint(v string, insecureFlag func() bool) (string, bool, error) {
-	if !strings.Contains(v, "://") {
-		if err := export.CheckGRPCEndpoint(v); err != nil {
-			return "", false, fmt.Errorf("want a URL such as http://localhost:4317 or host:port: %w", err)
-		}
-		return v, insecureFlag(), nil
-	}
-	u, err := url.Parse(v)
-	if err != nil {
-		return "", false, err
-	}
-	var port string
-	switch u.Scheme {
-	case "http":
-		port = "80"
-	case "https":
-		port = "443"
-	default:
-		return "", false, fmt.Errorf("scheme %q: want http or https", u.Scheme)
-	}
-	if u.Hostname() == "" {
-		return "", false, errors.New("no host")
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
-			return "", false, fmt.Errorf("port %q is not a number in 1-65535", p)
-		}
-		port = p
-	}
-	return net.JoinHostPort(u.Hostname(), port), u.Scheme == "http", nil
+	c.CallStackInterval, _ = r.Millis("the call stack interval", MinCallStackInterval, EnvCallStackInterval)
+	return c, errors.Join(r.Errs()...)
 }
 
 // memoryStackDepth reads profstackdepth from a GODEBUG value as the runtime

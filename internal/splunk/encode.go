@@ -15,7 +15,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // The instrumentation scope the conventions prescribe for profiling logs.
@@ -50,7 +50,7 @@ const (
 
 // allocationSampleType is the single value of an allocation sample. The
 // name is the one Splunk's Java profiler gives the same value.
-var allocationSampleType = profile.ValueType{Type: "allocationSize", Unit: "bytes"}
+var allocationSampleType = pprofdecode.ValueType{Type: "allocationSize", Unit: "bytes"}
 
 // cpuStackDepth is the most frames the Go runtime records for a CPU
 // profile sample (runtime.maxCPUProfStack); GODEBUG=profstackdepth does not
@@ -125,7 +125,7 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 	}, nil
 }
 
-func find(w collect.Window, name string) *profile.Profile {
+func find(w collect.Window, name string) *pprofdecode.Profile {
 	for _, p := range w.Profiles {
 		if p.Name == name && p.Data != nil {
 			return p.Data
@@ -146,7 +146,7 @@ type encoder struct {
 // into one with a count; the conventions, and the profilers that follow
 // them, have one pprof sample per observed stack, so a stack seen n times
 // is written n times, each with its share of the values.
-func (e *encoder) cpu(p *profile.Profile) (*logspb.LogRecord, error) {
+func (e *encoder) cpu(p *pprofdecode.Profile) (*logspb.LogRecord, error) {
 	countIdx := sampleTypeIndex(p, "samples")
 	var periodMs int64
 	if p.Period > 0 && p.PeriodType.Unit == "nanoseconds" {
@@ -211,7 +211,7 @@ func (e *encoder) cpu(p *profile.Profile) (*logspb.LogRecord, error) {
 
 // allocation builds the allocation record: one sample per stack that
 // allocated in the window, valued by the bytes it allocated.
-func (e *encoder) allocation(p *profile.Profile) (*logspb.LogRecord, error) {
+func (e *encoder) allocation(p *pprofdecode.Profile) (*logspb.LogRecord, error) {
 	spaceIdx := sampleTypeIndex(p, "alloc_space")
 	if spaceIdx < 0 {
 		return nil, fmt.Errorf("no alloc_space sample type among %d", len(p.SampleTypes))
@@ -247,7 +247,7 @@ func (e *encoder) allocation(p *profile.Profile) (*logspb.LogRecord, error) {
 // sampleLabels sets e.labels to the labels of one output sample: the event
 // time, the period when positive, the sample's own labels (trace_id and
 // span_id among them) and the truncation mark.
-func (e *encoder) sampleLabels(s *profile.Sample, periodMs int64, truncated bool) {
+func (e *encoder) sampleLabels(s *pprofdecode.Sample, periodMs int64, truncated bool) {
 	e.labels = append(e.labels[:0], label{key: labelEventTime, num: e.eventTime.UnixMilli(), isNum: true})
 	if periodMs > 0 {
 		e.labels = append(e.labels, label{key: labelEventPeriod, num: periodMs, isNum: true})
@@ -267,7 +267,7 @@ func (e *encoder) sampleLabels(s *profile.Sample, periodMs int64, truncated bool
 }
 
 // record finishes w's profile and wraps it in a log record.
-func (e *encoder) record(dataType string, w *pprofWriter, periodType profile.ValueType, period int64, defaultType string, frames int64) (*logspb.LogRecord, error) {
+func (e *encoder) record(dataType string, w *pprofWriter, periodType pprofdecode.ValueType, period int64, defaultType string, frames int64) (*logspb.LogRecord, error) {
 	data := w.finish(header{
 		timeNanos:         e.window.Start.UnixNano(),
 		durationNanos:     int64(e.window.End.Sub(e.window.Start)),
@@ -308,7 +308,7 @@ func stringAttr(k, v string) *commonpb.KeyValue {
 
 // stackDepth counts the frames of s as a stack trace shows them: each
 // inlined call is a frame, and a location without symbols is one frame.
-func stackDepth(p *profile.Profile, s *profile.Sample) int {
+func stackDepth(p *pprofdecode.Profile, s *pprofdecode.Sample) int {
 	n := 0
 	for _, li := range s.Locations {
 		n += max(len(p.Locations[li].Lines), 1)
@@ -316,7 +316,7 @@ func stackDepth(p *profile.Profile, s *profile.Sample) int {
 	return n
 }
 
-func sampleTypeIndex(p *profile.Profile, typ string) int {
+func sampleTypeIndex(p *pprofdecode.Profile, typ string) int {
 	for i, vt := range p.SampleTypes {
 		if vt.Type == typ {
 			return i

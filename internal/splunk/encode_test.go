@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -45,41 +45,41 @@ func repeat(li int32, n int) []int32 {
 // handLocations are shared by the hand-built profiles: location 0 holds
 // main.work inlined into main.handle, 1 is main.main, 2 has no symbols, and
 // 3 (unused.fn) belongs to no reported sample.
-func handLocations() ([]profile.Location, []profile.Function, []profile.Mapping) {
-	funcs := []profile.Function{
+func handLocations() ([]pprofdecode.Location, []pprofdecode.Function, []pprofdecode.Mapping) {
+	funcs := []pprofdecode.Function{
 		{Name: "main.work", SystemName: "main.work", Filename: "main.go", StartLine: 8},
 		{Name: "main.handle", SystemName: "main.handle", Filename: "main.go", StartLine: 18},
 		{Name: "main.main", SystemName: "main.main", Filename: "main.go", StartLine: 28},
 		{Name: "unused.fn", SystemName: "unused.fn", Filename: "unused.go", StartLine: 1},
 	}
-	locs := []profile.Location{
-		{Mapping: 0, Address: 0x401000, Lines: []profile.Line{{Function: 0, Line: 10}, {Function: 1, Line: 20}}},
-		{Mapping: 0, Address: 0x402000, Lines: []profile.Line{{Function: 2, Line: 30}}},
+	locs := []pprofdecode.Location{
+		{Mapping: 0, Address: 0x401000, Lines: []pprofdecode.Line{{Function: 0, Line: 10}, {Function: 1, Line: 20}}},
+		{Mapping: 0, Address: 0x402000, Lines: []pprofdecode.Line{{Function: 2, Line: 30}}},
 		{Mapping: 0, Address: 0x403000},
-		{Mapping: -1, Address: 0x404000, Lines: []profile.Line{{Function: 3, Line: 2}}},
+		{Mapping: -1, Address: 0x404000, Lines: []pprofdecode.Line{{Function: 3, Line: 2}}},
 	}
-	maps := []profile.Mapping{{Start: 0x400000, Limit: 0x500000, File: "/bin/app", BuildID: "abc", HasFunctions: true}}
+	maps := []pprofdecode.Mapping{{Start: 0x400000, Limit: 0x500000, File: "/bin/app", BuildID: "abc", HasFunctions: true}}
 	return locs, funcs, maps
 }
 
-func handCPU() *profile.Profile {
+func handCPU() *pprofdecode.Profile {
 	locs, funcs, maps := handLocations()
 	ms := int64(time.Millisecond)
-	return &profile.Profile{
-		SampleTypes:       []profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+	return &pprofdecode.Profile{
+		SampleTypes:       []pprofdecode.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		DefaultSampleType: "cpu",
-		PeriodType:        profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		PeriodType:        pprofdecode.ValueType{Type: "cpu", Unit: "nanoseconds"},
 		Period:            10 * ms,
-		Samples: []profile.Sample{
+		Samples: []pprofdecode.Sample{
 			// Seen 3 times inside a span, with an application label.
-			{Locations: []int32{0, 1}, Values: []int64{3, 30 * ms}, Labels: []profile.Label{
+			{Locations: []int32{0, 1}, Values: []int64{3, 30 * ms}, Labels: []pprofdecode.Label{
 				{Key: "handler", Str: "checkout"},
 				{Key: "trace_id", Str: traceID},
 				{Key: "span_id", Str: spanID},
 			}},
 			// Outside any span; its label on a key the conventions own
 			// must not survive.
-			{Locations: []int32{1}, Values: []int64{1, 10 * ms}, Labels: []profile.Label{
+			{Locations: []int32{1}, Values: []int64{1, 10 * ms}, Labels: []pprofdecode.Label{
 				{Key: "source.event.time", Num: 5, IsNum: true},
 			}},
 			// At the runtime's CPU stack limit: truncated.
@@ -92,17 +92,17 @@ func handCPU() *profile.Profile {
 	}
 }
 
-func handHeap() *profile.Profile {
+func handHeap() *pprofdecode.Profile {
 	locs, funcs, maps := handLocations()
-	return &profile.Profile{
-		SampleTypes: []profile.ValueType{
+	return &pprofdecode.Profile{
+		SampleTypes: []pprofdecode.ValueType{
 			{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
 			{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"},
 		},
 		DefaultSampleType: "inuse_space",
-		PeriodType:        profile.ValueType{Type: "space", Unit: "bytes"},
+		PeriodType:        pprofdecode.ValueType{Type: "space", Unit: "bytes"},
 		Period:            512 * 1024,
-		Samples: []profile.Sample{
+		Samples: []pprofdecode.Sample{
 			{Locations: []int32{0, 1}, Values: []int64{2, 2048, 0, 0}},
 			// Live but allocated nothing in the window: left out.
 			{Locations: []int32{3}, Values: []int64{0, 0, 5, 500}},

@@ -5,7 +5,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // Field numbers of profile.proto (github.com/google/pprof/proto/profile.proto).
@@ -67,7 +67,7 @@ const (
 // renumbered from 1, so that stacks the window did not report (a heap
 // profile lists every stack ever sampled) do not travel.
 type pprofWriter struct {
-	src *profile.Profile
+	src *pprofdecode.Profile
 	out []byte
 
 	strings map[string]int64
@@ -85,7 +85,7 @@ type pprofWriter struct {
 	packed  []byte
 }
 
-func newPprofWriter(src *profile.Profile) *pprofWriter {
+func newPprofWriter(src *pprofdecode.Profile) *pprofWriter {
 	w := &pprofWriter{
 		src:         src,
 		strings:     map[string]int64{"": 0},
@@ -109,7 +109,7 @@ func (w *pprofWriter) str(s string) int64 {
 }
 
 // valueType appends a ValueType field with the given number.
-func (w *pprofWriter) valueType(field protowire.Number, vt profile.ValueType) {
+func (w *pprofWriter) valueType(field protowire.Number, vt pprofdecode.ValueType) {
 	var m []byte
 	m = appendVarintField(m, fieldValueTypeType, uint64(w.str(vt.Type)))
 	m = appendVarintField(m, fieldValueTypeUnit, uint64(w.str(vt.Unit)))
@@ -119,7 +119,7 @@ func (w *pprofWriter) valueType(field protowire.Number, vt profile.ValueType) {
 
 // useStack gives ids to the locations of s, and to their functions and
 // mappings, that have none yet. It fails on an index outside the profile.
-func (w *pprofWriter) useStack(s *profile.Sample) error {
+func (w *pprofWriter) useStack(s *pprofdecode.Sample) error {
 	for _, li := range s.Locations {
 		if li < 0 || int(li) >= len(w.src.Locations) {
 			return fmt.Errorf("sample refers to location %d of %d", li, len(w.src.Locations))
@@ -166,7 +166,7 @@ type label struct {
 
 // encodeSample returns the Sample message of s with the given values and
 // labels. The result is valid until the next call.
-func (w *pprofWriter) encodeSample(s *profile.Sample, values []int64, labels []label) []byte {
+func (w *pprofWriter) encodeSample(s *pprofdecode.Sample, values []int64, labels []label) []byte {
 	m := w.scratch[:0]
 	w.packed = w.packed[:0]
 	for _, li := range s.Locations {
@@ -270,7 +270,7 @@ func (w *pprofWriter) finish(h header) []byte {
 // header holds the profile-level fields written by finish.
 type header struct {
 	timeNanos, durationNanos int64
-	periodType               profile.ValueType
+	periodType               pprofdecode.ValueType
 	period                   int64
 	defaultSampleType        string
 }

@@ -5,7 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 
-	"github.com/pprofotel/profiler/internal/profile"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // Size describes a pprof profile as the runtime wrote it.
@@ -34,7 +34,7 @@ func Measure(gz []byte) (Size, error) {
 		return s, err
 	}
 	s.Raw = int(n)
-	p, err := profile.Parse(gz)
+	p, err := pprofdecode.Parse(gz)
 	if err != nil {
 		return s, err
 	}

@@ -1,4 +1,4 @@
-package profile
+package pprofdecode
 
 // ValueType names the type and unit of a sample value, e.g. "alloc_space",
 // "bytes".

@@ -1,6 +1,9 @@
-// Package profile holds a decoded runtime/pprof profile as plain data.
+// Package pprofdecode decodes what runtime/pprof writes (profile.proto,
+// gzip-compressed or not) into a profile held as plain data. Its name keeps
+// it apart from github.com/google/pprof/profile, which the tests and the
+// converter use alongside it.
 //
-// It is the in-memory form that the collector computes deltas on and that the
+// The decoded profile is the in-memory form that the collector computes deltas on and that the
 // OTLP builder turns into a request. Strings are resolved (no string table)
 // and cross references are slice indices, so the types can be built by hand
 // in tests.
@@ -11,4 +14,4 @@
 // slices per profile rather than one object per sample, location or
 // string. Input is untrusted: malformed data yields an error naming what is
 // wrong, never a panic, and decompression is bounded by a size limit.
-package profile
+package pprofdecode

@@ -23,13 +23,13 @@ import (
 var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // window returns window i: [epoch+i min, epoch+(i+1) min).
-// The profiler's Sender: profiles requests, split by otlp.Split.
+// The profiler's Queue: profiles requests, split by otlp.Split.
 type (
 	profilesConfig = Config[*collectorpb.ExportProfilesServiceRequest]
 	profilesWindow = Window[*collectorpb.ExportProfilesServiceRequest]
 )
 
-func newProfilesSender(cfg profilesConfig) *Sender[*collectorpb.ExportProfilesServiceRequest] {
+func newProfilesSender(cfg profilesConfig) *Queue[*collectorpb.ExportProfilesServiceRequest] {
 	cfg.Split = otlp.Split
 	return New(cfg)
 }
@@ -159,19 +159,19 @@ type fakeClock struct{ ns atomic.Int64 }
 func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// checkNoGoroutine fails t if a Sender's goroutine is still running,
+// checkNoGoroutine fails t if a Queue's goroutine is still running,
 // allowing goroutines that are ending a moment to go.
 func checkNoGoroutine(t *testing.T) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	for range 200 {
 		n := runtime.Stack(buf, true)
-		if !strings.Contains(string(buf[:n]), "delivery.(*Sender[...]).run") {
+		if !strings.Contains(string(buf[:n]), "delivery.(*Queue[...]).run") {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Errorf("a Sender goroutine is still running:\n%s", buf[:runtime.Stack(buf, true)])
+	t.Errorf("a Queue goroutine is still running:\n%s", buf[:runtime.Stack(buf, true)])
 }
 
 // waitFor polls cond until it holds.
@@ -190,8 +190,8 @@ func TestDropOldestFirst(t *testing.T) {
 	exp := newFakeExporter(true)
 	logs := &logRecorder{}
 	clock := &fakeClock{}
-	stats := &Stats{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 3, Logger: slog.New(logs), Stats: stats, Now: clock.now})
+	stats := &Outcomes{}
+	s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 3, Logger: slog.New(logs), Outcomes: stats, Now: clock.now})
 	defer checkNoGoroutine(t)
 
 	s.Enqueue(window(0))
@@ -249,8 +249,8 @@ func TestByteBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			exp := newFakeExporter(true)
-			stats := &Stats{}
-			s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 100, MaxBytes: tt.maxBytes, Stats: stats})
+			stats := &Outcomes{}
+			s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 100, MaxBytes: tt.maxBytes, Outcomes: stats})
 			defer checkNoGoroutine(t)
 			s.Enqueue(window(0))
 			exp.waitStarted(t, 1)
@@ -287,8 +287,8 @@ func TestByteBudget(t *testing.T) {
 
 func TestEnqueueNeverBlocks(t *testing.T) {
 	exp := newFakeExporter(true) // hangs until its context ends
-	stats := &Stats{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 4, Stats: stats})
+	stats := &Outcomes{}
+	s := newProfilesSender(profilesConfig{Exporter: exp, MaxWindows: 4, Outcomes: stats})
 	defer checkNoGoroutine(t)
 	w := window(0)
 	done := make(chan struct{})
@@ -318,9 +318,9 @@ func TestEnqueueNeverBlocks(t *testing.T) {
 
 func TestShutdownGivesUpAtTheDeadline(t *testing.T) {
 	exp := newFakeExporter(true)
-	stats := &Stats{}
+	stats := &Outcomes{}
 	logs := &logRecorder{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, Logger: slog.New(logs)})
 	defer checkNoGoroutine(t)
 	for i := range 3 {
 		s.Enqueue(window(i))
@@ -371,8 +371,8 @@ func TestShutdownGivesUpAtTheDeadline(t *testing.T) {
 
 func TestEnqueueAfterShutdownDrops(t *testing.T) {
 	exp := newFakeExporter(false)
-	stats := &Stats{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats})
+	stats := &Outcomes{}
+	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats})
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -389,9 +389,9 @@ func TestEnqueueAfterShutdownDrops(t *testing.T) {
 func TestFailedExportsAreCountedNotRetried(t *testing.T) {
 	exp := newFakeExporter(false)
 	exp.fail = errors.New("HTTP 400 Bad Request")
-	stats := &Stats{}
+	stats := &Outcomes{}
 	logs := &logRecorder{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, Logger: slog.New(logs)})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, Logger: slog.New(logs)})
 	for i := range 3 {
 		s.Enqueue(window(i))
 		exp.waitStarted(t, 1)
@@ -408,7 +408,7 @@ func TestFailedExportsAreCountedNotRetried(t *testing.T) {
 		t.Errorf("Exported = %d, want 0", got)
 	}
 	if got := len(exp.started); got != 0 {
-		t.Errorf("%d extra Export calls; the Sender must not retry", got)
+		t.Errorf("%d extra Export calls; the Queue must not retry", got)
 	}
 	if got := logs.find("not delivered", "failed"); len(got) != 1 {
 		t.Errorf("%d failure lines within one interval, want 1", len(got))
@@ -417,10 +417,10 @@ func TestFailedExportsAreCountedNotRetried(t *testing.T) {
 
 func TestLargeRequestsAreSplit(t *testing.T) {
 	exp := newFakeExporter(false)
-	stats := &Stats{}
+	stats := &Outcomes{}
 	w := window(0)
 	limit := proto.Size(w.Request) * 2 / 3
-	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, MaxRequestBytes: limit})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, MaxRequestBytes: limit})
 	s.Enqueue(w)
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -452,9 +452,9 @@ func TestLargeRequestsAreSplit(t *testing.T) {
 
 func TestUnsplittableWindowFails(t *testing.T) {
 	exp := newFakeExporter(false)
-	stats := &Stats{}
+	stats := &Outcomes{}
 	logs := &logRecorder{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats, MaxRequestBytes: 100, Logger: slog.New(logs)})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, MaxRequestBytes: 100, Logger: slog.New(logs)})
 	s.Enqueue(window(0))
 	if err := s.Shutdown(context.Background()); err != nil {
 		// Shutdown began before the window failed: it reports it.
@@ -499,9 +499,9 @@ func (p *panickingExporter) Export(context.Context, *collectorpb.ExportProfilesS
 func (p *panickingExporter) Shutdown(context.Context) error { return nil }
 
 func TestSenderSurvivesAPanickingExporter(t *testing.T) {
-	stats := new(Stats)
+	stats := new(Outcomes)
 	exp := &panickingExporter{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, Stats: stats})
+	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats})
 	s.Enqueue(window(0))
 	for deadline := time.Now().Add(10 * time.Second); stats.Failed.Load() == 0; {
 		if time.Now().After(deadline) {

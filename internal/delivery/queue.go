@@ -34,13 +34,13 @@ const (
 type Window[R proto.Message] struct {
 	// Start and End delimit the window; they name it in logs and errors.
 	Start, End time.Time
-	// Request is owned by the Sender once enqueued.
+	// Request is owned by the Queue once enqueued.
 	Request R
 }
 
-// Stats counts what a Sender did. The fields are updated atomically and may
+// Outcomes counts what a Queue did. The fields are updated atomically and may
 // be read at any time.
-type Stats struct {
+type Outcomes struct {
 	// Exported counts windows whose every part the exporter accepted.
 	Exported atomic.Int64
 	// Failed counts windows the exporter did not accept (permanent
@@ -51,7 +51,7 @@ type Stats struct {
 	// bounds, and windows enqueued after Shutdown.
 	Dropped atomic.Int64
 	// Retries counts export attempts repeated after a retryable failure.
-	// The Sender does not retry; whoever wraps the exporter with a retry
+	// The Queue does not retry; whoever wraps the exporter with a retry
 	// policy adds to it.
 	Retries atomic.Int64
 	// BytesSent sums the protobuf sizes of the requests the exporter
@@ -59,9 +59,9 @@ type Stats struct {
 	BytesSent atomic.Int64
 }
 
-// Config configures a Sender.
+// Config configures a Queue.
 type Config[R proto.Message] struct {
-	// Exporter sends the requests. The Sender owns it: it serialises
+	// Exporter sends the requests. The Queue owns it: it serialises
 	// calls to Export and shuts it down in Shutdown.
 	Exporter export.Sender[R]
 	// Split cuts a request larger than MaxRequestBytes into requests that
@@ -84,22 +84,22 @@ type Config[R proto.Message] struct {
 	// LogInterval rate-limits the warnings; <= 0 takes
 	// DefaultLogInterval.
 	LogInterval time.Duration
-	// Stats receives the counts; may be nil.
-	Stats *Stats
+	// Outcomes receives the counts; may be nil.
+	Outcomes *Outcomes
 	// Now reads the clock for the rate limits; nil is time.Now.
 	Now func() time.Time
 }
 
-// Sender queues windows and exports them from its own goroutine. Its
+// Queue queues windows and exports them from its own goroutine. Its
 // methods are safe for concurrent use.
-type Sender[R proto.Message] struct {
+type Queue[R proto.Message] struct {
 	exp        export.Sender[R]
 	split      func(R, int) ([]R, error)
 	maxWindows int
 	maxBytes   int64
 	maxRequest int
 	logger     *slog.Logger
-	stats      *Stats
+	stats      *Outcomes
 
 	// wake tells the exporting goroutine that the queue or closing changed.
 	wake chan struct{}
@@ -126,16 +126,16 @@ type queued[R proto.Message] struct {
 	size int64
 }
 
-// New starts a Sender.
-func New[R proto.Message](cfg Config[R]) *Sender[R] {
-	s := &Sender[R]{
+// New starts a Queue.
+func New[R proto.Message](cfg Config[R]) *Queue[R] {
+	s := &Queue[R]{
 		exp:        cfg.Exporter,
 		split:      cfg.Split,
 		maxWindows: cfg.MaxWindows,
 		maxBytes:   cfg.MaxBytes,
 		maxRequest: cfg.MaxRequestBytes,
 		logger:     cfg.Logger,
-		stats:      cfg.Stats,
+		stats:      cfg.Outcomes,
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 	}
@@ -152,7 +152,7 @@ func New[R proto.Message](cfg Config[R]) *Sender[R] {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if s.stats == nil {
-		s.stats = new(Stats)
+		s.stats = new(Outcomes)
 	}
 	interval := cfg.LogInterval
 	if interval <= 0 {
@@ -171,7 +171,7 @@ func New[R proto.Message](cfg Config[R]) *Sender[R] {
 
 // Enqueue queues w for export and returns at once. When the queue is over
 // its bounds, the oldest windows are dropped. After Shutdown, w is dropped.
-func (s *Sender[R]) Enqueue(w Window[R]) {
+func (s *Queue[R]) Enqueue(w Window[R]) {
 	size := int64(proto.Size(w.Request))
 	s.mu.Lock()
 	if s.closing {
@@ -200,13 +200,13 @@ func (s *Sender[R]) Enqueue(w Window[R]) {
 
 // Len returns the number of queued windows and their summed protobuf size.
 // The window being exported is not counted.
-func (s *Sender[R]) Len() (windows int, bytes int64) {
+func (s *Queue[R]) Len() (windows int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue), s.bytes
 }
 
-func (s *Sender[R]) drop(n int, why string) {
+func (s *Queue[R]) drop(n int, why string) {
 	total := s.stats.Dropped.Add(int64(n))
 	s.mu.Lock()
 	since, ok := s.dropLog.note(n)
@@ -219,7 +219,7 @@ func (s *Sender[R]) drop(n int, why string) {
 }
 
 // run exports the queue, oldest first, until Shutdown.
-func (s *Sender[R]) run() {
+func (s *Queue[R]) run() {
 	defer close(s.done)
 	for {
 		s.mu.Lock()
@@ -248,7 +248,7 @@ func (s *Sender[R]) run() {
 }
 
 // send exports w, split into parts if needed, and accounts for the result.
-func (s *Sender[R]) send(ctx context.Context, q queued[R]) {
+func (s *Queue[R]) send(ctx context.Context, q queued[R]) {
 	w := q.Window
 	// A panic here, in splitting or in an exporter, is the profiler's bug;
 	// on this goroutine it would end the application. Lose the window
@@ -288,7 +288,7 @@ func (s *Sender[R]) send(ctx context.Context, q queued[R]) {
 	s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
 }
 
-func (s *Sender[R]) fail(w Window[R], err error) {
+func (s *Queue[R]) fail(w Window[R], err error) {
 	total := s.stats.Failed.Add(1)
 	s.mu.Lock()
 	if s.closing {
@@ -310,7 +310,7 @@ func (s *Sender[R]) fail(w Window[R], err error) {
 // *UndeliveredError when windows were lost, lists every window that was
 // queued or in flight and did not arrive. Later calls return the same
 // result.
-func (s *Sender[R]) Shutdown(ctx context.Context) error {
+func (s *Queue[R]) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true
@@ -405,7 +405,7 @@ func (e *UndeliveredError) Unwrap() []error {
 
 // rateLimit lets one report through per interval and counts the events in
 // between, so that the next report carries them. It is guarded by the
-// Sender's mutex.
+// Queue's mutex.
 type rateLimit struct {
 	every   time.Duration
 	now     func() time.Time

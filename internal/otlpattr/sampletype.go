@@ -1,4 +1,4 @@
-package otlp
+package otlpattr
 
 // ValueType is a type and unit pair, as pprof's and OTLP's ValueType hold
 // them.
@@ -76,10 +76,10 @@ var SampleTypes = []SampleType{
 		Sample: ValueType{"block_delay", "nanoseconds"}, Period: ValueType{"block_contentions", "count"}},
 }
 
-// sampleTypeFor returns the entry of SampleTypes for sample type t of
-// runtime profile name, or nil: a profile the table does not know is sent
-// with its own types.
-func sampleTypeFor(name string, t ValueType) *SampleType {
+// SentAs returns the entry of SampleTypes for sample type t of runtime
+// profile name, or nil: a profile the table does not know is sent with its
+// own types.
+func SentAs(name string, t ValueType) *SampleType {
 	for i := range SampleTypes {
 		if st := &SampleTypes[i]; st.Profile == name && st.Pprof == t {
 			return st

@@ -1,0 +1,71 @@
+package profiler
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/splunk"
+)
+
+// TestPackageDocListsEveryVariable checks that doc.go names every
+// environment variable the configuration reads.
+func TestPackageDocListsEveryVariable(t *testing.T) {
+	docText, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`"((?:OTEL|PPROFOTEL)_[A-Z_]*[A-Z])"`).FindAllStringSubmatch(string(src), -1)
+	var vars []string
+	for _, m := range names {
+		vars = append(vars, m[1])
+	}
+	for _, suffix := range []string{"ENDPOINT", "PROTOCOL", "HEADERS", "TIMEOUT", "COMPRESSION", "INSECURE", "CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"} {
+		vars = append(vars, otlpVar(suffix)[1])
+	}
+	for _, d := range collect.Profiles {
+		if d.Rate != nil {
+			vars = append(vars, d.Rate.Env)
+		}
+	}
+	vars = append(vars, splunk.EnvEnabled, splunk.EnvMemoryEnabled, splunk.EnvLogsEndpoint, splunk.EnvCallStackInterval)
+	if len(vars) < 20 {
+		t.Fatalf("found only %d variables: %q", len(vars), vars)
+	}
+	for _, v := range vars {
+		if strings.HasSuffix(v, "_") {
+			continue // a prefix
+		}
+		if !regexp.MustCompile(`\b` + v + `\b`).Match(docText) {
+			t.Errorf("doc.go does not list %s", v)
+		}
+	}
+}
+
+// TestDocsNameEveryProfileType checks that the package documentation and
+// README describe every entry of the profile table.
+func TestDocsNameEveryProfileType(t *testing.T) {
+	docText, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose := strings.ReplaceAll(string(docText), "\n// ", " ")
+	if list := collect.NameList(); !strings.Contains(prose, list) {
+		t.Errorf("doc.go does not list the profile types as %q", list)
+	}
+	for _, d := range collect.Profiles {
+		if row := "| `" + d.Name + "` |"; !strings.Contains(string(readme), row) {
+			t.Errorf("README's table of runtime profiles has no row %s", row)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package collect
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+)
+
+// The runtime profile names, as runtime/pprof spells them. They are the keys
+// of Profiles and nothing else: every property of a profile is in its
+// entry there.
+const (
+	CPU       = "cpu"
+	Heap      = "heap"
+	Goroutine = "goroutine"
+	Mutex     = "mutex"
+	Block     = "block"
+)
+
+// Descriptor is everything the profiler knows about one runtime profile.
+// The root package derives its ProfileType values, their names, parsing,
+// error messages, defaults and the runtime rates it sets at Start and
+// restores at Stop from these entries; the Collector derives how it reads
+// each profile and which values it turns into deltas. runtime/pprof keeps
+// its profiles the same way, one entry each.
+type Descriptor struct {
+	// Name is the runtime/pprof name, the PPROFOTEL_PROFILES spelling and
+	// the value of the pprofotel.profile.name attribute.
+	Name string
+	// CPU marks the profile that runtime/pprof records between
+	// StartCPUProfile and StopCPUProfile; it is restarted every window.
+	// Every other profile is read once per window with Source.
+	CPU bool
+	// Values is the number of values of each sample.
+	Values int
+	// Cumulative lists the indexes of the values the runtime accumulates
+	// since the process started; the Collector reports what they grew by
+	// during the window. The other values are snapshots and pass through.
+	Cumulative []int
+	// Default profiles run unless the application chooses the profile
+	// types itself: they are cheap enough to run everywhere all the time.
+	Default bool
+	// Rate is the process-wide runtime rate the profile needs, nil for
+	// none.
+	Rate *Rate
+	// Available reports why this Go cannot provide the profile, nil when
+	// it can. A nil Available means always.
+	Available func() error
+	// Source writes the profile in pprof protobuf format; nil reads
+	// pprof.Lookup(Name), or the Collector's Config.Source when set.
+	Source Source
+}
+
+// Rate is a process-wide runtime sampling rate that a profile needs while
+// it runs: set at Start, put back at Stop.
+type Rate struct {
+	// Env is the variable that sets it, Option the option that does.
+	Env, Option string
+	// Default is the rate used when neither sets it.
+	Default int
+	// Want says what a valid value is, for error messages; 0 is never
+	// valid, since it would switch the profile off.
+	Want string
+	// Set applies rate and returns what puts the previous state back.
+	Set func(rate int) (restore func())
+}
+
+// Profiles lists the runtime profiles in the order in which they are
+// collected and exported; the root package's ProfileType values are
+// indexes into it.
+var Profiles = []Descriptor{
+	{Name: CPU, CPU: true, Values: 2, Default: true},
+	// alloc_objects, alloc_space grow; inuse_objects, inuse_space are the
+	// live heap at the last GC.
+	{Name: Heap, Values: 4, Cumulative: []int{0, 1}, Default: true},
+	{Name: Goroutine, Values: 1, Default: true},
+	{Name: Mutex, Values: 2, Cumulative: []int{0, 1}, Rate: &Rate{
+		Env: "PPROFOTEL_MUTEX_FRACTION", Option: "WithMutexProfileFraction",
+		// One contention event in ten. The cost of mutex profiling grows
+		// with the number of recorded events, and a contended lock
+		// produces many events per window, so a tenth is still plenty to
+		// rank the hot locks while keeping the overhead small.
+		Default: 10,
+		Want:    "fraction must be a positive integer",
+		Set: func(rate int) func() {
+			prev := runtime.SetMutexProfileFraction(rate)
+			return func() { runtime.SetMutexProfileFraction(prev) }
+		},
+	}},
+	{Name: Block, Values: 2, Cumulative: []int{0, 1}, Rate: &Rate{
+		Env: "PPROFOTEL_BLOCK_RATE", Option: "WithBlockProfileRate",
+		// On average one blocking event per 10µs spent blocked: any wait
+		// of 10µs or more is always recorded, while the very frequent
+		// sub-microsecond channel hand-offs, which cost more to record
+		// than they matter, are sampled sparsely.
+		Default: 10000,
+		Want:    "rate must be a positive number of nanoseconds",
+		Set: func(rate int) func() {
+			runtime.SetBlockProfileRate(rate)
+			// The runtime offers no way to read the block rate back,
+			// so only the runtime's default, off, can be restored.
+			return func() { runtime.SetBlockProfileRate(0) }
+		},
+	}},
+}
+
+// Lookup returns the descriptor of the named profile.
+func Lookup(name string) (*Descriptor, bool) {
+	for i := range Profiles {
+		if Profiles[i].Name == name {
+			return &Profiles[i], true
+		}
+	}
+	return nil, false
+}
+
+// NameList spells the profile names for error messages and documentation:
+// "cpu, heap, goroutine, mutex or block".
+func NameList() string {
+	names := make([]string, len(Profiles))
+	for i, d := range Profiles {
+		names[i] = d.Name
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// cumulative reports whether the profile has values to turn into deltas.
+func (d *Descriptor) cumulative() bool { return len(d.Cumulative) > 0 }
+
+// check reports a descriptor whose shape the Collector cannot use.
+func (d *Descriptor) check() error {
+	for _, i := range d.Cumulative {
+		if i < 0 || i >= d.Values {
+			return fmt.Errorf("collect: profile %q: cumulative value %d out of %d", d.Name, i, d.Values)
+		}
+	}
+	return nil
+}

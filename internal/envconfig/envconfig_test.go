@@ -1,0 +1,92 @@
+package envconfig
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseKeyValues(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []KeyValue
+	}{
+		{"a=1", []KeyValue{{"a", "1"}}},
+		{" a = 1 , b=2,,", []KeyValue{{"a", "1"}, {"b", "2"}}},
+		{"k=", []KeyValue{{"k", ""}}},
+		{"url=http%3A%2F%2Fx%3D1", []KeyValue{{"url", "http://x=1"}}},
+		{"plus=a+b", []KeyValue{{"plus", "a+b"}}},
+		{"eq=a=b", []KeyValue{{"eq", "a=b"}}},
+		{"dup=1,dup=2", []KeyValue{{"dup", "1"}, {"dup", "2"}}},
+	}
+	for _, tt := range tests {
+		got, err := ParseKeyValues(tt.in)
+		if err != nil {
+			t.Errorf("ParseKeyValues(%q): %v", tt.in, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseKeyValues(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestReaderMessagesNameVariableAndValue checks that every typed reader
+// reports an invalid value as NAME="value": reason, through Invalid.
+func TestReaderMessagesNameVariableAndValue(t *testing.T) {
+	env := map[string]string{
+		"B": "yes", "N": "0", "D": "soon", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ",
+	}
+	r := New(func(k string) string { return env[k] }, "p: ")
+	r.Bool("BLANK", "B")
+	r.PositiveInt("N", "n must be positive")
+	r.Duration("D", "period")
+	r.Millis("timeout", time.Second, "M")
+	r.Enum("compression", []string{"gzip", "none"}, "E")
+	r.KeyValues("KV")
+	want := []string{
+		`p: B="yes": value must be "true" or "false"`,
+		`p: N="0": n must be positive`,
+		`p: D="soon": time: invalid duration "soon"`,
+		`p: M="10s": timeout must be an integer number of milliseconds`,
+		`p: E="zstd": compression must be "gzip" or "none"`,
+		`p: KV="novalue": entry "novalue" is not key=value`,
+	}
+	errs := r.Errs()
+	if len(errs) != len(want) {
+		t.Fatalf("%d errors, want %d: %v", len(errs), len(want), errs)
+	}
+	for i, w := range want {
+		if errs[i].Error() != w {
+			t.Errorf("error %d = %q, want %q", i, errs[i], w)
+		}
+	}
+}
+
+func TestEndpointForms(t *testing.T) {
+	for _, tt := range []struct {
+		v, want, err string
+		plaintext    bool
+	}{
+		{v: "collector:4317", want: "collector:4317"},
+		{v: "http://collector", want: "collector:80", plaintext: true},
+		{v: "https://[::1]/path", want: "[::1]:443"},
+		{v: "collector", err: "endpoint must be host:port"},
+		{v: ":4317", err: "endpoint must name a host"},
+		{v: "collector:0", err: `endpoint port must be a number from 1 to 65535 (port "0")`},
+		{v: "grpc://collector:4317", err: `endpoint URL scheme must be http or https (scheme "grpc")`},
+		{v: "http://", err: "endpoint URL must name a host"},
+	} {
+		got, plaintext, err := GRPCEndpoint(tt.v, func() bool { return false })
+		if tt.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.err) {
+				t.Errorf("GRPCEndpoint(%q) error = %v, want %q", tt.v, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || plaintext != tt.plaintext {
+			t.Errorf("GRPCEndpoint(%q) = %q, %v, %v; want %q, %v", tt.v, got, plaintext, err, tt.want, tt.plaintext)
+		}
+	}
+}

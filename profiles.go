@@ -1,0 +1,86 @@
+package profiler
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pprofotel/profiler/internal/collect"
+)
+
+// ProfileType selects one of the runtime profiles the profiler collects.
+// The numeric order of the constants is the order in which profiles are
+// collected and exported. Each is one entry of the profiler's table of
+// runtime profiles, from which its name, its default, the runtime rate it
+// sets and restores, whether this Go provides it, and how it is read all
+// derive.
+type ProfileType int
+
+// The profile types, spelled in PPROFOTEL_PROFILES as their String values.
+const (
+	// CPUProfile samples on-CPU stacks for the whole window.
+	CPUProfile ProfileType = iota
+	// HeapProfile reports allocations made during the window and the
+	// memory still in use at its end.
+	HeapProfile
+	// GoroutineProfile reports the stacks of all goroutines at the end of
+	// the window.
+	GoroutineProfile
+	// MutexProfile reports contended mutexes; see [WithMutexProfileFraction].
+	MutexProfile
+	// BlockProfile reports goroutines blocked on synchronisation
+	// primitives; see [WithBlockProfileRate].
+	BlockProfile
+
+	numProfileTypes = iota
+)
+
+// String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
+// "goroutine", "mutex" or "block".
+func (t ProfileType) String() string {
+	if t.valid() {
+		return t.descriptor().Name
+	}
+	return "ProfileType(" + strconv.Itoa(int(t)) + ")"
+}
+
+func (t ProfileType) valid() bool { return t >= 0 && t < numProfileTypes }
+
+// descriptor returns t's entry of the profile table; t must be valid.
+func (t ProfileType) descriptor() *collect.Descriptor { return &collect.Profiles[t] }
+
+// parseProfileType maps a name from PPROFOTEL_PROFILES to its type. Case is
+// ignored so that "CPU" and "cpu" mean the same.
+func parseProfileType(s string) (ProfileType, bool) {
+	for t := range ProfileType(numProfileTypes) {
+		if strings.EqualFold(s, t.descriptor().Name) {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// defaultProfileTypes are the types whose descriptor says they run by
+// default. Mutex and block profiling change runtime sampling rates and are
+// opt-in.
+func defaultProfileTypes() []ProfileType {
+	var types []ProfileType
+	for t := range ProfileType(numProfileTypes) {
+		if t.descriptor().Default {
+			types = append(types, t)
+		}
+	}
+	return types
+}
+
+// checkAvailable reports the first of types this Go cannot provide.
+func checkAvailable(types []ProfileType) error {
+	for _, t := range types {
+		if avail := t.descriptor().Available; avail != nil {
+			if err := avail(); err != nil {
+				return fmt.Errorf("profiler: profile type %s: %w", t, err)
+			}
+		}
+	}
+	return nil
+}
