@@ -86,6 +86,10 @@
 //     "pprofotel-profiles" under the temporary directory ([WithFileDir]).
 //   - PPROFOTEL_FILE_FORMAT: "proto" or "json". Default "proto"
 //     ([WithFileJSON]).
+//   - PPROFOTEL_PROCESS_CONTEXT: "false" stops publishing the resource as
+//     the process context that the OpenTelemetry eBPF profiler reads
+//     (OTEP 4719, Linux amd64 and arm64 only). Default true
+//     ([WithProcessContext]).
 //   - SPLUNK_PROFILER_ENABLED: "true" sends profiles as Splunk AlwaysOn
 //     Profiling logs ([ExporterSplunk]). Default false.
 //   - SPLUNK_PROFILER_MEMORY_ENABLED: "true" adds allocations to them.
