@@ -534,14 +534,23 @@ func checkPprofRoundTrip(t *testing.T, profilesFile string, windows []*profilesp
 	if got := p.SampleType; len(got) != 2 || got[0].Type != "samples" || got[1].Type != "cpu" || got[1].Unit != "nanoseconds" {
 		t.Errorf("window %d: pprof sample types %v, want samples/count and cpu/nanoseconds as the runtime writes them", best, got)
 	}
+	// The profiler sends cpu/nanoseconds only when it is not samples/count
+	// times the period (otlpattr.SampleTypes); the converter computes it
+	// otherwise. So the pprof profile holds the window's totals of what
+	// was sent, and cpu/nanoseconds is samples times the period when it
+	// was not sent.
+	sentNanos := len(profilesOf(windows[best], "cpu")) == 2
 	var total int64
 	for _, s := range p.Sample {
-		for _, v := range s.Value {
-			total += v
+		total += s.Value[0]
+		if sentNanos {
+			total += s.Value[1]
+		} else if s.Value[1] != s.Value[0]*p.Period {
+			t.Errorf("window %d: a sample holds %d samples and %d ns, want samples × period %d", best, s.Value[0], s.Value[1], p.Period)
 		}
 	}
 	if total != bestCPU {
-		t.Errorf("window %d: the pprof profile holds %d samples and nanoseconds together, the Collector's window %d", best, total, bestCPU)
+		t.Errorf("window %d: the pprof profile holds %d of what was sent, the Collector's window %d", best, total, bestCPU)
 	}
 
 	got := runPprofTop(t, path)
