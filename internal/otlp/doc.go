@@ -29,8 +29,8 @@
 //     the index of its sample type in the original pprof profile; a sample
 //     type that is not sent leaves its index out.
 //   - pprofotel.profile.name: the runtime profile name ("cpu", "heap",
-//     "goroutine", "mutex", "block", "goroutineleak"). The same attribute is set on each
-//     Profile through its attribute_indices.
+//     "goroutine", "mutex", "block", "goroutineleak"). The same attribute
+//     is set on each Profile through its attribute_indices.
 //
 // Locations carry pprof.location.is_folded when set. Mappings carry
 // process.executable.build_id.gnu (the pprof build id, which runtime/pprof
