@@ -10,7 +10,9 @@
 // needs no subtraction. A profile too costly to read every window (the
 // goroutine-leak profile, whose every read is a full garbage collection)
 // has an Interval: it is read in the first window, every nth after it and
-// at Stop, last in its window.
+// at Stop. Profiles are read in the table's order, and the goroutine-leak
+// profile is its last entry, so that its garbage collection does not
+// delay the others' reads.
 //
 // Profiles is the one table of runtime profiles: one Descriptor per
 // profile, with its shape (which values are cumulative), its default, the
