@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -97,22 +96,7 @@ func TestPyroscopeGoroutineLeak(t *testing.T) {
 	}
 	checkAccepted(t, run)
 	checkPyroscopeTotalsOf(t, py, run, types)
-
-	start, end := run.queryRange()
-	var resp struct {
-		ProfileTypes []struct {
-			ID string `json:"ID"`
-		} `json:"profileTypes"`
-	}
-	py.query(t, "ProfileTypes", map[string]any{"start": start, "end": end}, &resp)
-	var got []string
-	for _, pt := range resp.ProfileTypes {
-		got = append(got, pt.ID)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, types) {
-		t.Errorf("Pyroscope lists profile types %q, want %q", got, types)
-	}
+	checkProfileTypesOf(t, py, run, types)
 
 	// Every window's leak profile holds the goroutines leaked above.
 	sent, windows := sentTotals(t, run)

@@ -343,6 +343,13 @@ func checkPyroscopeTotalsOf(t *testing.T, py *pyroscope, run *pyroscopeRun, type
 // Profile sent: mutex and block as types of their own, CPU once.
 func checkProfileTypes(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 	t.Helper()
+	checkProfileTypesOf(t, py, run, pyroscopeTypes)
+}
+
+// checkProfileTypesOf is checkProfileTypes for a run that sent the profile
+// types types, sorted.
+func checkProfileTypesOf(t *testing.T, py *pyroscope, run *pyroscopeRun, types []string) {
+	t.Helper()
 	start, end := run.queryRange()
 	var resp struct {
 		ProfileTypes []struct {
@@ -355,8 +362,8 @@ func checkProfileTypes(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 		got = append(got, pt.ID)
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, pyroscopeTypes) {
-		t.Errorf("Pyroscope lists profile types %q, want %q", got, pyroscopeTypes)
+	if !slices.Equal(got, types) {
+		t.Errorf("Pyroscope lists profile types %q, want %q", got, types)
 	}
 }
 
