@@ -94,6 +94,10 @@ type config struct {
 	// processContext publishes the resource for readers outside the
 	// process (OTEP 4719); see WithProcessContext.
 	processContext bool
+
+	// intervals holds, for each profile type whose descriptor has an
+	// Interval, the least time between two reads (0 for the others).
+	intervals [numProfileTypes]time.Duration
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
@@ -178,6 +182,14 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 				c.rates[t] = o.rates[t]
 			} else if n, ok := env.PositiveInt(r.Env, r.Want+" (0 would switch "+t.String()+" profiling off)"); ok {
 				c.rates[t] = n
+			}
+		}
+		if iv := t.descriptor().Interval; iv != nil {
+			c.intervals[t] = iv.Default
+			if o.intervals[t] != 0 {
+				c.intervals[t] = o.intervals[t]
+			} else if d, ok := env.Duration(iv.Env, "interval"); ok {
+				c.intervals[t] = d
 			}
 		}
 	}

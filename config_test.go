@@ -113,6 +113,12 @@ func TestNewConfigEnv(t *testing.T) {
 			func(c *config) any { return c.rates[MutexProfile] }, 5},
 		{"block rate", map[string]string{"PPROFOTEL_BLOCK_RATE": "1"},
 			func(c *config) any { return c.rates[BlockProfile] }, 1},
+		{"goroutine-leak interval default", nil,
+			func(c *config) any { return c.intervals[GoroutineLeakProfile] }, 5 * time.Minute},
+		{"goroutine-leak interval", map[string]string{"PPROFOTEL_GOROUTINELEAK_INTERVAL": "90s"},
+			func(c *config) any { return c.intervals[GoroutineLeakProfile] }, 90 * time.Second},
+		{"goroutineleak", map[string]string{"PPROFOTEL_PROFILES": "goroutineleak,cpu"},
+			func(c *config) any { return c.profileTypes }, []ProfileType{CPUProfile, GoroutineLeakProfile}},
 		{"exporter file", map[string]string{"PPROFOTEL_EXPORTER": "file"},
 			func(c *config) any { return c.exporter }, ExporterFile},
 		{"exporter none", map[string]string{"PPROFOTEL_EXPORTER": "NONE"},
@@ -162,6 +168,8 @@ func TestNewConfigEnvErrors(t *testing.T) {
 		{"PPROFOTEL_MUTEX_FRACTION", "ten", nil, "positive integer"},
 		{"PPROFOTEL_BLOCK_RATE", "0", nil, "0 would switch block profiling off"},
 		{"PPROFOTEL_BLOCK_RATE", "1.5", nil, "positive number of nanoseconds"},
+		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "5", nil, `time: missing unit in duration "5"`},
+		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "0s", nil, "interval must be positive"},
 		{"PPROFOTEL_EXPORTER", "stdout", nil, `exporter must be "otlp", "file", "none" or "splunk"`},
 		{"PPROFOTEL_FILE_FORMAT", "yaml", nil, `format must be "proto" or "json"`},
 		{"PPROFOTEL_ENABLED", "yes", nil, `value must be "true" or "false"`},
@@ -223,6 +231,7 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithMutexProfileFraction(0), "profiler: WithMutexProfileFraction(0): fraction must be positive"},
 		{WithMutexProfileFraction(-3), "profiler: WithMutexProfileFraction(-3): fraction must be positive"},
 		{WithBlockProfileRate(-1), "profiler: WithBlockProfileRate(-1): rate must be positive"},
+		{WithGoroutineLeakInterval(0), "profiler: WithGoroutineLeakInterval(0s): interval must be positive"},
 		{WithExporter("stdout"), `profiler: WithExporter("stdout"): exporter must be "otlp", "file", "none" or "splunk"`},
 		{WithFileDir(""), `profiler: WithFileDir(""): directory must not be empty`},
 		{WithServiceName(" "), `profiler: WithServiceName(" "): service name must not be empty`},
@@ -283,6 +292,8 @@ func TestOptionsWinOverEnv(t *testing.T) {
 		"PPROFOTEL_EXPORTER":       "none",
 		"PPROFOTEL_FILE_DIR":       "/from/env",
 		"PPROFOTEL_FILE_FORMAT":    "json",
+
+		"PPROFOTEL_GOROUTINELEAK_INTERVAL": "1m",
 	}
 	c := mustConfig(t, []Option{
 		WithPeriod(7 * time.Second),
@@ -292,10 +303,12 @@ func TestOptionsWinOverEnv(t *testing.T) {
 		WithExporter(ExporterFile),
 		WithFileDir("/from/code"),
 		WithFileJSON(false),
+		WithGoroutineLeakInterval(time.Hour),
 	}, env)
-	got := []any{c.period, c.profileTypes, c.rates[MutexProfile], c.rates[BlockProfile], c.exporter, c.file}
+	got := []any{c.period, c.profileTypes, c.rates[MutexProfile], c.rates[BlockProfile], c.exporter, c.file,
+		c.intervals[GoroutineLeakProfile]}
 	want := []any{7 * time.Second, []ProfileType{HeapProfile, BlockProfile}, 100, 1000000, ExporterFile,
-		export.FileConfig{Dir: "/from/code", JSON: false}}
+		export.FileConfig{Dir: "/from/code", JSON: false}, time.Hour}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}

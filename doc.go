@@ -10,8 +10,9 @@
 //	defer p.Stop(context.Background())
 //
 // Every period (60 s by default, [WithPeriod]) the profiler ends a window:
-// it stops and restarts the CPU profile, reads the heap, goroutine, mutex
-// and block profiles that are enabled ([WithProfileTypes]), turns the
+// it stops and restarts the CPU profile, reads the heap, goroutine, mutex,
+// block and goroutine-leak profiles that are enabled ([WithProfileTypes]),
+// turns the
 // cumulative ones into what happened during the window, and sends all of
 // them in one OTLP ExportProfilesServiceRequest (profiles v1development)
 // with one shared dictionary. [Profiler.Stop] sends the last, partial
@@ -32,9 +33,16 @@
 //   - mutex: mutex_contentions and mutex_delay during the window; block:
 //     block_contentions and block_delay, so that the two are distinct
 //     profiles by their sample and period types.
+//   - goroutineleak: goroutineleak/count, the goroutines leaked so far
+//     (blocked for good on a channel or sync primitive no other goroutine
+//     can reach), with their labels, found at the window's end. Opt-in and
+//     Go 1.27 only: each read runs a full garbage collection, so it is taken
+//     in the first window, then once per [WithGoroutineLeakInterval] (5
+//     minutes), and at Stop, after the window's other profiles.
 //
 // The scope attribute and the Profile attribute "pprofotel.profile.name"
-// (cpu, heap, goroutine, mutex or block) name the runtime profile. Numeric
+// (cpu, heap, goroutine, mutex, block or goroutineleak) name the runtime
+// profile. Numeric
 // pprof labels (the heap profile's object sizes) are not sent.
 //
 // # Configuration
@@ -75,11 +83,15 @@
 //   - PPROFOTEL_PERIOD: window length, a Go duration ("30s"). Default 60s
 //     ([WithPeriod]).
 //   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex,
-//     block. Default "cpu,heap,goroutine" ([WithProfileTypes]).
+//     block, goroutineleak. Default "cpu,heap,goroutine"
+//     ([WithProfileTypes]).
 //   - PPROFOTEL_MUTEX_FRACTION: mutex profile fraction while mutex
 //     profiling is on. Default 10 ([WithMutexProfileFraction]).
 //   - PPROFOTEL_BLOCK_RATE: block profile rate in nanoseconds while block
 //     profiling is on. Default 10000 ([WithBlockProfileRate]).
+//   - PPROFOTEL_GOROUTINELEAK_INTERVAL: least time between two
+//     goroutine-leak profiles, a Go duration. Default 5m
+//     ([WithGoroutineLeakInterval]).
 //   - PPROFOTEL_EXPORTER: "otlp", "file", "none" or "splunk". Default
 //     "otlp" ([WithExporter]).
 //   - PPROFOTEL_FILE_DIR: directory of the file exporter. Default
@@ -112,6 +124,6 @@
 // # Trace links
 //
 // Package labels wraps a TracerProvider so that CPU and goroutine samples
-// taken inside a span carry its trace and span ids; the profiler sends them
-// as OTLP links.
+// taken inside a span, and leaked goroutines started inside one, carry its
+// trace and span ids; the profiler sends them as OTLP links.
 package profiler

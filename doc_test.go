@@ -33,6 +33,9 @@ func TestPackageDocListsEveryVariable(t *testing.T) {
 		if d.Rate != nil {
 			vars = append(vars, d.Rate.Env)
 		}
+		if d.Interval != nil {
+			vars = append(vars, d.Interval.Env)
+		}
 	}
 	vars = append(vars, splunk.EnvEnabled, splunk.EnvMemoryEnabled, splunk.EnvLogsEndpoint, splunk.EnvCallStackInterval)
 	if len(vars) < 20 {

@@ -1,7 +1,10 @@
 package profiler_test
 
 import (
+	"context"
 	"fmt"
+	"log"
+	"time"
 
 	"github.com/pprofotel/profiler"
 )
@@ -14,6 +17,7 @@ func ExampleProfileType_String() {
 		profiler.GoroutineProfile,
 		profiler.MutexProfile,
 		profiler.BlockProfile,
+		profiler.GoroutineLeakProfile,
 	} {
 		fmt.Println(t)
 	}
@@ -23,4 +27,28 @@ func ExampleProfileType_String() {
 	// goroutine
 	// mutex
 	// block
+	// goroutineleak
+}
+
+// A service built with Go 1.26 and 1.27 alike asks for the goroutine-leak
+// profile only where the Go it runs on offers it: Start would fail
+// otherwise. Each goroutine-leak profile runs a full garbage collection, so
+// it is taken once per WithGoroutineLeakInterval, here every 10 minutes.
+func ExampleProfileType_Available() {
+	types := []profiler.ProfileType{profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile}
+	if err := profiler.GoroutineLeakProfile.Available(); err == nil {
+		types = append(types, profiler.GoroutineLeakProfile)
+	} else {
+		log.Printf("no goroutine leaks reported: %v", err)
+	}
+	p, err := profiler.Start(
+		profiler.WithServiceName("checkout"),
+		profiler.WithProfileTypes(types...),
+		profiler.WithGoroutineLeakInterval(10*time.Minute),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+	// ... serve; p.Stats().GoroutinesLeaked counts the leaks found so far.
 }

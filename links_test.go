@@ -48,15 +48,21 @@ type linkedSample struct {
 // cpuSamples returns the CPU samples/count samples of req with their
 // functions, link and attributes resolved.
 func cpuSamples(req *collectorpb.ExportProfilesServiceRequest) []linkedSample {
+	return profileSamples(req, "cpu", "samples")
+}
+
+// profileSamples returns the samples of the given sample type of runtime
+// profile name in req, with their functions, link and attributes resolved.
+func profileSamples(req *collectorpb.ExportProfilesServiceRequest, name, sampleType string) []linkedSample {
 	d := req.GetDictionary()
 	str := d.GetStringTable()
 	var out []linkedSample
 	for _, sp := range req.GetResourceProfiles()[0].GetScopeProfiles() {
-		if scopeName(sp.GetScope().GetAttributes()) != "cpu" {
+		if scopeName(sp.GetScope().GetAttributes()) != name {
 			continue
 		}
 		for _, p := range sp.GetProfiles() {
-			if str[p.GetSampleType().GetTypeStrindex()] != "samples" {
+			if str[p.GetSampleType().GetTypeStrindex()] != sampleType {
 				continue
 			}
 			for _, s := range p.GetSamples() {

@@ -101,6 +101,9 @@ type options struct {
 	// processContext is set by WithProcessContext.
 	processContext *bool
 
+	// intervals holds the read intervals set in code, 0 where none was.
+	intervals [numProfileTypes]time.Duration
+
 	endpoint    *endpointOption
 	protocol    *Protocol
 	headers     map[string]string
@@ -211,6 +214,23 @@ func WithMutexProfileFraction(rate int) Option {
 func WithBlockProfileRate(rate int) Option {
 	return optionFunc(func(o *options) {
 		o.setRate(BlockProfile, rate, "rate must be positive")
+	})
+}
+
+// WithGoroutineLeakInterval sets the least time between two reads of
+// GoroutineLeakProfile, each of which runs a full garbage collection: it is
+// read in the first window, then in every nth window, n being d divided by
+// the period and rounded up, and in the last window, at Stop. An interval
+// no longer than the period reads it every window. It must be positive. The
+// default is 5 minutes (every fifth window at the default period),
+// overridden by PPROFOTEL_GOROUTINELEAK_INTERVAL.
+func WithGoroutineLeakInterval(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.fail(GoroutineLeakProfile.descriptor().Interval.Option, d, "interval must be positive")
+			return
+		}
+		o.intervals[GoroutineLeakProfile] = d
 	})
 }
 

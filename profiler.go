@@ -47,6 +47,8 @@ type Profiler struct {
 	collected    atomic.Int64
 	collectNanos atomic.Int64
 	convertNanos atomic.Int64
+	// leaked is Stats.GoroutinesLeaked.
+	leaked atomic.Int64
 
 	stopOnce sync.Once
 	// stopRequests carries the context of the first Stop to the loop, which
@@ -109,8 +111,12 @@ func start(cfg *config) (*Profiler, error) {
 		return nil, err
 	}
 	names := make([]string, len(cfg.profileTypes))
+	intervals := make(map[string]time.Duration)
 	for i, t := range cfg.profileTypes {
 		names[i] = t.String()
+		if cfg.intervals[t] != 0 {
+			intervals[names[i]] = cfg.intervals[t]
+		}
 	}
 	p.collector, err = collect.New(collect.Config{
 		Profiles:  names,
@@ -118,6 +124,8 @@ func start(cfg *config) (*Profiler, error) {
 		CPU:       cpuProfiler,
 		Logger:    cfg.logger,
 		Omissions: &p.omitted,
+		Period:    cfg.period,
+		Intervals: intervals,
 	})
 	if err != nil {
 		p.pipe.shutdown(context.Background())
@@ -234,6 +242,7 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 		w = p.collector.Collect(now)
 	}
 	collected := time.Now()
+	p.countLeaks(w)
 	queued, err := p.pipe.send(w)
 	p.collectNanos.Add(int64(collected.Sub(began)))
 	p.convertNanos.Add(int64(time.Since(collected)))

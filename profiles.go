@@ -31,12 +31,21 @@ const (
 	// BlockProfile reports goroutines blocked on synchronisation
 	// primitives; see [WithBlockProfileRate].
 	BlockProfile
+	// GoroutineLeakProfile reports the goroutines leaked so far: blocked
+	// for good on a channel or a sync primitive that no other goroutine
+	// can reach. Reading it runs a full garbage collection first, so it
+	// is taken in the first window, then at most once per
+	// [WithGoroutineLeakInterval] (5 minutes by default), and at Stop.
+	// It needs Go 1.27 or later (or Go 1.26 built with
+	// GOEXPERIMENT=goroutineleakprofile): elsewhere Start fails when it is
+	// asked for; see [ProfileType.Available].
+	GoroutineLeakProfile
 
 	numProfileTypes = iota
 )
 
 // String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
-// "goroutine", "mutex" or "block".
+// "goroutine", "mutex", "block" or "goroutineleak".
 func (t ProfileType) String() string {
 	if t.valid() {
 		return t.descriptor().Name
@@ -73,13 +82,27 @@ func defaultProfileTypes() []ProfileType {
 	return types
 }
 
+// Available reports why the running Go cannot provide t, and nil when it
+// can: Start fails when asked for a type that is not available. An
+// application that wants a profile only where the Go it runs on offers it
+// asks for the types whose Available is nil.
+func (t ProfileType) Available() error {
+	if !t.valid() {
+		return fmt.Errorf("profiler: unknown profile type %s", t)
+	}
+	if avail := t.descriptor().Available; avail != nil {
+		if err := avail(); err != nil {
+			return fmt.Errorf("profiler: profile type %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
 // checkAvailable reports the first of types this Go cannot provide.
 func checkAvailable(types []ProfileType) error {
 	for _, t := range types {
-		if avail := t.descriptor().Available; avail != nil {
-			if err := avail(); err != nil {
-				return fmt.Errorf("profiler: profile type %s: %w", t, err)
-			}
+		if err := t.Available(); err != nil {
+			return err
 		}
 	}
 	return nil

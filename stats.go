@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/pprofotel/profiler/internal/collect"
 )
 
 // Stats counts what a profiler has done since Start. Every window ends in
@@ -54,6 +56,10 @@ type Stats struct {
 	// decoded and were left out of their window; the window's other
 	// profiles were sent.
 	ProfilesLeftOut int64
+	// GoroutinesLeaked is the number of leaked goroutines that the latest
+	// goroutine-leak profile found (GoroutineLeakProfile; 0 until it is
+	// first taken). A leaked goroutine never ends, so it only grows.
+	GoroutinesLeaked int64
 }
 
 // Stats returns the profiler's counts so far. It may be called at any time,
@@ -76,6 +82,23 @@ func (p *Profiler) Stats() Stats {
 
 		CPUProfilesSkipped: p.omitted.CPUSkipped.Load(),
 		ProfilesLeftOut:    p.omitted.Errors.Load(),
+
+		GoroutinesLeaked: p.leaked.Load(),
+	}
+}
+
+// countLeaks records how many leaked goroutines the goroutine-leak profile
+// of w found, if w has one.
+func (p *Profiler) countLeaks(w collect.Window) {
+	for _, prof := range w.Profiles {
+		if prof.Name != collect.GoroutineLeak {
+			continue
+		}
+		var n int64
+		for _, s := range prof.Data.Samples {
+			n += s.Values[0]
+		}
+		p.leaked.Store(n)
 	}
 }
 
@@ -93,6 +116,8 @@ const (
 	metricConversionTime   = "pprofotel.conversion.time"
 	metricCPUSkipped       = "pprofotel.cpu_profiles.skipped"
 	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
+
+	metricGoroutinesLeaked = "pprofotel.goroutines.leaked"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -120,7 +145,9 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		metric.WithDescription("Time spent converting profiles into OTLP requests."))
 	cpuSkipped, err10 := counter(metricCPUSkipped, "{window}", "Windows without a CPU profile because the CPU profiler was in use elsewhere.")
 	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11} {
+	leaked, err12 := m.Int64ObservableGauge(metricGoroutinesLeaked, metric.WithUnit("{goroutine}"),
+		metric.WithDescription("Leaked goroutines the latest goroutine-leak profile found."))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12} {
 		if err != nil {
 			return nil, err
 		}
@@ -138,6 +165,7 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveFloat64(converting, s.ConversionTime.Seconds())
 		o.ObserveInt64(cpuSkipped, s.CPUProfilesSkipped)
 		o.ObserveInt64(leftOut, s.ProfilesLeftOut)
+		o.ObserveInt64(leaked, s.GoroutinesLeaked)
 		return nil
-	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut)
+	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked)
 }

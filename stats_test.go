@@ -46,6 +46,11 @@ func readMetrics(t *testing.T, reader *sdkmetric.ManualReader) (values map[strin
 					t.Fatalf("%s: %d data points", m.Name, len(d.DataPoints))
 				}
 				values[m.Name] = d.DataPoints[0].Value
+			case metricdata.Gauge[int64]:
+				if len(d.DataPoints) != 1 {
+					t.Fatalf("%s: %d data points", m.Name, len(d.DataPoints))
+				}
+				values[m.Name] = float64(d.DataPoints[0].Value)
 			default:
 				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
 			}
@@ -66,6 +71,7 @@ func asMetrics(s Stats) map[string]float64 {
 		metricExportBytes:      float64(s.BytesSent),
 		metricCollectionTime:   s.CollectionTime.Seconds(),
 		metricConversionTime:   s.ConversionTime.Seconds(),
+		metricGoroutinesLeaked: float64(s.GoroutinesLeaked),
 	}
 }
 
@@ -95,6 +101,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
 		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
 		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
+		metricGoroutinesLeaked: "{goroutine}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]

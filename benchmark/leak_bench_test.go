@@ -15,6 +15,11 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/otlp"
 )
 
 // The state BenchmarkGoroutineProfiles collects from: parkedGoroutines
@@ -151,6 +156,65 @@ func BenchmarkGoroutineProfiles(b *testing.B) {
 					checkLeakProfile(b)
 				}
 				benchCollection(b, v.collect)
+			})
+		}
+	}
+	setLiveHeap(0)
+}
+
+// BenchmarkLeakWindow measures a whole profiler window, as the profiler's
+// loop runs it (collect.Collector.Collect, then the OTLP request built and
+// marshalled), without and with the goroutine-leak profile, in the state
+// of BenchmarkGoroutineProfiles (10,000 parked goroutines, 5 leaked, no
+// live heap and 256 MiB), with the same metrics. The window reads the heap
+// and goroutine profiles, the defaults without the CPU profile, whose
+// stop waits for the runtime's profile writer and would blur the
+// difference; the goroutine profile's guard is off (MaxGoroutines -1), as
+// 10,005 goroutines are over its default limit. The leak profile is read
+// every window here (no Period): what one window that carries it costs.
+func BenchmarkLeakWindow(b *testing.B) {
+	leak()
+	startParked()
+	defer close(parked)
+	leakProfile := pprof.Lookup("goroutineleak") != nil
+	if !leakProfile {
+		fmt.Printf("BenchmarkLeakWindow: goroutineleak left out: the profile is unavailable in %s\n", runtime.Version())
+	}
+	for _, heapMiB := range []int{0, 256} {
+		setLiveHeap(heapMiB << 20)
+		for _, v := range []struct {
+			name     string
+			profiles []string
+		}{
+			{"heap+goroutine", []string{collect.Heap, collect.Goroutine}},
+			{"heap+goroutine+goroutineleak", []string{collect.Heap, collect.Goroutine, collect.GoroutineLeak}},
+		} {
+			if slices.Contains(v.profiles, collect.GoroutineLeak) && !leakProfile {
+				continue
+			}
+			b.Run(fmt.Sprintf("heap=%dMiB/%s", heapMiB, v.name), func(b *testing.B) {
+				c, err := collect.New(collect.Config{Profiles: v.profiles, MaxGoroutines: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				builder := otlp.NewBuilder(nil, &commonpb.InstrumentationScope{Name: "bench"})
+				c.Start(time.Now())
+				var bytes int
+				benchCollection(b, func() error {
+					w := c.Collect(time.Now())
+					if len(w.Profiles) != len(v.profiles) {
+						return fmt.Errorf("window holds %d profiles, want %d", len(w.Profiles), len(v.profiles))
+					}
+					inputs := make([]otlp.Input, len(w.Profiles))
+					for i, p := range w.Profiles {
+						inputs[i] = otlp.Input{Name: p.Name, Profile: p.Data}
+					}
+					data, err := proto.Marshal(builder.Build(w.Start, w.End, inputs))
+					bytes = len(data)
+					return err
+				})
+				b.ReportMetric(float64(bytes), "request-B")
+				c.Stop(time.Now())
 			})
 		}
 	}

@@ -1,5 +1,6 @@
 // Command example runs a small HTTP service under load and profiles it with
-// pprofotel: all five profile types, a short period.
+// pprofotel: every profile type this Go offers (the goroutine-leak profile
+// needs Go 1.27), a short period.
 //
 // It is configured as a service would be: the environment variables of the
 // README's Configuration section apply, and the flags only fill in what the
@@ -29,6 +30,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
@@ -59,8 +61,15 @@ func main() {
 		opts = append(opts, profiler.WithPeriod(*period))
 	}
 	if !set("PPROFOTEL_PROFILES") {
-		opts = append(opts, profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile))
+		types := []profiler.ProfileType{profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
+			profiler.MutexProfile, profiler.BlockProfile}
+		// Taken in the first window and at Stop, at the default interval.
+		if err := profiler.GoroutineLeakProfile.Available(); err == nil {
+			types = append(types, profiler.GoroutineLeakProfile)
+		} else {
+			fmt.Printf("no goroutine-leak profile: %v\n", err)
+		}
+		opts = append(opts, profiler.WithProfileTypes(types...))
 	}
 	var madeDir string // removed if Start fails
 	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" ||
@@ -158,6 +167,7 @@ type service struct {
 	mu      sync.Mutex
 	counter map[string]int
 	jobs    chan job
+	lookups atomic.Int64
 }
 
 type job struct {
@@ -179,6 +189,7 @@ func (s *service) routes() http.Handler {
 	mux.HandleFunc("/report", s.report)
 	mux.HandleFunc("/count", s.count)
 	mux.HandleFunc("/queue", s.queue)
+	mux.HandleFunc("/lookup", s.lookup)
 	return mux
 }
 
@@ -216,6 +227,30 @@ func (s *service) queue(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, <-j.done)
 }
 
+// lookup races a backend call against a deadline. The call answers on an
+// unbuffered channel, so when the deadline wins (one call in fifty is
+// slow) no one ever receives the answer and the call's goroutine leaks:
+// the bug the goroutine-leak profile finds.
+func (s *service) lookup(w http.ResponseWriter, r *http.Request) {
+	n := s.lookups.Add(1)
+	answer := make(chan string)
+	go func() { answer <- backend(n) }()
+	select {
+	case a := <-answer:
+		io.WriteString(w, a)
+	case <-time.After(5 * time.Millisecond):
+		http.Error(w, "backend timeout", http.StatusGatewayTimeout)
+	}
+}
+
+// backend answers call n, slowly for one call in fifty.
+func backend(n int64) string {
+	if n%50 == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "ok\n"
+}
+
 func (s *service) worker() {
 	for j := range s.jobs {
 		time.Sleep(time.Millisecond)
@@ -230,7 +265,7 @@ func load(ctx context.Context, base string) int64 {
 		mu    sync.Mutex
 		total int64
 	)
-	paths := []string{"/hash", "/report", "/count?k=a", "/queue"}
+	paths := []string{"/hash", "/report", "/count?k=a", "/queue", "/lookup"}
 	client := &http.Client{Timeout: 5 * time.Second}
 	for c := range 8 {
 		wg.Add(1)
@@ -323,7 +358,7 @@ func (p *windowPrinter) printNew() {
 }
 
 // profileOrder is the order the summary lists the runtime profiles in.
-var profileOrder = []string{"cpu", "heap", "goroutine", "mutex", "block"}
+var profileOrder = []string{"cpu", "heap", "goroutine", "mutex", "block", "goroutineleak"}
 
 // summarize prints, per profile and sample type, the total and the three
 // functions with the most flat value: the value of the samples where the
@@ -351,7 +386,7 @@ func summarize(file string, reqs []pprofconv.Request) (string, error) {
 				total += s.Value[i]
 				flat[leaf(s)] += s.Value[i]
 			}
-			fmt.Fprintf(&b, "  %-9s %-14s %14d %-11s", name, st.Type, total, st.Unit)
+			fmt.Fprintf(&b, "  %-13s %-14s %14d %-11s", name, st.Type, total, st.Unit)
 			type fv struct {
 				name string
 				v    int64

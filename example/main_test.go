@@ -88,9 +88,9 @@ func TestSummaryFollowsPprofFlat(t *testing.T) {
 	var out bytes.Buffer
 	(&windowPrinter{out: &out, dir: dir, seen: map[string]bool{}}).printNew()
 	for _, want := range []string{
-		"  cpu       cpu                  40000005 nanoseconds strings.Repeat (75%) main.handle (25%)",
-		"  heap      alloc_space              2048 bytes       runtime.mallocgc (100%)",
-		"  heap      inuse_space              1324 bytes       runtime.mallocgc (77%) strings.Repeat (23%)",
+		"  cpu           cpu                  40000005 nanoseconds strings.Repeat (75%) main.handle (25%)",
+		"  heap          alloc_space              2048 bytes       runtime.mallocgc (100%)",
+		"  heap          inuse_space              1324 bytes       runtime.mallocgc (77%) strings.Repeat (23%)",
 	} {
 		if !strings.Contains(out.String(), want+"\n") {
 			t.Errorf("summary lacks the line\n%s\nsummary:\n%s", want, out.String())

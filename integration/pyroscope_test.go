@@ -288,11 +288,18 @@ func (run *pyroscopeRun) queryRange() (start, end int64) {
 // (SelectSeries) add up to what was sent.
 func checkPyroscopeTotals(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 	t.Helper()
+	checkPyroscopeTotalsOf(t, py, run, pyroscopeTypes)
+}
+
+// checkPyroscopeTotalsOf is checkPyroscopeTotals for a run that sent the
+// profile types types, sorted.
+func checkPyroscopeTotalsOf(t *testing.T, py *pyroscope, run *pyroscopeRun, types []string) {
+	t.Helper()
 	sent, windows := sentTotals(t, run)
-	if got := slices.Sorted(maps.Keys(sent)); !slices.Equal(got, pyroscopeTypes) {
-		t.Errorf("profile types sent %q, want %q", got, pyroscopeTypes)
+	if got := slices.Sorted(maps.Keys(sent)); !slices.Equal(got, types) {
+		t.Errorf("profile types sent %q, want %q", got, types)
 	}
-	for _, id := range pyroscopeTypes {
+	for _, id := range types {
 		var runTotal int64
 		for _, w := range windows {
 			want := sent[id][w]
@@ -336,6 +343,13 @@ func checkPyroscopeTotals(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 // Profile sent: mutex and block as types of their own, CPU once.
 func checkProfileTypes(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 	t.Helper()
+	checkProfileTypesOf(t, py, run, pyroscopeTypes)
+}
+
+// checkProfileTypesOf is checkProfileTypes for a run that sent the profile
+// types types, sorted.
+func checkProfileTypesOf(t *testing.T, py *pyroscope, run *pyroscopeRun, types []string) {
+	t.Helper()
 	start, end := run.queryRange()
 	var resp struct {
 		ProfileTypes []struct {
@@ -348,8 +362,8 @@ func checkProfileTypes(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 		got = append(got, pt.ID)
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, pyroscopeTypes) {
-		t.Errorf("Pyroscope lists profile types %q, want %q", got, pyroscopeTypes)
+	if !slices.Equal(got, types) {
+		t.Errorf("Pyroscope lists profile types %q, want %q", got, types)
 	}
 }
 

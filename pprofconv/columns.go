@@ -25,12 +25,14 @@ type column struct {
 }
 
 // snapshotTypes are the sample types, by runtime profile, that hold the
-// state at the end of a window: the live heap as of the last GC, and the
-// goroutines. Every other sample type holds what happened during the window
-// (CPU time, allocations, contention), and windows add up.
+// state at the end of a window: the live heap as of the last GC, the
+// goroutines, and the goroutines leaked so far. Every other sample type
+// holds what happened during the window (CPU time, allocations,
+// contention), and windows add up.
 var snapshotTypes = map[string]map[string]bool{
-	"heap":      {"inuse_objects": true, "inuse_space": true},
-	"goroutine": {"goroutine": true},
+	"heap":          {"inuse_objects": true, "inuse_space": true},
+	"goroutine":     {"goroutine": true},
+	"goroutineleak": {"goroutineleak": true},
 }
 
 // sentType returns what an OTLP Profile of runtime profile name with the

@@ -25,7 +25,7 @@ type Filter struct {
 	// Start or End leaves that side open.
 	Start, End time.Time
 	// Profiles keeps the runtime profiles named ("cpu", "heap",
-	// "goroutine", "mutex", "block"); empty keeps all.
+	// "goroutine", "mutex", "block", "goroutineleak"); empty keeps all.
 	Profiles []string
 }
 
@@ -37,9 +37,10 @@ type Filter struct {
 //
 // Samples with the same stack, labels and span link are merged, across
 // windows too: CPU time, allocations, contentions and delays add up over
-// the windows. The heap's inuse_objects and inuse_space and the goroutine
-// count are snapshots at the end of a window, so the merged profile holds
-// the latest snapshot of each process (resource) instead of a sum.
+// the windows. The heap's inuse_objects and inuse_space, the goroutine
+// count and the leaked goroutines' are snapshots at the end of a window, so
+// the merged profile holds the latest snapshot of each process (resource)
+// instead of a sum.
 //
 // A span link comes back as the labels trace_id and span_id, in lower-case
 // hex; other sample attributes as string or numeric labels. Every returned

@@ -11,7 +11,8 @@
 //
 // Convert selects windows by service, time and profile, and merges them
 // into one pprof profile per runtime profile ("cpu", "heap", "goroutine",
-// "mutex", "block"), with all its sample types, as runtime/pprof writes it.
-// Span links come back as the pprof labels trace_id and span_id. PGO
-// reduces a merged CPU profile to what the Go compiler uses.
+// "mutex", "block", "goroutineleak"), with all its sample types, as
+// runtime/pprof writes it. Span links come back as the pprof labels
+// trace_id and span_id. PGO reduces a merged CPU profile to what the Go
+// compiler uses.
 package pprofconv

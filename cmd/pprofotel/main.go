@@ -91,7 +91,7 @@ func (s *selection) register(fs *flag.FlagSet, profiles bool) {
 	fs.StringVar(&s.from, "from", "", "keep the windows that end after this time (RFC 3339, e.g. 2026-11-23T14:05:00Z)")
 	fs.StringVar(&s.to, "to", "", "keep the windows that start before this time (RFC 3339)")
 	if profiles {
-		fs.StringVar(&s.profiles, "profile", "", "comma-separated runtime profiles to write (cpu,heap,goroutine,mutex,block); default all")
+		fs.StringVar(&s.profiles, "profile", "", "comma-separated runtime profiles to write (cpu,heap,goroutine,mutex,block,goroutineleak); default all")
 	}
 }
 

@@ -109,6 +109,11 @@ type Collector struct {
 	// stretch of skipped windows.
 	goroutinesLogged bool
 	deltas           map[string]*deltaState
+	// every holds, by name, n for the profiles read only in the first
+	// window, every nth after it and the last (see Interval).
+	every map[string]int
+	// windows counts the windows ended so far.
+	windows int
 	// sources holds the profiles that are not read from runtime/pprof.
 	sources     map[string]Source
 	windowStart time.Time
@@ -128,6 +133,12 @@ type Config struct {
 	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
 	// negative value sets no limit.
 	MaxGoroutines int
+	// Period is the length of a window, and Intervals the interval of
+	// each profile whose descriptor has one, by name (missing: the
+	// descriptor's Default): together they say which windows read such a
+	// profile. A zero Period reads it every window.
+	Period    time.Duration
+	Intervals map[string]time.Duration
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -141,6 +152,7 @@ func New(cfg Config) (*Collector, error) {
 		stats:   cfg.Omissions,
 		deltas:  make(map[string]*deltaState),
 		sources: make(map[string]Source),
+		every:   make(map[string]int),
 
 		reusable: make(map[string]*reusedProfile),
 
@@ -178,8 +190,28 @@ func New(cfg Config) (*Collector, error) {
 		if d.Source != nil {
 			c.sources[name] = d.Source
 		}
+		if d.Interval != nil {
+			interval, ok := cfg.Intervals[name]
+			if !ok {
+				interval = d.Interval.Default
+			}
+			c.every[name] = windowsApart(interval, cfg.Period)
+		}
 	}
 	return c, nil
+}
+
+// windowsApart is the number of windows of length period that make at
+// least interval, 1 for any interval within one period.
+func windowsApart(interval, period time.Duration) int {
+	if period <= 0 || interval <= period {
+		return 1
+	}
+	n := interval / period
+	if interval%period != 0 {
+		n++
+	}
+	return int(n)
 }
 
 // Start begins the first window at now: it starts the CPU profile and
@@ -233,6 +265,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			if name == Goroutine && c.tooManyGoroutines() {
 				continue
 			}
+			if n := c.every[name]; n > 1 && next && c.windows%n != 0 {
+				continue // read in the first window, every nth, and at Stop
+			}
 			p, err = c.read(name)
 		}
 		if err != nil {
@@ -253,6 +288,7 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p})
 	}
 	c.windowStart = now
+	c.windows++
 	return w
 }
 

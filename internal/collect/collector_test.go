@@ -685,3 +685,59 @@ func findName(w Window, name string) *pprofdecode.Profile {
 	}
 	return nil
 }
+
+// TestIntervalSpacesOutReads checks which windows read a profile with an
+// Interval (the goroutine-leak profile, fed here from the goroutine profile
+// so that the test runs on any Go): the first, every nth, n the interval
+// over the period rounded up, and the last; and that it comes last in its
+// window, after the profiles that are read every window.
+func TestIntervalSpacesOutReads(t *testing.T) {
+	source := func(name string, w io.Writer) error {
+		if name == GoroutineLeak {
+			name = Goroutine
+		}
+		return RuntimeSource(name, w)
+	}
+	for _, tt := range []struct {
+		name      string
+		period    time.Duration
+		intervals map[string]time.Duration
+		want      string // per window, 7 by Collect and the last by Stop: x read, . not
+	}{
+		{"default 5 min at a 60 s period", time.Minute, nil, "x....x.x"},
+		{"interval of 3 periods", time.Second, map[string]time.Duration{GoroutineLeak: 3 * time.Second}, "x..x..xx"},
+		{"rounded up", time.Second, map[string]time.Duration{GoroutineLeak: 2500 * time.Millisecond}, "x..x..xx"},
+		{"within one period", time.Second, map[string]time.Duration{GoroutineLeak: time.Second}, "xxxxxxxx"},
+		{"no period", 0, nil, "xxxxxxxx"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(Config{Profiles: []string{Heap, GoroutineLeak}, Source: source, Period: tt.period, Intervals: tt.intervals})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			c.Start(now)
+			var got strings.Builder
+			for i := range len(tt.want) {
+				now = now.Add(tt.period)
+				var w Window
+				if i == len(tt.want)-1 {
+					w = c.Stop(now)
+				} else {
+					w = c.Collect(now)
+				}
+				if findName(w, GoroutineLeak) == nil {
+					got.WriteByte('.')
+					continue
+				}
+				got.WriteByte('x')
+				if names := []string{w.Profiles[0].Name, w.Profiles[len(w.Profiles)-1].Name}; names[0] != Heap || names[1] != GoroutineLeak {
+					t.Errorf("window %d reads %v first and last, want heap first, goroutineleak last", i, names)
+				}
+			}
+			if got.String() != tt.want {
+				t.Errorf("windows read %s, want %s", got.String(), tt.want)
+			}
+		})
+	}
+}

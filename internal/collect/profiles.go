@@ -3,7 +3,9 @@ package collect
 import (
 	"fmt"
 	"runtime"
+	"runtime/pprof"
 	"strings"
+	"time"
 )
 
 // The runtime profile names, as runtime/pprof spells them. They are the keys
@@ -15,6 +17,8 @@ const (
 	Goroutine = "goroutine"
 	Mutex     = "mutex"
 	Block     = "block"
+	// GoroutineLeak is the goroutine-leak profile of Go 1.27.
+	GoroutineLeak = "goroutineleak"
 )
 
 // Descriptor is everything the profiler knows about one runtime profile.
@@ -49,6 +53,19 @@ type Descriptor struct {
 	// Source writes the profile in pprof protobuf format; nil reads
 	// pprof.Lookup(Name), or the Collector's Config.Source when set.
 	Source Source
+	// Interval, for a profile too costly to read every window, is the
+	// least time between two reads; nil reads it every window.
+	Interval *Interval
+}
+
+// Interval spaces out the reads of a profile: it is read in the first
+// window, then in every nth window, n being the interval divided by the
+// period and rounded up, and in the last window, at Stop.
+type Interval struct {
+	// Env is the variable that sets it, Option the option that does.
+	Env, Option string
+	// Default is the interval used when neither sets it.
+	Default time.Duration
 }
 
 // Rate is a process-wide runtime sampling rate that a profile needs while
@@ -102,6 +119,27 @@ var Profiles = []Descriptor{
 			return func() { runtime.SetBlockProfileRate(0) }
 		},
 	}},
+	// Every read runs a full garbage collection first, with leak
+	// detection, whose cost grows with the live heap (a quarter of a
+	// second and 0.45 CPU-seconds at 256 MiB): opt-in, read at most once
+	// every five minutes by default, and last in its window, after the
+	// other profiles (benchmark/README.md, "The goroutine-leak profile").
+	// A snapshot: every read lists all the goroutines leaked so far.
+	{Name: GoroutineLeak, Values: 1, Available: goroutineLeakAvailable, Interval: &Interval{
+		Env: "PPROFOTEL_GOROUTINELEAK_INTERVAL", Option: "WithGoroutineLeakInterval",
+		Default: 5 * time.Minute,
+	}},
+}
+
+// goroutineLeakAvailable reports whether runtime/pprof has the
+// goroutine-leak profile: Go 1.27 always registers it, Go 1.26 only when
+// built with GOEXPERIMENT=goroutineleakprofile, so only a lookup tells.
+func goroutineLeakAvailable() error {
+	if pprof.Lookup(GoroutineLeak) == nil {
+		return fmt.Errorf("%s has no goroutineleak profile: it needs Go 1.27 or later (or Go 1.26 built with GOEXPERIMENT=goroutineleakprofile)",
+			runtime.Version())
+	}
+	return nil
 }
 
 // Lookup returns the descriptor of the named profile.

@@ -21,7 +21,7 @@ import (
 // Input is one runtime profile of a collection window.
 type Input struct {
 	// Name is the runtime profile name: "cpu", "heap", "goroutine",
-	// "mutex" or "block".
+	// "mutex", "block" or "goroutineleak".
 	Name string
 	// Profile is the decoded profile, with deltas already applied to
 	// cumulative sample types. A nil Profile yields an empty scope.

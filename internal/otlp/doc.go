@@ -5,8 +5,8 @@
 // # Layout of a request
 //
 // A request holds one ResourceProfiles for the process and one ScopeProfiles
-// per runtime profile (cpu, heap, goroutine, mutex, block), in the order the
-// inputs were given. A pprof profile carries several sample types in one
+// per runtime profile (cpu, heap, goroutine, mutex, block, goroutineleak),
+// in the order the inputs were given. A pprof profile carries several sample types in one
 // message; OTLP gives each Profile a single sample type, so every pprof sample
 // type becomes its own Profile, emitted in pprof order, and every Sample has
 // exactly one value. otlpattr.SampleTypes says which sample_type and period_type each
@@ -29,8 +29,8 @@
 //     the index of its sample type in the original pprof profile; a sample
 //     type that is not sent leaves its index out.
 //   - pprofotel.profile.name: the runtime profile name ("cpu", "heap",
-//     "goroutine", "mutex", "block"). The same attribute is set on each
-//     Profile through its attribute_indices.
+//     "goroutine", "mutex", "block", "goroutineleak"). The same attribute
+//     is set on each Profile through its attribute_indices.
 //
 // Locations carry pprof.location.is_folded when set. Mappings carry
 // process.executable.build_id.gnu (the pprof build id, which runtime/pprof

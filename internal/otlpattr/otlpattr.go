@@ -20,9 +20,9 @@ const (
 )
 
 // ProfileName is the scope and Profile attribute holding the runtime
-// profile's name ("cpu", "heap", "goroutine", "mutex", "block": the names
-// of the profile descriptors), which tells apart profiles with the same
-// sample types, such as mutex and block.
+// profile's name ("cpu", "heap", "goroutine", "mutex", "block",
+// "goroutineleak": the names of the profile descriptors), which tells apart
+// profiles with the same sample types, such as mutex and block.
 const ProfileName = "pprofotel.profile.name"
 
 // LocationIsFolded marks a folded pprof location.

@@ -12,7 +12,7 @@ type ValueType struct {
 // back to pprof reads it the other way.
 type SampleType struct {
 	// Profile is the runtime profile: "cpu", "heap", "goroutine",
-	// "mutex" or "block".
+	// "mutex", "block" or "goroutineleak".
 	Profile string
 	// Pprof and PprofPeriod are the sample type and period type as
 	// runtime/pprof writes them.
@@ -74,6 +74,12 @@ var SampleTypes = []SampleType{
 		Sample: ValueType{"block_contentions", "count"}, Period: ValueType{"block_contentions", "count"}},
 	{Profile: "block", Pprof: ValueType{"delay", "nanoseconds"}, PprofPeriod: ValueType{"contentions", "count"},
 		Sample: ValueType{"block_delay", "nanoseconds"}, Period: ValueType{"block_contentions", "count"}},
+
+	// Not in the OTEP's list, and distinct from goroutine/count by either
+	// reading: sent as the runtime writes it (Pyroscope shows it as
+	// goroutineleak:goroutineleak:count:goroutineleak:count).
+	{Profile: "goroutineleak", Pprof: ValueType{"goroutineleak", "count"}, PprofPeriod: ValueType{"goroutineleak", "count"},
+		Sample: ValueType{"goroutineleak", "count"}, Period: ValueType{"goroutineleak", "count"}},
 }
 
 // SentAs returns the entry of SampleTypes for sample type t of runtime
