@@ -66,10 +66,12 @@ type Profiler struct {
 // environment variables, which win over the defaults (see the package
 // documentation for the list).
 //
-// An invalid option or environment variable makes Start fail with an error
-// that names it and its value. When profiling is disabled through
-// PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true, Start returns a
-// Profiler that does nothing, and no error. Only one profiler may run at a
+// An invalid option makes Start fail with an error that names it and its
+// value. An invalid environment variable does not: as the OpenTelemetry
+// specification asks, it is ignored (a boolean reads as false) and a
+// warning naming it and its value is logged, once. When profiling is
+// disabled through PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true,
+// Start returns a Profiler that does nothing, and no error. Only one profiler may run at a
 // time in a process; Start fails with [ErrAlreadyRunning] while another
 // runs.
 //
@@ -79,6 +81,9 @@ func Start(opts ...Option) (*Profiler, error) {
 	cfg, err := newConfig(opts, os.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range cfg.warnings {
+		cfg.logger.Warn("pprofotel: invalid environment variable", "warning", w.Error())
 	}
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil

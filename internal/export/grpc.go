@@ -152,27 +152,14 @@ func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
 }
 
 // grpcMetadata turns headers into metadata pairs, rejecting what gRPC would
-// refuse at call time: keys outside [0-9a-z-_.] once lower-cased, and
-// non-printable values on non-binary keys.
+// refuse at call time (CheckHeader).
 func grpcMetadata(headers map[string]string) ([]string, error) {
 	pairs := make([]string, 0, 2*len(headers))
 	for _, k := range sortedKeys(headers) {
-		key := strings.ToLower(k)
-		for i := 0; i < len(key); i++ {
-			c := key[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-				return nil, fmt.Errorf("otlp header %q: gRPC metadata keys allow only 0-9 a-z - _ .", k)
-			}
+		if err := CheckHeader(true, k, headers[k]); err != nil {
+			return nil, err
 		}
-		v := headers[k]
-		if !strings.HasSuffix(key, "-bin") {
-			for i := 0; i < len(v); i++ {
-				if v[i] < 0x20 || v[i] > 0x7e {
-					return nil, fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII", k)
-				}
-			}
-		}
-		pairs = append(pairs, key, v)
+		pairs = append(pairs, strings.ToLower(k), headers[k])
 	}
 	return pairs, nil
 }
