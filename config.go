@@ -270,6 +270,9 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 	} else if p, ok := env.Enum("protocol", protocolNames, otlpVar("PROTOCOL")...); ok {
 		cfg.Protocol = p
 	}
+	if !grpcOnly {
+		cfg.Protocol = o.conn.protocol(o, cfg.Protocol)
+	}
 	cfg.Endpoint, cfg.Insecure = resolveEndpoint(o, env, cfg.Protocol == export.ProtocolGRPC)
 
 	if o.headersSet {
@@ -298,6 +301,12 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 	} else {
 		cfg.TLS = tlsFromEnv(env)
 	}
+	cfg.GRPCConn = o.conn.grpcConn
+	cfg.DialOptions = o.conn.dialOptions
+	if cfg.Protocol != export.ProtocolGRPC {
+		cfg.HTTPClient = o.conn.httpClient
+	}
+	cfg.Proxy = o.conn.proxy
 	return cfg
 }
 

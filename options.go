@@ -110,6 +110,7 @@ type options struct {
 	compression *Compression
 	tlsConfig   *tls.Config
 	retry       *RetryConfig
+	conn        connectionOptions
 
 	delivery deliverySettings
 	logger   *slog.Logger
