@@ -126,6 +126,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		c.warnings = env.Warnings()
 		return c, nil
 	}
+	c.logger = slog.New(reportingHandler{next: c.logger.Handler(), logErrors: o.logger != nil})
 	if v, ok := env.Lookup(envConfigFile); ok {
 		env.Warn(fmt.Errorf("%s=%q: the profiler does not read the configuration file (its schema has no profiles section); "+
 			"its options and the environment variables apply", envConfigFile, v))

@@ -249,7 +249,7 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 	}
 	if err != nil {
 		p.sent.Failed.Add(1)
-		p.cfg.logger.Warn("pprofotel: window not converted", "start", w.Start, "end", w.End, "error", err)
+		p.cfg.logger.Error("pprofotel: window not converted", "start", w.Start, "end", w.End, "error", err)
 		return fmt.Errorf("profiler: window %s–%s not converted: %w",
 			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
 	}

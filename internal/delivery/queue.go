@@ -212,7 +212,7 @@ func (s *Queue[R]) drop(n int, why string) {
 	since, ok := s.dropLog.note(n)
 	s.mu.Unlock()
 	if ok {
-		s.logger.Warn("pprofotel: profile windows dropped unsent",
+		s.logger.Error("pprofotel: profile windows dropped unsent",
 			"reason", why, "dropped", since, "dropped_total", total,
 			"max_windows", s.maxWindows, "max_bytes", s.maxBytes)
 	}
@@ -297,7 +297,7 @@ func (s *Queue[R]) fail(w Window[R], err error) {
 	since, ok := s.failLog.note(1)
 	s.mu.Unlock()
 	if ok {
-		s.logger.Warn("pprofotel: profile window not delivered",
+		s.logger.Error("pprofotel: profile window not delivered",
 			"start", w.Start, "end", w.End, "error", err,
 			"failed", since, "failed_total", total)
 	}
@@ -331,7 +331,7 @@ func (s *Queue[R]) Shutdown(ctx context.Context) error {
 		failsSince := s.failLog.flush()
 		s.mu.Unlock()
 		if dropsSince > 0 || failsSince > 0 {
-			s.logger.Warn("pprofotel: profile windows lost since the last report",
+			s.logger.Error("pprofotel: profile windows lost since the last report",
 				"dropped", dropsSince, "failed", failsSince,
 				"dropped_total", s.stats.Dropped.Load(), "failed_total", s.stats.Failed.Load())
 		}
