@@ -233,6 +233,31 @@ func otelEnvCases(t *testing.T) []envCase {
 	}
 }
 
+// resolveEnvCase resolves the configuration of tt's environment, checks
+// that it warns about tt's variable once or about nothing, and tt.check.
+func resolveEnvCase(t *testing.T, tt envCase) (env map[string]string, c *config) {
+	t.Helper()
+	env = map[string]string{tt.name: tt.value}
+	maps.Copy(env, tt.also)
+	c, err := newConfig(nil, envOf(env))
+	if err != nil {
+		t.Fatalf("newConfig: %v", err)
+	}
+	n := 0
+	for _, w := range c.warnings {
+		if strings.Contains(w.Error(), tt.name+"=") {
+			n++
+		}
+	}
+	if tt.warn && n != 1 || !tt.warn && len(c.warnings) != 0 {
+		t.Errorf("warnings %q, want %s", c.warnings, map[bool]string{true: "one about " + tt.name, false: "none"}[tt.warn])
+	}
+	if err := tt.check(c); err != nil {
+		t.Error(err)
+	}
+	return env, c
+}
+
 func cmpErrs(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
@@ -281,24 +306,7 @@ func TestOTELVariablesFollowTheSpecification(t *testing.T) {
 
 	for _, tt := range cases {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
-			env := map[string]string{tt.name: tt.value}
-			maps.Copy(env, tt.also)
-			c, err := newConfig(nil, envOf(env))
-			if err != nil {
-				t.Fatalf("newConfig: %v", err)
-			}
-			var mine []string
-			for _, w := range c.warnings {
-				if strings.Contains(w.Error(), tt.name+"=") {
-					mine = append(mine, w.Error())
-				}
-			}
-			if n := len(mine); tt.warn && n != 1 || !tt.warn && len(c.warnings) != 0 {
-				t.Errorf("warnings %q, want %s", c.warnings, map[bool]string{true: "one about " + tt.name, false: "none"}[tt.warn])
-			}
-			if err := tt.check(c); err != nil {
-				t.Error(err)
-			}
+			env, c := resolveEnvCase(t, tt)
 			if !c.disabled {
 				// The resolved settings build an exporter: Start cannot
 				// fail on them later.
@@ -363,26 +371,7 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 			wantEndpoint("c:4317", true)},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
-			env := map[string]string{tt.name: tt.value}
-			maps.Copy(env, tt.also)
-			c, err := newConfig(nil, envOf(env))
-			if err != nil {
-				t.Fatalf("newConfig: %v", err)
-			}
-			n := 0
-			for _, w := range c.warnings {
-				if strings.Contains(w.Error(), tt.name+"=") {
-					n++
-				}
-			}
-			if tt.warn && n != 1 || !tt.warn && len(c.warnings) != 0 {
-				t.Errorf("warnings %q, want %v about %s", c.warnings, tt.warn, tt.name)
-			}
-			if err := tt.check(c); err != nil {
-				t.Error(err)
-			}
-		})
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) { resolveEnvCase(t, tt) })
 	}
 }
 
