@@ -534,14 +534,18 @@ func checkPprofRoundTrip(t *testing.T, profilesFile string, windows []*profilesp
 	if got := p.SampleType; len(got) != 2 || got[0].Type != "samples" || got[1].Type != "cpu" || got[1].Unit != "nanoseconds" {
 		t.Errorf("window %d: pprof sample types %v, want samples/count and cpu/nanoseconds as the runtime writes them", best, got)
 	}
-	var total int64
+	// The Collector's window holds samples/count alone (CPU is sent once);
+	// pprof gets cpu/nanoseconds back as count × period, as the runtime
+	// writes it.
+	var samples int64
 	for _, s := range p.Sample {
-		for _, v := range s.Value {
-			total += v
+		samples += s.Value[0]
+		if len(s.Value) > 1 && s.Value[1] != s.Value[0]*p.Period {
+			t.Errorf("window %d: a pprof sample holds %d samples and %d ns, want count × period %d", best, s.Value[0], s.Value[1], p.Period)
 		}
 	}
-	if total != bestCPU {
-		t.Errorf("window %d: the pprof profile holds %d samples and nanoseconds together, the Collector's window %d", best, total, bestCPU)
+	if samples != bestCPU {
+		t.Errorf("window %d: the pprof profile holds %d samples, the Collector's window %d", best, samples, bestCPU)
 	}
 
 	got := runPprofTop(t, path)
