@@ -116,7 +116,10 @@
 //
 // Start fails with [ErrAlreadyRunning] while another profiler runs in the
 // process. The error of [Profiler.Stop] holds an [*UndeliveredError] when
-// windows could not be delivered.
+// windows could not be delivered. While it runs, the profiler hands its
+// errors (windows not delivered, dropped or not converted) to otel.Handle,
+// as the OpenTelemetry SDK's components do, and to slog as well only when
+// [WithLogger] is given; warnings go to the logger alone.
 //
 // # Trace links
 //

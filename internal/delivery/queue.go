@@ -78,10 +78,10 @@ type Config[R proto.Message] struct {
 	// MaxRequestBytes is the largest request sent whole; larger ones are
 	// split. <= 0 takes otlp.DefaultMaxRequestBytes.
 	MaxRequestBytes int
-	// Logger receives drops (warn, rate-limited), failed exports (warn,
+	// Logger receives drops (error, rate-limited), failed exports (error,
 	// rate-limited) and exports (debug). Nil discards.
 	Logger *slog.Logger
-	// LogInterval rate-limits the warnings; <= 0 takes
+	// LogInterval rate-limits the error reports; <= 0 takes
 	// DefaultLogInterval.
 	LogInterval time.Duration
 	// Outcomes receives the counts; may be nil.
