@@ -3,13 +3,14 @@
 // and holds the endpoint forms that variables and options share.
 //
 // Every message about a variable names it and its value:
-// NAME="value": reason; what is done instead. Every invalid value goes
-// through Reader.Invalid, the one place that applies the rule for invalid
-// values, which is the OpenTelemetry specification's (Environment Variable
-// Specification, "Parsing empty value" and the type rules after it): an
-// invalid value is warned about and ignored, as if unset, so that the next
-// variable in line or the default applies; a boolean that is not "true"
-// reads as false. A value never makes Start fail.
+// NAME="value": reason; what is done instead. The Reader is the one place
+// that applies the rule for invalid values, which is the OpenTelemetry
+// specification's (Environment Variable Specification, and the otel-go
+// SDK's reading of it): an invalid value is warned about, once, and
+// ignored, as if unset, so that the next variable in line or the default
+// applies (Reader.Invalid); a boolean that is not "true" reads as false
+// (Reader.Bool); a list keeps the entries it can read (Reader.KeyValues).
+// A value never makes Start fail.
 package envconfig
 
 import (
