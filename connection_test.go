@@ -2,15 +2,14 @@ package profiler
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
@@ -18,8 +17,10 @@ import (
 )
 
 // startForOneWindow starts a profiler of goroutines only with opts, stops
-// it, which exports the one window, and returns Stop's error.
-func startForOneWindow(t *testing.T, opts ...Option) error {
+// it, which exports the one window, and returns Stop's error and the
+// windows that failed. A window whose export fails before Stop begins its
+// shutdown is counted as failed but is not in Stop's error.
+func startForOneWindow(t *testing.T, opts ...Option) (stopErr error, failed int64) {
 	t.Helper()
 	opts = append([]Option{WithProfileTypes(GoroutineProfile), WithProcessContext(false),
 		WithRetry(RetryConfig{Enabled: false})}, opts...)
@@ -27,7 +28,8 @@ func startForOneWindow(t *testing.T, opts ...Option) error {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	return p.Stop(context.Background())
+	stopErr = p.Stop(context.Background())
+	return stopErr, p.Stats().WindowsFailed
 }
 
 // goroutineTotal returns the sum of the goroutine samples of req.
@@ -74,7 +76,7 @@ func TestExportThroughTheApplicationsGRPCConn(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 
-	if err := startForOneWindow(t, WithGRPCConn(conn), WithCompression(GzipCompression)); err != nil {
+	if err, _ := startForOneWindow(t, WithGRPCConn(conn), WithCompression(GzipCompression)); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	r.wait(t, 1)
@@ -106,7 +108,7 @@ func TestDialOption(t *testing.T) {
 		calls.Add(1)
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})
-	if err := startForOneWindow(t, WithEndpointURL(endpoint), WithProtocol(ProtocolGRPC), WithDialOption(count)); err != nil {
+	if err, _ := startForOneWindow(t, WithEndpointURL(endpoint), WithProtocol(ProtocolGRPC), WithDialOption(count)); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	r.wait(t, 1)
@@ -143,7 +145,7 @@ func TestExportThroughTheApplicationsHTTPClient(t *testing.T) {
 	// The protocol variable says gRPC: the client decides for HTTP.
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
 
-	if err := startForOneWindow(t, WithHTTPClient(client), WithEndpointURL(endpoint+"/v1development/profiles")); err != nil {
+	if err, _ := startForOneWindow(t, WithHTTPClient(client), WithEndpointURL(endpoint+"/v1development/profiles")); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	r.wait(t, 1)
@@ -172,10 +174,13 @@ func TestExportThroughTheApplicationsHTTPClient(t *testing.T) {
 		redirect := httptest.NewServer(http.RedirectHandler(endpoint+"/v1development/profiles", http.StatusTemporaryRedirect))
 		defer redirect.Close()
 		before := len(r.requests)
-		err := startForOneWindow(t, WithHTTPClient(client), WithEndpointURL(redirect.URL+"/v1development/profiles"))
-		var undelivered *UndeliveredError
-		if !errors.As(err, &undelivered) || !strings.Contains(err.Error(), "redirect") {
-			t.Fatalf("Stop: %v, want the window undelivered because of the redirect", err)
+		seen := new(errorsSeen)
+		otelHandler := otel.GetErrorHandler()
+		otel.SetErrorHandler(seen)
+		defer otel.SetErrorHandler(otelHandler)
+		_, failed := startForOneWindow(t, WithHTTPClient(client), WithEndpointURL(redirect.URL+"/v1development/profiles"))
+		if failed != 1 || len(seen.about("not followed")) != 1 {
+			t.Fatalf("%d windows failed, errors %v; want the window undelivered because of the redirect", failed, seen.errs)
 		}
 		if len(r.requests) != before {
 			t.Error("the exporter followed the redirect")
@@ -190,7 +195,7 @@ func TestProxy(t *testing.T) {
 	endpoint := startReceiver(t, "http/protobuf", r)
 	var asked atomic.Int64
 	proxy := func(*http.Request) (*url.URL, error) { asked.Add(1); return nil, nil }
-	if err := startForOneWindow(t, WithEndpointURL(endpoint+"/v1development/profiles"), WithProxy(proxy)); err != nil {
+	if err, _ := startForOneWindow(t, WithEndpointURL(endpoint+"/v1development/profiles"), WithProxy(proxy)); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	r.wait(t, 1)

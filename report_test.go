@@ -62,8 +62,8 @@ func TestErrorsReachOTelHandle(t *testing.T) {
 			if ownLogger {
 				opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil))))
 			}
-			if err := startForOneWindow(t, opts...); err == nil {
-				t.Fatal("Stop succeeded, want the window undelivered")
+			if _, failed := startForOneWindow(t, opts...); failed != 1 {
+				t.Fatalf("%d windows failed, want 1", failed)
 			}
 
 			got := seen.about(failure)
