@@ -29,6 +29,7 @@ import (
 // their profile descriptors.
 const (
 	envSDKDisabled        = "OTEL_SDK_DISABLED"
+	envConfigFile         = "OTEL_CONFIG_FILE"
 	envServiceName        = "OTEL_SERVICE_NAME"
 	envResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
 
@@ -98,13 +99,19 @@ type config struct {
 	// intervals holds, for each profile type whose descriptor has an
 	// Interval, the least time between two reads (0 for the others).
 	intervals [numProfileTypes]time.Duration
+	// warnings are about the environment: invalid values, ignored as the
+	// OpenTelemetry specification asks. Start logs each once.
+	warnings []error
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
-// defaults. It reports every invalid option and variable at once, each
-// error naming the option or variable and its value. A variable is read
-// only when it decides something: one shadowed by an option or by its
-// per-signal form is not validated.
+// defaults. An invalid option is a programming error: newConfig reports
+// every one at once, each naming the option and its value. An invalid
+// variable is not an error: it is ignored (a boolean reads as false), as
+// the OpenTelemetry specification asks, and recorded in the config's
+// warnings, so that the environment can never stop a service from
+// starting. A variable is read only when it decides something: one
+// shadowed by an option or by its per-signal form is not validated.
 func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	var o options
 	for _, opt := range opts {
@@ -120,7 +127,13 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 	if disabled(env) {
 		c.disabled = true
+		c.warnings = env.Warnings()
 		return c, nil
+	}
+	c.logger = slog.New(reportingHandler{next: c.logger.Handler(), logErrors: o.logger != nil})
+	if v, ok := env.Lookup(envConfigFile); ok {
+		env.Warn(fmt.Errorf("%s=%q: the profiler does not read the configuration file (its schema has no profiles section); "+
+			"its options and the environment variables apply", envConfigFile, v))
 	}
 
 	periodSet, typesSet := c.resolveSampling(&o, env)
@@ -129,8 +142,8 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	c.processContext = true
 	if o.processContext != nil {
 		c.processContext = *o.processContext
-	} else if v, ok := env.Bool(envProcessCtx); ok {
-		c.processContext = v
+	} else {
+		c.processContext = env.BoolDefaultTrue(envProcessCtx)
 	}
 	c.otlp = resolveOTLP(&o, env, grpcOnly(c.exporter))
 	if c.exporter == ExporterSplunk && o.endpoint == nil {
@@ -142,9 +155,10 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	in := resourceFromEnv(&o, env)
 
 	c.delivery = o.delivery
-	if errs := slices.Concat(o.errs, env.Errs()); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if len(o.errs) > 0 {
+		return nil, errors.Join(o.errs...)
 	}
+	c.warnings = env.Warnings()
 	c.resource = buildResource(context.Background(), in, c.logger)
 	return c, nil
 }
@@ -158,20 +172,13 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 		c.period, periodSet = *o.period, true
 	} else if d, ok := env.Duration(envPeriod, "period"); ok {
 		c.period, periodSet = d, true
-	} else if _, ok := env.Lookup(envPeriod); ok {
-		periodSet = true // invalid: reported, and the default stands
 	}
 
 	types := defaultProfileTypes()
 	if o.profileTypes != nil {
 		types, typesSet = o.profileTypes, true
-	} else if v, ok := env.Lookup(envProfiles); ok {
-		typesSet = true
-		if t, err := parseProfileList(v); err != nil {
-			env.Invalid(envProfiles, v, err)
-		} else {
-			types = t
-		}
+	} else if t, ok := envconfig.Parse(env, parseProfileList, envProfiles); ok {
+		types, typesSet = t, true
 	}
 	c.profileTypes = canonicalProfileTypes(types)
 
@@ -200,20 +207,21 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 // configuration and defaults.
 func (c *config) resolveExporter(o *options, env *envconfig.Reader, getenv func(string) string, typesSet, periodSet bool) {
 	// SPLUNK_PROFILER_* are read here too, through the same getenv; their
-	// errors count only when the Splunk encoding is on, so that a stray
-	// Splunk variable cannot stop a profiler that does not use it.
-	splunkCfg, splunkErr := splunk.ConfigFromEnv(getenv)
+	// warnings are logged only when the Splunk encoding is on, so that a
+	// stray Splunk variable does not alarm a profiler that does not use
+	// it.
+	splunkCfg, splunkWarnings := splunk.ConfigFromEnv(getenv)
 	c.exporter = ExporterOTLP
 	if o.exporter != nil {
 		c.exporter = *o.exporter
 	} else if k, ok := env.Enum("exporter", exporterNames(), envExporter); ok {
 		c.exporter = ExporterKind(k)
-	} else if _, set := env.Lookup(envExporter); !set && splunkCfg.Enabled {
+	} else if splunkCfg.Enabled {
 		c.exporter = ExporterSplunk
 	}
 	if c.exporter == ExporterSplunk {
-		if splunkErr != nil {
-			env.Fail(splunkErr)
+		for _, w := range splunkWarnings {
+			env.Warn(w)
 		}
 		c.splunk = splunkCfg
 		c.profileTypes, c.period = splunkDefaults(&c.splunk, c.profileTypes, typesSet, c.period, periodSet)
@@ -243,7 +251,9 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	}
 	in.user = o.resource
 	in.envServiceName, _ = env.Lookup(envServiceName)
-	if kvs, ok := env.KeyValues(envResourceAttributes); ok {
+	// An undecodable value is kept as written, as otel-go's resource
+	// detector keeps it.
+	if kvs, ok := env.KeyValues(true, nil, envResourceAttributes); ok {
 		for _, kv := range kvs {
 			in.envAttrs = append(in.envAttrs, attribute.String(kv.Key, kv.Value))
 		}
@@ -273,15 +283,15 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 	} else if p, ok := env.Enum("protocol", protocolNames, otlpVar("PROTOCOL")...); ok {
 		cfg.Protocol = p
 	}
+	if !grpcOnly {
+		cfg.Protocol = o.conn.protocol(o, cfg.Protocol)
+	}
 	cfg.Endpoint, cfg.Insecure = resolveEndpoint(o, env, cfg.Protocol == export.ProtocolGRPC)
 
 	if o.headersSet {
 		cfg.Headers = o.headers
-	} else if kvs, ok := env.KeyValues(otlpVar("HEADERS")...); ok {
-		cfg.Headers = make(map[string]string, len(kvs))
-		for _, kv := range kvs {
-			cfg.Headers[kv.Key] = kv.Value
-		}
+	} else {
+		cfg.Headers = headersFromEnv(env, cfg.Protocol == export.ProtocolGRPC)
 	}
 	if len(cfg.Headers) == 0 {
 		cfg.Headers = nil
@@ -304,7 +314,31 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 	} else {
 		cfg.TLS = tlsFromEnv(env)
 	}
+	cfg.GRPCConn = o.conn.grpcConn
+	cfg.DialOptions = o.conn.dialOptions
+	if cfg.Protocol != export.ProtocolGRPC {
+		cfg.HTTPClient = o.conn.httpClient
+	}
+	cfg.Proxy = o.conn.proxy
 	return cfg
+}
+
+// headersFromEnv reads the HEADERS variables. An entry that cannot be read,
+// or that the protocol could not send (a name that is not an HTTP token,
+// a gRPC metadata key outside [0-9a-z-_.]), is left out and warned about;
+// the others are sent, as otel-go's exporters do.
+func headersFromEnv(env *envconfig.Reader, grpc bool) map[string]string {
+	kvs, ok := env.KeyValues(false, func(kv envconfig.KeyValue) error {
+		return export.CheckHeader(grpc, kv.Key, kv.Value)
+	}, otlpVar("HEADERS")...)
+	if !ok {
+		return nil
+	}
+	headers := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		headers[kv.Key] = kv.Value
+	}
+	return headers
 }
 
 // resolveEndpoint returns the endpoint, and with it transport security,
@@ -321,6 +355,10 @@ func resolveEndpoint(o *options, env *envconfig.Reader, grpc bool) (endpoint str
 		}
 		b, _ := env.Bool(otlpVar("INSECURE")...)
 		return b
+	}
+	type resolved struct {
+		endpoint string
+		insecure bool
 	}
 
 	switch {
@@ -342,32 +380,39 @@ func resolveEndpoint(o *options, env *envconfig.Reader, grpc bool) (endpoint str
 		return httpScheme(insecure) + "://" + o.endpoint.raw + "/" + profilesPath, insecure
 	}
 
-	name, v, ok := env.First(otlpVar("ENDPOINT")...)
-	switch {
-	case !ok && grpc:
-		return defaultGRPCEndpoint, true
-	case !ok:
-		return defaultHTTPEndpoint, true
-	case grpc:
-		endpoint, insecure, err := envconfig.GRPCEndpoint(v, insecureFlag)
-		if err != nil {
-			env.Invalid(name, v, err)
+	// An invalid endpoint variable is ignored: the generic form, else the
+	// default, applies. The per-signal form is used as is (asIs).
+	parse := func(asIs bool) func(string) (resolved, error) {
+		return func(v string) (resolved, error) {
+			if grpc {
+				endpoint, insecure, err := envconfig.GRPCEndpoint(v, insecureFlag)
+				return resolved{endpoint, insecure}, err
+			}
+			if !strings.Contains(v, "://") {
+				// Without a scheme it can only be a gRPC host:port.
+				return resolved{}, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme")
+			}
+			u, err := envconfig.ParseURL(v)
+			if err != nil {
+				return resolved{}, err
+			}
+			if asIs {
+				return resolved{v, u.Scheme == "http"}, nil
+			}
+			return resolved{u.JoinPath(profilesPath).String(), u.Scheme == "http"}, nil
 		}
-		return endpoint, insecure
-	case !strings.Contains(v, "://"):
-		// Without a scheme it can only be a gRPC host:port.
-		env.Invalid(name, v, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme"))
-		return "", false
 	}
-	u, err := envconfig.ParseURL(v)
-	if err != nil {
-		env.Invalid(name, v, err)
-		return "", false
+	r, ok := envconfig.Parse(env, parse(true), envOTLPProfilePrefix+"ENDPOINT")
+	if !ok {
+		r, ok = envconfig.Parse(env, parse(false), envOTLPPrefix+"ENDPOINT")
 	}
-	if name == envOTLPProfilePrefix+"ENDPOINT" {
-		return v, u.Scheme == "http" // the per-signal form is used as is
+	switch {
+	case ok:
+		return r.endpoint, r.insecure
+	case grpc:
+		return defaultGRPCEndpoint, true
 	}
-	return u.JoinPath(profilesPath).String(), u.Scheme == "http"
+	return defaultHTTPEndpoint, true
 }
 
 // otlpVar names the two forms of an OTLP variable, the per-signal one
@@ -421,7 +466,7 @@ func tlsFromEnv(e *envconfig.Reader) *tls.Config {
 		}
 		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			e.Fail(fmt.Errorf("%s=%q and %s=%q: %w", certName, certFile, keyName, keyFile, err))
+			e.Warn(fmt.Errorf("%s=%q and %s=%q: %w; ignored", certName, certFile, keyName, keyFile, err))
 			break
 		}
 		cfg.Certificates = []tls.Certificate{pair}
@@ -461,14 +506,14 @@ func httpScheme(insecure bool) string {
 	return "https"
 }
 
-// disabled reports whether either switch turns the profiler off. A valid
-// "off" wins over an invalid value of the other switch; an invalid value
-// with no valid "off" is an error, since guessing could profile a process
-// whose owner meant to switch profiling off, or the reverse.
+// disabled reports whether either switch turns the profiler off.
+// OTEL_SDK_DISABLED follows the specification's boolean rule: only "true"
+// switches off, any other value reads as false (warned about unless it is
+// "false"). PPROFOTEL_ENABLED, on by default, is switched off only by
+// "false"; another value is warned about and leaves it on.
 func disabled(env *envconfig.Reader) bool {
 	sdkDisabled, _ := env.Bool(envSDKDisabled)
-	enabled, enabledSet := env.Bool(envEnabled)
-	return sdkDisabled || (enabledSet && !enabled)
+	return sdkDisabled || !env.BoolDefaultTrue(envEnabled)
 }
 
 // parseProfileList parses PPROFOTEL_PROFILES: names separated by commas,

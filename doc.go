@@ -48,11 +48,19 @@
 // # Configuration
 //
 // Options passed to [Start] win over environment variables, which win over
-// the defaults. An invalid option or variable makes Start fail with an
-// error that names it and its value. The environment variables are:
+// the defaults. An invalid option is a programming error: Start fails with
+// an error that names it and its value. An invalid variable never makes
+// Start fail: as the OpenTelemetry specification asks, and as the
+// OpenTelemetry Go SDK does, it is ignored (the next variable in line or
+// the default applies; a boolean that is not "true" reads as false) and a
+// warning naming it and its value is logged once. The environment
+// variables are:
 //
 //   - OTEL_SDK_DISABLED: "true" makes Start return a profiler that does
 //     nothing (and no error). Default false.
+//   - OTEL_CONFIG_FILE: not read (the configuration file's schema has no
+//     profiles section); setting it logs a warning, and the other
+//     variables still apply.
 //   - OTEL_SERVICE_NAME: service.name ([WithServiceName] wins). Default
 //     "unknown_service:<executable>".
 //   - OTEL_RESOURCE_ATTRIBUTES: resource attributes as key=value pairs
@@ -79,7 +87,8 @@
 //   - OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY:
 //     PEM client certificate and its key, for mutual TLS.
 //   - PPROFOTEL_ENABLED: "false" makes Start return a profiler that does
-//     nothing. Default true.
+//     nothing; a value other than "true" or "false" is warned about and
+//     leaves it on. Default true.
 //   - PPROFOTEL_PERIOD: window length, a Go duration ("30s"). Default 60s
 //     ([WithPeriod]).
 //   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex,
@@ -119,7 +128,10 @@
 //
 // Start fails with [ErrAlreadyRunning] while another profiler runs in the
 // process. The error of [Profiler.Stop] holds an [*UndeliveredError] when
-// windows could not be delivered.
+// windows could not be delivered. While it runs, the profiler hands its
+// errors (windows not delivered, dropped or not converted) to otel.Handle,
+// as the OpenTelemetry SDK's components do, and to slog as well only when
+// [WithLogger] is given; warnings go to the logger alone.
 //
 // # Trace links
 //

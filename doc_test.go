@@ -17,6 +17,25 @@ func TestPackageDocListsEveryVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vars := variablesInConfigSource(t)
+	if len(vars) < 20 {
+		t.Fatalf("found only %d variables: %q", len(vars), vars)
+	}
+	for _, v := range vars {
+		if strings.HasSuffix(v, "_") {
+			continue // a prefix
+		}
+		if !regexp.MustCompile(`\b` + v + `\b`).Match(docText) {
+			t.Errorf("doc.go does not list %s", v)
+		}
+	}
+}
+
+// variablesInConfigSource lists the environment variables the
+// configuration reads: config.go's constants, both forms of every OTLP
+// variable, the runtime rates' and Splunk's.
+func variablesInConfigSource(t *testing.T) []string {
+	t.Helper()
 	src, err := os.ReadFile("config.go")
 	if err != nil {
 		t.Fatal(err)
@@ -38,17 +57,7 @@ func TestPackageDocListsEveryVariable(t *testing.T) {
 		}
 	}
 	vars = append(vars, splunk.EnvEnabled, splunk.EnvMemoryEnabled, splunk.EnvLogsEndpoint, splunk.EnvCallStackInterval)
-	if len(vars) < 20 {
-		t.Fatalf("found only %d variables: %q", len(vars), vars)
-	}
-	for _, v := range vars {
-		if strings.HasSuffix(v, "_") {
-			continue // a prefix
-		}
-		if !regexp.MustCompile(`\b` + v + `\b`).Match(docText) {
-			t.Errorf("doc.go does not list %s", v)
-		}
-	}
+	return vars
 }
 
 // TestDocsNameEveryProfileType checks that the package documentation and

@@ -1,9 +1,11 @@
 package profiler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -89,11 +91,21 @@ func TestDisabledProfilerDoesNothing(t *testing.T) {
 	}
 }
 
-func TestStartRejectsBadEnvironment(t *testing.T) {
+// TestStartIgnoresBadEnvironment checks that an invalid variable is
+// logged, naming it and its value, and does not stop the profiler.
+func TestStartIgnoresBadEnvironment(t *testing.T) {
 	t.Setenv("PPROFOTEL_PERIOD", "soon")
-	_, err := Start()
-	if err == nil || !strings.Contains(err.Error(), "PPROFOTEL_PERIOD") || !strings.Contains(err.Error(), "soon") {
-		t.Fatalf("err = %v, want an error naming PPROFOTEL_PERIOD and its value", err)
+	var logs bytes.Buffer
+	p, err := Start(WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithExporter(ExporterNone))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer p.Stop(context.Background())
+	if !strings.Contains(logs.String(), `PPROFOTEL_PERIOD=\"soon\"`) {
+		t.Errorf("logs = %q, want a warning naming PPROFOTEL_PERIOD and its value", logs.String())
+	}
+	if p.cfg.period != defaultPeriod {
+		t.Errorf("period = %v, want the default", p.cfg.period)
 	}
 }
 

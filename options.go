@@ -113,6 +113,7 @@ type options struct {
 	compression *Compression
 	tlsConfig   *tls.Config
 	retry       *RetryConfig
+	conn        connectionOptions
 
 	delivery deliverySettings
 	logger   *slog.Logger
@@ -438,9 +439,13 @@ func WithRetry(rc RetryConfig) Option {
 }
 
 // WithLogger sets the logger for the profiler's own diagnostics. By default
-// the profiler is quiet: it passes only warnings and errors to the handler
-// of slog.Default() as it is when Start is called. To silence the profiler
-// completely, pass slog.New(slog.DiscardHandler).
+// the profiler is quiet: it passes only warnings to the handler of
+// slog.Default() as it is when Start is called. Errors (windows not
+// delivered or dropped) always go to otel.Handle, as the OpenTelemetry
+// SDK's own do; they reach slog too only when WithLogger is given, so that
+// they are not printed twice by default. To silence the profiler's logs,
+// pass slog.New(slog.DiscardHandler) (and set otel.SetErrorHandler for its
+// errors).
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) {
 		if l == nil {

@@ -103,7 +103,7 @@ func otlpConfig(cfg *config) export.OTLPConfig {
 	// A partial success is not an error, so neither the retries nor the
 	// queue see it; without this the receiver's rejections would vanish.
 	c.OnPartialSuccess = func(rejected int64, message string) {
-		cfg.logger.Warn("pprofotel: the receiver accepted the request in part",
+		cfg.logger.Error("pprofotel: the receiver accepted the request in part",
 			"rejected", rejected, "message", message)
 	}
 	return c

@@ -5,6 +5,7 @@ package profiler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -107,9 +108,9 @@ func TestProcessContextSwitchedOff(t *testing.T) {
 
 	t.Run("invalid variable", func(t *testing.T) {
 		t.Setenv("PPROFOTEL_PROCESS_CONTEXT", "no")
-		_, err := Start(WithExporter(ExporterNone))
-		if err == nil || !strings.Contains(err.Error(), `PPROFOTEL_PROCESS_CONTEXT="no"`) {
-			t.Fatalf("err = %v, want an error naming PPROFOTEL_PROCESS_CONTEXT and its value", err)
+		c := mustConfig(t, []Option{WithExporter(ExporterNone)}, map[string]string{"PPROFOTEL_PROCESS_CONTEXT": "no"})
+		if !c.processContext || !strings.Contains(fmt.Sprint(c.warnings), `PPROFOTEL_PROCESS_CONTEXT="no"`) {
+			t.Fatalf("process context %v, warnings %v; want it on and a warning naming PPROFOTEL_PROCESS_CONTEXT and its value", c.processContext, c.warnings)
 		}
 	})
 }

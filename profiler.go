@@ -68,10 +68,12 @@ type Profiler struct {
 // environment variables, which win over the defaults (see the package
 // documentation for the list).
 //
-// An invalid option or environment variable makes Start fail with an error
-// that names it and its value. When profiling is disabled through
-// PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true, Start returns a
-// Profiler that does nothing, and no error. Only one profiler may run at a
+// An invalid option makes Start fail with an error that names it and its
+// value. An invalid environment variable does not: as the OpenTelemetry
+// specification asks, it is ignored (a boolean reads as false) and a
+// warning naming it and its value is logged, once. When profiling is
+// disabled through PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true,
+// Start returns a Profiler that does nothing, and no error. Only one profiler may run at a
 // time in a process; Start fails with [ErrAlreadyRunning] while another
 // runs.
 //
@@ -81,6 +83,9 @@ func Start(opts ...Option) (*Profiler, error) {
 	cfg, err := newConfig(opts, os.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range cfg.warnings {
+		cfg.logger.Warn("pprofotel: invalid environment variable", "warning", w.Error())
 	}
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil
@@ -253,7 +258,7 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 	}
 	if err != nil {
 		p.sent.Failed.Add(1)
-		p.cfg.logger.Warn("pprofotel: window not converted", "start", w.Start, "end", w.End, "error", err)
+		p.cfg.logger.Error("pprofotel: window not converted", "start", w.Start, "end", w.End, "error", err)
 		return fmt.Errorf("profiler: window %s–%s not converted: %w",
 			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
 	}

@@ -48,7 +48,8 @@ func main() {
 	// The example is configured like any service: the environment
 	// (README, Configuration) sets the profiler up, and the example's flags
 	// and defaults apply only to what the environment leaves unset, since
-	// an option would win over it. A bad value makes Start fail.
+	// an option would win over it. A bad value is warned about and
+	// ignored, as the OpenTelemetry specification asks.
 	set := func(name string) bool { return os.Getenv(name) != "" }
 	var opts []profiler.Option
 	if !set("OTEL_SERVICE_NAME") && !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {

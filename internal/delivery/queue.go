@@ -78,10 +78,10 @@ type Config[R proto.Message] struct {
 	// MaxRequestBytes is the largest request sent whole; larger ones are
 	// split. <= 0 takes otlp.DefaultMaxRequestBytes.
 	MaxRequestBytes int
-	// Logger receives drops (warn, rate-limited), failed exports (warn,
+	// Logger receives drops (error, rate-limited), failed exports (error,
 	// rate-limited) and exports (debug). Nil discards.
 	Logger *slog.Logger
-	// LogInterval rate-limits the warnings; <= 0 takes
+	// LogInterval rate-limits the error reports; <= 0 takes
 	// DefaultLogInterval.
 	LogInterval time.Duration
 	// Outcomes receives the counts; may be nil.
@@ -212,7 +212,7 @@ func (s *Queue[R]) drop(n int, why string) {
 	since, ok := s.dropLog.note(n)
 	s.mu.Unlock()
 	if ok {
-		s.logger.Warn("pprofotel: profile windows dropped unsent",
+		s.logger.Error("pprofotel: profile windows dropped unsent",
 			"reason", why, "dropped", since, "dropped_total", total,
 			"max_windows", s.maxWindows, "max_bytes", s.maxBytes)
 	}
@@ -297,7 +297,7 @@ func (s *Queue[R]) fail(w Window[R], err error) {
 	since, ok := s.failLog.note(1)
 	s.mu.Unlock()
 	if ok {
-		s.logger.Warn("pprofotel: profile window not delivered",
+		s.logger.Error("pprofotel: profile window not delivered",
 			"start", w.Start, "end", w.End, "error", err,
 			"failed", since, "failed_total", total)
 	}
@@ -331,7 +331,7 @@ func (s *Queue[R]) Shutdown(ctx context.Context) error {
 		failsSince := s.failLog.flush()
 		s.mu.Unlock()
 		if dropsSince > 0 || failsSince > 0 {
-			s.logger.Warn("pprofotel: profile windows lost since the last report",
+			s.logger.Error("pprofotel: profile windows lost since the last report",
 				"dropped", dropsSince, "failed", failsSince,
 				"dropped_total", s.stats.Dropped.Load(), "failed_total", s.stats.Failed.Load())
 		}

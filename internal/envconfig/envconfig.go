@@ -3,9 +3,14 @@
 // and holds the endpoint forms that variables and options share.
 //
 // Every message about a variable names it and its value:
-// NAME="value": reason. Every invalid value goes through Reader.Invalid,
-// the one place that applies the rule for invalid values. Today an invalid
-// value is an error that makes Start fail.
+// NAME="value": reason; what is done instead. The Reader is the one place
+// that applies the rule for invalid values, which is the OpenTelemetry
+// specification's (Environment Variable Specification, and the otel-go
+// SDK's reading of it): an invalid value is warned about, once, and
+// ignored, as if unset, so that the next variable in line or the default
+// applies (Reader.Invalid); a boolean that is not "true" reads as false
+// (Reader.Bool); a list keeps the entries it can read (Reader.KeyValues).
+// A value never makes Start fail.
 package envconfig
 
 import (
@@ -17,17 +22,21 @@ import (
 	"time"
 )
 
-// Reader reads variables through a getenv function and collects the
-// errors of invalid values. A variable set to an empty or all-blank value
-// counts as unset, as the OpenTelemetry specification asks.
+// Reader reads variables through a getenv function and collects warnings
+// about invalid values, each once. A variable set to an empty or
+// all-blank value counts as unset, as the OpenTelemetry specification
+// asks.
 type Reader struct {
 	getenv func(string) string
-	// prefix starts every error message, e.g. "profiler: ".
-	prefix string
-	errs   []error
+	// prefix starts every warning, e.g. "profiler: ".
+	prefix   string
+	warnings []error
+	// warned holds the text of every warning recorded, so that a variable
+	// read twice (the INSECURE flag by two endpoint forms) warns once.
+	warned map[string]bool
 }
 
-// New returns a Reader over getenv whose errors start with prefix.
+// New returns a Reader over getenv whose warnings start with prefix.
 func New(getenv func(string) string, prefix string) *Reader {
 	return &Reader{getenv: getenv, prefix: prefix}
 }
@@ -49,110 +58,147 @@ func (r *Reader) First(names ...string) (name, value string, ok bool) {
 	return "", "", false
 }
 
-// Invalid records that name's value is not valid and why. It is the one
-// place that decides what an invalid value does: the OpenTelemetry
-// specification's rule lives here and nowhere else.
+// Invalid records that name's value is not valid, why, and that it is
+// ignored. It is the one place that decides what an invalid value does.
 func (r *Reader) Invalid(name, value string, err error) {
-	r.errs = append(r.errs, fmt.Errorf("%s%s=%q: %w", r.prefix, name, value, err))
+	r.Warn(fmt.Errorf("%s=%q: %w; ignored", name, value, err))
 }
 
-// Fail records an error that involves more than one variable.
-func (r *Reader) Fail(err error) {
-	r.errs = append(r.errs, fmt.Errorf("%s%w", r.prefix, err))
+// Warn records a warning about the configuration, e.g. one that involves
+// more than one variable. A warning recorded before is not recorded again.
+func (r *Reader) Warn(err error) {
+	err = fmt.Errorf("%s%w", r.prefix, err)
+	if r.warned[err.Error()] {
+		return
+	}
+	if r.warned == nil {
+		r.warned = make(map[string]bool)
+	}
+	r.warned[err.Error()] = true
+	r.warnings = append(r.warnings, err)
 }
 
-// Errs returns the errors recorded so far.
-func (r *Reader) Errs() []error { return r.errs }
+// Warnings returns the warnings recorded so far, each once, in the order
+// they were recorded.
+func (r *Reader) Warnings() []error { return r.warnings }
 
-// Bool reads the first of names that is set as "true" or "false", in any
-// case. It reports false, false when none is set or the value is invalid.
+// firstValid returns the value parse makes of the first of names that is
+// set to a value parse accepts. A set value that parse refuses is warned
+// about and skipped, as if unset, so that the next name in line applies.
+func firstValid[T any](r *Reader, names []string, parse func(string) (T, error)) (T, bool) {
+	for _, name := range names {
+		v, ok := r.Lookup(name)
+		if !ok {
+			continue
+		}
+		t, err := parse(v)
+		if err == nil {
+			return t, true
+		}
+		r.Invalid(name, v, err)
+	}
+	var zero T
+	return zero, false
+}
+
+// Bool reads the first of names that is set as the OpenTelemetry
+// specification reads a boolean: "true", in any case, is true; any other
+// value is false, with a warning unless it is "false". It reports whether
+// one of names is set.
 func (r *Reader) Bool(names ...string) (value, ok bool) {
 	name, v, set := r.First(names...)
 	if !set {
 		return false, false
 	}
-	switch {
-	case strings.EqualFold(v, "true"):
+	if strings.EqualFold(v, "true") {
 		return true, true
+	}
+	if !strings.EqualFold(v, "false") {
+		r.Warn(fmt.Errorf(`%s=%q: value must be "true" or "false"; read as false`, name, v))
+	}
+	return false, true
+}
+
+// BoolDefaultTrue reads name, a switch that is on by default: "false", in
+// any case, is false, "true" is true, and any other value is warned about
+// and ignored, leaving it on. The specification's rule that an unknown
+// value reads as false is written for switches that are off by default,
+// where false is the default; here the default plays that part.
+func (r *Reader) BoolDefaultTrue(name string) bool {
+	v, set := r.Lookup(name)
+	switch {
+	case !set, strings.EqualFold(v, "true"):
+		return true
 	case strings.EqualFold(v, "false"):
-		return false, true
+		return false
 	}
 	r.Invalid(name, v, errors.New(`value must be "true" or "false"`))
-	return false, false
+	return true
 }
 
 // PositiveInt reads name as an integer greater than zero; want says what
 // a valid value is.
 func (r *Reader) PositiveInt(name, want string) (int, bool) {
-	v, ok := r.Lookup(name)
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		r.Invalid(name, v, errors.New(want))
-		return 0, false
-	}
-	return n, true
+	return firstValid(r, []string{name}, func(v string) (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return 0, errors.New(want)
+		}
+		return n, nil
+	})
 }
 
 // Duration reads name as a positive Go duration ("30s", "2m"); what names
 // the quantity in messages.
 func (r *Reader) Duration(name, what string) (time.Duration, bool) {
-	v, ok := r.Lookup(name)
-	if !ok {
-		return 0, false
-	}
-	d, err := time.ParseDuration(v)
-	switch {
-	case err != nil:
-		r.Invalid(name, v, err)
-	case d <= 0:
-		r.Invalid(name, v, fmt.Errorf("%s must be positive", what))
-	default:
-		return d, true
-	}
-	return 0, false
+	return firstValid(r, []string{name}, func(v string) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			return 0, err
+		case d <= 0:
+			return 0, fmt.Errorf("%s must be positive", what)
+		}
+		return d, nil
+	})
 }
 
-// Millis reads the first of names that is set as a whole number of
-// milliseconds, at least least (at least 1 ms when least is 0); what names
-// the quantity in messages.
+// Millis reads the first of names that is set to a valid value as a whole
+// number of milliseconds, at least least (at least 1 ms when least is 0);
+// what names the quantity in messages.
 func (r *Reader) Millis(what string, least time.Duration, names ...string) (time.Duration, bool) {
-	name, v, ok := r.First(names...)
-	if !ok {
-		return 0, false
-	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	switch {
-	case err != nil:
-		r.Invalid(name, v, fmt.Errorf("%s must be an integer number of milliseconds", what))
-	case least > 0 && ms < least.Milliseconds():
-		r.Invalid(name, v, fmt.Errorf("%s must be at least %d milliseconds", what, least.Milliseconds()))
-	case ms <= 0:
-		r.Invalid(name, v, fmt.Errorf("%s must be a positive number of milliseconds", what))
-	case ms > int64(time.Duration(1<<63-1)/time.Millisecond):
-		r.Invalid(name, v, fmt.Errorf("%s is too large", what))
-	default:
-		return time.Duration(ms) * time.Millisecond, true
-	}
-	return 0, false
+	return firstValid(r, names, func(v string) (time.Duration, error) {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+			return 0, fmt.Errorf("%s must be an integer number of milliseconds", what)
+		case least > 0 && ms < least.Milliseconds():
+			return 0, fmt.Errorf("%s must be at least %d milliseconds", what, least.Milliseconds())
+		case ms <= 0:
+			return 0, fmt.Errorf("%s must be a positive number of milliseconds", what)
+		case ms > int64(time.Duration(1<<63-1)/time.Millisecond):
+			return 0, fmt.Errorf("%s is too large", what)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	})
 }
 
-// Enum reads the first of names that is set as one of valid, in any case,
+// Enum reads the first of names that is set to one of valid, in any case,
 // and returns it in valid's spelling; what names the setting in messages.
 func (r *Reader) Enum(what string, valid []string, names ...string) (string, bool) {
-	name, v, ok := r.First(names...)
-	if !ok {
-		return "", false
-	}
-	for _, s := range valid {
-		if strings.EqualFold(v, s) {
-			return s, true
+	return firstValid(r, names, func(v string) (string, error) {
+		for _, s := range valid {
+			if strings.EqualFold(v, s) {
+				return s, nil
+			}
 		}
-	}
-	r.Invalid(name, v, errors.New(OneOf(what, valid)))
-	return "", false
+		return "", errors.New(OneOf(what, valid))
+	})
+}
+
+// Parse reads the first of names that is set to a value parse accepts.
+func Parse[T any](r *Reader, parse func(string) (T, error), names ...string) (T, bool) {
+	return firstValid(r, names, parse)
 }
 
 // OneOf spells the rule an enumerated setting follows, for messages:
@@ -173,16 +219,36 @@ func OneOf(what string, valid []string) string {
 type KeyValue struct{ Key, Value string }
 
 // KeyValues reads the first of names that is set in the list format shared
-// by OTEL_RESOURCE_ATTRIBUTES and OTEL_EXPORTER_OTLP_HEADERS.
-func (r *Reader) KeyValues(names ...string) ([]KeyValue, bool) {
+// by OTEL_RESOURCE_ATTRIBUTES and OTEL_EXPORTER_OTLP_HEADERS. Entries that
+// cannot be read are left out, and named in one warning; the others stand,
+// as in the OpenTelemetry Go SDK. keepUndecoded keeps, rather than leaves
+// out, an entry whose value is not percent-encoded correctly, with its
+// value as written: the SDK does so for resource attributes, not for
+// headers. check, if not nil, refuses entries that the caller cannot use;
+// they are left out and named in the same warning.
+func (r *Reader) KeyValues(keepUndecoded bool, check func(KeyValue) error, names ...string) ([]KeyValue, bool) {
 	name, v, ok := r.First(names...)
 	if !ok {
 		return nil, false
 	}
-	kvs, err := ParseKeyValues(v)
-	if err != nil {
-		r.Invalid(name, v, err)
-		return nil, false
+	kvs, errs := ParseKeyValues(v, keepUndecoded)
+	if check != nil {
+		kept := kvs[:0]
+		for _, kv := range kvs {
+			if err := check(kv); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			kept = append(kept, kv)
+		}
+		kvs = kept
+	}
+	if len(errs) > 0 {
+		what := "left out"
+		if len(kvs) > 0 {
+			what = "left out, the other entries stand"
+		}
+		r.Warn(fmt.Errorf("%s=%q: %w; %s", name, v, errors.Join(errs...), what))
 	}
 	return kvs, true
 }
@@ -191,26 +257,36 @@ func (r *Reader) KeyValues(names ...string) ([]KeyValue, bool) {
 // Baggage without properties. Values are percent-decoded; blanks around
 // keys and values are dropped; empty entries are skipped. Keys are kept in
 // order; a repeated key is kept twice and the last one wins where the
-// entries are collected into a set.
-func ParseKeyValues(s string) ([]KeyValue, error) {
+// entries are collected into a set. An entry that cannot be read is left
+// out and its error returned; with keepUndecoded, an entry whose value is
+// not percent-encoded correctly is kept as written, and still reported.
+func ParseKeyValues(s string, keepUndecoded bool) ([]KeyValue, []error) {
 	var kvs []KeyValue
+	var errs []error
 	for entry := range strings.SplitSeq(s, ",") {
 		if strings.TrimSpace(entry) == "" {
 			continue
 		}
 		k, v, ok := strings.Cut(entry, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry %q is not key=value", strings.TrimSpace(entry))
+			errs = append(errs, fmt.Errorf("entry %q is not key=value", strings.TrimSpace(entry)))
+			continue
 		}
 		k = strings.TrimSpace(k)
 		if k == "" {
-			return nil, fmt.Errorf("entry %q has an empty key", strings.TrimSpace(entry))
+			errs = append(errs, fmt.Errorf("entry %q has an empty key", strings.TrimSpace(entry)))
+			continue
 		}
-		decoded, err := url.PathUnescape(strings.TrimSpace(v))
+		v = strings.TrimSpace(v)
+		decoded, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("value of %q is not percent-encoded correctly: %w", k, err)
+			errs = append(errs, fmt.Errorf("value of %q is not percent-encoded correctly: %w", k, err))
+			if !keepUndecoded {
+				continue
+			}
+			decoded = v
 		}
 		kvs = append(kvs, KeyValue{k, decoded})
 	}
-	return kvs, nil
+	return kvs, errs
 }

@@ -21,9 +21,9 @@ func TestParseKeyValues(t *testing.T) {
 		{"dup=1,dup=2", []KeyValue{{"dup", "1"}, {"dup", "2"}}},
 	}
 	for _, tt := range tests {
-		got, err := ParseKeyValues(tt.in)
-		if err != nil {
-			t.Errorf("ParseKeyValues(%q): %v", tt.in, err)
+		got, errs := ParseKeyValues(tt.in, false)
+		if errs != nil {
+			t.Errorf("ParseKeyValues(%q): %v", tt.in, errs)
 			continue
 		}
 		if !reflect.DeepEqual(got, tt.want) {
@@ -32,11 +32,44 @@ func TestParseKeyValues(t *testing.T) {
 	}
 }
 
-// TestReaderMessagesNameVariableAndValue checks that every typed reader
-// reports an invalid value as NAME="value": reason, through Invalid.
-func TestReaderMessagesNameVariableAndValue(t *testing.T) {
+// TestParseKeyValuesKeepsTheReadableEntries checks that an entry that
+// cannot be read costs that entry alone, as in the OpenTelemetry Go SDK.
+func TestParseKeyValuesKeepsTheReadableEntries(t *testing.T) {
+	tests := []struct {
+		in            string
+		keepUndecoded bool
+		want          []KeyValue
+		errs          []string
+	}{
+		{"a=1,broken,b=2", false, []KeyValue{{"a", "1"}, {"b", "2"}}, []string{`entry "broken" is not key=value`}},
+		{"=x,a=1", false, []KeyValue{{"a", "1"}}, []string{`entry "=x" has an empty key`}},
+		{"a=%zz,b=2", false, []KeyValue{{"b", "2"}}, []string{`value of "a" is not percent-encoded correctly`}},
+		{"a=%zz,b=2", true, []KeyValue{{"a", "%zz"}, {"b", "2"}}, []string{`value of "a" is not percent-encoded correctly`}},
+		{"a", false, nil, []string{`entry "a" is not key=value`}},
+	}
+	for _, tt := range tests {
+		got, errs := ParseKeyValues(tt.in, tt.keepUndecoded)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseKeyValues(%q, %v) = %v, want %v", tt.in, tt.keepUndecoded, got, tt.want)
+		}
+		if len(errs) != len(tt.errs) {
+			t.Errorf("ParseKeyValues(%q, %v) errors = %v, want %d", tt.in, tt.keepUndecoded, errs, len(tt.errs))
+			continue
+		}
+		for i, e := range errs {
+			if !strings.Contains(e.Error(), tt.errs[i]) {
+				t.Errorf("error %d = %q, want it to contain %q", i, e, tt.errs[i])
+			}
+		}
+	}
+}
+
+// TestReaderWarningsNameVariableAndValue checks that every typed reader
+// warns about an invalid value as NAME="value": reason; outcome, once, and
+// falls back to the next variable in line.
+func TestReaderWarningsNameVariableAndValue(t *testing.T) {
 	env := map[string]string{
-		"B": "yes", "N": "0", "D": "soon", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ",
+		"B": "yes", "N": "0", "D": "soon", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ", "GOOD": "GZIP",
 	}
 	r := New(func(k string) string { return env[k] }, "p: ")
 	r.Bool("BLANK", "B")
@@ -44,16 +77,24 @@ func TestReaderMessagesNameVariableAndValue(t *testing.T) {
 	r.Duration("D", "period")
 	r.Millis("timeout", time.Second, "M")
 	r.Enum("compression", []string{"gzip", "none"}, "E")
-	r.KeyValues("KV")
-	want := []string{
-		`p: B="yes": value must be "true" or "false"`,
-		`p: N="0": n must be positive`,
-		`p: D="soon": time: invalid duration "soon"`,
-		`p: M="10s": timeout must be an integer number of milliseconds`,
-		`p: E="zstd": compression must be "gzip" or "none"`,
-		`p: KV="novalue": entry "novalue" is not key=value`,
+	r.KeyValues(false, nil, "KV")
+	r.Bool("B") // read twice, warned once
+	if v, ok := r.Enum("compression", []string{"gzip", "none"}, "E", "GOOD"); !ok || v != "gzip" {
+		t.Errorf("Enum fell back to %q, %v; want the next variable's gzip", v, ok)
 	}
-	errs := r.Errs()
+	if on := r.BoolDefaultTrue("B"); !on {
+		t.Error("BoolDefaultTrue(yes) = false, want the default, true")
+	}
+	want := []string{
+		`p: B="yes": value must be "true" or "false"; read as false`,
+		`p: N="0": n must be positive; ignored`,
+		`p: D="soon": time: invalid duration "soon"; ignored`,
+		`p: M="10s": timeout must be an integer number of milliseconds; ignored`,
+		`p: E="zstd": compression must be "gzip" or "none"; ignored`,
+		`p: KV="novalue": entry "novalue" is not key=value; left out`,
+		`p: B="yes": value must be "true" or "false"; ignored`,
+	}
+	errs := r.Warnings()
 	if len(errs) != len(want) {
 		t.Fatalf("%d errors, want %d: %v", len(errs), len(want), errs)
 	}

@@ -3,9 +3,12 @@ package export
 import (
 	"context"
 	"crypto/tls"
+	"net/http"
+	"net/url"
 	"time"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"google.golang.org/grpc"
 )
 
 // Exporter sends one OTLP profiles request per collection window.
@@ -55,6 +58,23 @@ type OTLPConfig struct {
 	Compression string
 	// UserAgent is sent as the User-Agent of HTTP requests and gRPC calls.
 	UserAgent string
+	// GRPCConn, if set, is the application's own connection: every gRPC
+	// call goes through it, Endpoint, Insecure, TLS, DialOptions and
+	// UserAgent are not used, gzip is asked for per call (gRPC's registered
+	// compressor), and Shutdown leaves it open.
+	GRPCConn *grpc.ClientConn
+	// DialOptions are appended to the exporter's own when it dials its gRPC
+	// connection, so they win where they conflict.
+	DialOptions []grpc.DialOption
+	// HTTPClient, if set, sends every HTTP request in place of the
+	// exporter's own client: TLS and Proxy are not used, and Shutdown
+	// leaves its connections alone. The exporter still refuses redirects
+	// (on its own copy of the client); the bound on response headers is
+	// the client's transport's (http.Transport.MaxResponseHeaderBytes).
+	HTTPClient *http.Client
+	// Proxy chooses the proxy of the exporter's own HTTP transport; nil
+	// means http.ProxyFromEnvironment.
+	Proxy func(*http.Request) (*url.URL, error)
 	// OnPartialSuccess, if set, is called synchronously by Export when the
 	// collector accepted the request but rejected some profiles or attached
 	// a warning. A partial success is not an error: the rejected profiles

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,12 @@ import (
 // client connection, the metadata sent with each call, the attempt timeout,
 // and the way a failed call becomes an *ExportError.
 type grpcConn struct {
-	conn      *grpc.ClientConn
+	conn *grpc.ClientConn
+	// owned is set when the exporter dialled conn, and so closes it.
+	owned bool
+	// callOpts go with every call: gzip, on a connection the application
+	// gave, where the per-connection compressor cannot be set.
+	callOpts  []grpc.CallOption
 	headers   []string // metadata key/value pairs
 	timeout   time.Duration
 	onPartial func(int64, string)
@@ -51,7 +57,7 @@ func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, erro
 	return &grpcExporter{
 		grpcConn: c,
 		client:   collectorpb.NewProfilesServiceClient(c.conn),
-		callOpts: []grpc.CallOption{grpc.ForceCodecV2(codec)},
+		callOpts: append(slices.Clip(c.callOpts), grpc.ForceCodecV2(codec)),
 	}, nil
 }
 
@@ -111,14 +117,30 @@ func (c *requestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // application/grpc, which the gRPC protocol defines to mean protobuf.
 func (c *requestCodec) Name() string { return "" }
 
-// newGRPCConn builds the connection. tlsConfig is used unless
-// cfg.Insecure; tests pass one that trusts their server.
+// newGRPCConn builds the connection, or takes the application's
+// (cfg.GRPCConn). tlsConfig is used unless cfg.Insecure; tests pass one
+// that trusts their server.
 func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
-	if err := CheckGRPCEndpoint(cfg.Endpoint); err != nil {
-		return nil, err
-	}
 	headers, err := grpcMetadata(cfg.Headers)
 	if err != nil {
+		return nil, err
+	}
+	c := &grpcConn{
+		headers:   headers,
+		timeout:   cfg.Timeout,
+		onPartial: cfg.OnPartialSuccess,
+	}
+	if cfg.GRPCConn != nil {
+		c.conn = cfg.GRPCConn
+		if cfg.Compression == compressionGzip {
+			// The connection's compressor is the application's to set; per
+			// call, the registered gzip at the level the application
+			// chose.
+			c.callOpts = []grpc.CallOption{grpc.UseCompressor(compressionGzip)}
+		}
+		return c, nil
+	}
+	if err := CheckGRPCEndpoint(cfg.Endpoint); err != nil {
 		return nil, err
 	}
 	creds := credentials.NewTLS(tlsConfig)
@@ -137,42 +159,26 @@ func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
 	if cfg.UserAgent != "" {
 		opts = append(opts, grpc.WithUserAgent(cfg.UserAgent))
 	}
+	opts = append(opts, cfg.DialOptions...)
 	// NewClient does not connect; the first Export does, so building an
 	// exporter never blocks on or fails because of the network.
 	conn, err := grpc.NewClient(cfg.Endpoint, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("otlp endpoint %q: %w", cfg.Endpoint, err)
 	}
-	return &grpcConn{
-		conn:      conn,
-		headers:   headers,
-		timeout:   cfg.Timeout,
-		onPartial: cfg.OnPartialSuccess,
-	}, nil
+	c.conn, c.owned = conn, true
+	return c, nil
 }
 
 // grpcMetadata turns headers into metadata pairs, rejecting what gRPC would
-// refuse at call time: keys outside [0-9a-z-_.] once lower-cased, and
-// non-printable values on non-binary keys.
+// refuse at call time (CheckHeader).
 func grpcMetadata(headers map[string]string) ([]string, error) {
 	pairs := make([]string, 0, 2*len(headers))
 	for _, k := range sortedKeys(headers) {
-		key := strings.ToLower(k)
-		for i := 0; i < len(key); i++ {
-			c := key[i]
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-				return nil, fmt.Errorf("otlp header %q: gRPC metadata keys allow only 0-9 a-z - _ .", k)
-			}
+		if err := CheckHeader(true, k, headers[k]); err != nil {
+			return nil, err
 		}
-		v := headers[k]
-		if !strings.HasSuffix(key, "-bin") {
-			for i := 0; i < len(v); i++ {
-				if v[i] < 0x20 || v[i] > 0x7e {
-					return nil, fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII", k)
-				}
-			}
-		}
-		pairs = append(pairs, key, v)
+		pairs = append(pairs, strings.ToLower(k), headers[k])
 	}
 	return pairs, nil
 }
@@ -218,9 +224,10 @@ func (c *grpcConn) call(ctx context.Context, invoke func(context.Context) (rejec
 	return nil
 }
 
-// Shutdown closes the connection. Calls in flight fail with CANCELLED.
+// Shutdown closes the connection the exporter dialled; calls in flight
+// fail with CANCELLED. The application's connection stays open.
 func (c *grpcConn) Shutdown(ctx context.Context) error {
-	if c.shutdown.Swap(true) {
+	if c.shutdown.Swap(true) || !c.owned {
 		return nil
 	}
 	if err := c.conn.Close(); err != nil {

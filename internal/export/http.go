@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -43,7 +44,9 @@ const (
 
 // httpExporter POSTs each request to one URL.
 type httpExporter struct {
-	client    *http.Client
+	client *http.Client
+	// transport is the exporter's own, nil when the application gave the
+	// client.
 	transport *http.Transport
 	url       string
 	json      bool
@@ -92,7 +95,6 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 		return nil, err
 	}
 	e := &httpExporter{
-		transport: newTransport(tlsConfig),
 		url:       u.String(),
 		json:      cfg.Protocol == ProtocolHTTPJSON,
 		gzip:      cfg.Compression == compressionGzip,
@@ -100,7 +102,16 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 		timeout:   cfg.Timeout,
 		onPartial: cfg.OnPartialSuccess,
 	}
-	e.client = &http.Client{Transport: e.transport, CheckRedirect: refuseRedirect}
+	if cfg.HTTPClient != nil {
+		// A copy, so that the application's client keeps its own
+		// redirect policy.
+		client := *cfg.HTTPClient
+		client.CheckRedirect = refuseRedirect
+		e.client = &client
+	} else {
+		e.transport = newTransport(tlsConfig, cfg.Proxy)
+		e.client = &http.Client{Transport: e.transport, CheckRedirect: refuseRedirect}
+	}
 	// User headers first: the protocol's own headers must win.
 	for _, k := range sortedKeys(cfg.Headers) {
 		e.header.Set(k, cfg.Headers[k])
@@ -128,12 +139,15 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // newTransport is http.DefaultTransport's configuration (proxy from the
-// environment, dial and handshake timeouts, HTTP/2) with a private
-// connection pool, so that Shutdown closes only this exporter's connections,
-// and a bound on response headers.
-func newTransport(tlsConfig *tls.Config) *http.Transport {
+// environment unless proxy says otherwise, dial and handshake timeouts,
+// HTTP/2) with a private connection pool, so that Shutdown closes only this
+// exporter's connections, and a bound on response headers.
+func newTransport(tlsConfig *tls.Config, proxy func(*http.Request) (*url.URL, error)) *http.Transport {
+	if proxy == nil {
+		proxy = http.ProxyFromEnvironment
+	}
 	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
+		Proxy: proxy,
 		DialContext: (&net.Dialer{
 			Timeout:   30 * time.Second,
 			KeepAlive: 30 * time.Second,
@@ -331,10 +345,13 @@ func mediaType(contentType string, requestJSON bool) string {
 	return mt
 }
 
-// Shutdown closes idle connections. A request in flight is not interrupted:
-// its context bounds it.
+// Shutdown closes the idle connections of the exporter's own transport,
+// and leaves those of a client the application gave alone. A request in
+// flight is not interrupted: its context bounds it.
 func (e *httpExporter) Shutdown(ctx context.Context) error {
 	e.shutdown.Store(true)
-	e.transport.CloseIdleConnections()
+	if e.transport != nil {
+		e.transport.CloseIdleConnections()
+	}
 	return nil
 }

@@ -44,7 +44,7 @@ func (e *logsExporter) Export(ctx context.Context, req *collogspb.ExportLogsServ
 		return errNilLogsRequest
 	}
 	return e.call(ctx, func(ctx context.Context) (int64, string, error) {
-		resp, err := e.client.Export(ctx, req)
+		resp, err := e.client.Export(ctx, req, e.callOpts...)
 		ps := resp.GetPartialSuccess()
 		return ps.GetRejectedLogRecords(), ps.GetErrorMessage(), err
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -66,15 +67,44 @@ func checkCommon(cfg OTLPConfig) error {
 		return fmt.Errorf("otlp timeout %v: must not be negative", cfg.Timeout)
 	}
 	for k, v := range cfg.Headers {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return fmt.Errorf("otlp header %q: invalid name", k)
-		}
-		if !httpguts.ValidHeaderFieldValue(v) {
-			return fmt.Errorf("otlp header %q: invalid value %q", k, v)
+		if err := CheckHeader(false, k, v); err != nil {
+			return err
 		}
 	}
 	if !httpguts.ValidHeaderFieldValue(cfg.UserAgent) {
 		return fmt.Errorf("otlp user agent %q: invalid header value", cfg.UserAgent)
+	}
+	return nil
+}
+
+// CheckHeader reports whether name: value can be sent as an HTTP header
+// and, with grpc, as gRPC metadata, which refuses keys outside
+// [0-9a-z-_.] once lower-cased and non-printable values on non-binary
+// keys. It is the one check of headers, for options, variables and the
+// exporters.
+func CheckHeader(grpc bool, name, value string) error {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return fmt.Errorf("otlp header %q: invalid name", name)
+	}
+	if !httpguts.ValidHeaderFieldValue(value) {
+		return fmt.Errorf("otlp header %q: invalid value %q", name, value)
+	}
+	if !grpc {
+		return nil
+	}
+	key := strings.ToLower(name)
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("otlp header %q: gRPC metadata keys allow only 0-9 a-z - _ .", name)
+		}
+	}
+	if !strings.HasSuffix(key, "-bin") {
+		for i := 0; i < len(value); i++ {
+			if value[i] < 0x20 || value[i] > 0x7e {
+				return fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII", name)
+			}
+		}
 	}
 	return nil
 }

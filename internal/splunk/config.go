@@ -1,7 +1,6 @@
 package splunk
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -73,27 +72,26 @@ type Config struct {
 }
 
 // ConfigFromEnv reads the Splunk profiler variables through getenv. A
-// variable set to a blank value counts as unset. It reports every invalid
-// variable at once, each error naming the variable and its value, and
-// returns the configuration filled in as far as the values were valid, so
-// that a caller that does not turn the Splunk mode on may ignore the
-// errors.
+// variable set to a blank value counts as unset. An invalid value is
+// ignored, as the OpenTelemetry specification asks of its own variables,
+// and returned as a warning naming the variable and its value (without a
+// prefix, so that the caller can tell it from its own warning about the
+// same OTEL_ variable): the configuration is filled in as far as the
+// values were valid, and a caller that does not turn the Splunk mode on
+// may ignore the warnings.
 //
 // SPLUNK_PROFILER_LOGS_ENDPOINT and OTEL_EXPORTER_OTLP_ENDPOINT are URLs
 // (http://host:port for plaintext, https://host:port for TLS; without a
 // port, 80 or 443) or a bare host:port, which uses TLS unless
-// OTEL_EXPORTER_OTLP_INSECURE=true. SPLUNK_PROFILER_CALL_STACK_INTERVAL is
-// a whole number of milliseconds, at least MinCallStackInterval.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	r := envconfig.New(getenv, "splunk: ")
-	c := Config{MemoryStackDepth: memoryStackDepth(getenv(envGODEBUG))}
+// OTEL_EXPORTER_OTLP_INSECURE=true; an invalid one gives way to the next,
+// then to DefaultLogsEndpoint. SPLUNK_PROFILER_CALL_STACK_INTERVAL is a
+// whole number of milliseconds, at least MinCallStackInterval.
+func ConfigFromEnv(getenv func(string) string) (c Config, warnings []error) {
+	r := envconfig.New(getenv, "")
+	c = Config{MemoryStackDepth: memoryStackDepth(getenv(envGODEBUG))}
 	c.Enabled, _ = r.Bool(EnvEnabled)
 	c.MemoryEnabled, _ = r.Bool(EnvMemoryEnabled)
 
-	name, v, ok := r.First(EnvLogsEndpoint, envOTLPEndpoint)
-	if !ok {
-		name, v = "", DefaultLogsEndpoint
-	}
 	// An invalid OTEL_EXPORTER_OTLP_INSECURE is the OTLP configuration's
 	// to report, when it uses the variable; here it only fails to say
 	// "true".
@@ -101,14 +99,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		iv, set := r.Lookup(envOTLPInsecure)
 		return set && strings.EqualFold(iv, "true")
 	}
-	if endpoint, plaintext, err := envconfig.GRPCEndpoint(v, insecure); err != nil {
-		r.Invalid(name, v, err)
-	} else {
-		c.Endpoint, c.Insecure = endpoint, plaintext
+	type endpoint struct {
+		hostport  string
+		plaintext bool
 	}
+	e, ok := envconfig.Parse(r, func(v string) (endpoint, error) {
+		hostport, plaintext, err := envconfig.GRPCEndpoint(v, insecure)
+		return endpoint{hostport, plaintext}, err
+	}, EnvLogsEndpoint, envOTLPEndpoint)
+	if !ok {
+		e.hostport, e.plaintext, _ = envconfig.GRPCEndpoint(DefaultLogsEndpoint, insecure)
+	}
+	c.Endpoint, c.Insecure = e.hostport, e.plaintext
 
 	c.CallStackInterval, _ = r.Millis("the call stack interval", MinCallStackInterval, EnvCallStackInterval)
-	return c, errors.Join(r.Errs()...)
+	return c, r.Warnings()
 }
 
 // memoryStackDepth reads profstackdepth from a GODEBUG value as the runtime

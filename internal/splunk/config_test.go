@@ -1,6 +1,7 @@
 package splunk
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -88,9 +89,9 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ConfigFromEnv(func(k string) string { return tt.env[k] })
-			if err != nil {
-				t.Fatal(err)
+			got, warnings := ConfigFromEnv(func(k string) string { return tt.env[k] })
+			if warnings != nil {
+				t.Fatal(warnings)
 			}
 			if got != tt.want {
 				t.Errorf("got %+v\nwant %+v", got, tt.want)
@@ -99,7 +100,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnvErrors(t *testing.T) {
+func TestConfigFromEnvWarnings(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -124,9 +125,10 @@ func TestConfigFromEnvErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ConfigFromEnv(func(k string) string { return tt.env[k] })
+			_, warnings := ConfigFromEnv(func(k string) string { return tt.env[k] })
+			err := errors.Join(warnings...)
 			if err == nil {
-				t.Fatal("no error")
+				t.Fatal("no warning")
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
@@ -138,12 +140,12 @@ func TestConfigFromEnvErrors(t *testing.T) {
 }
 
 // TestConfigFromEnvPartial checks that valid values survive an invalid one,
-// so a caller not using the Splunk mode can ignore the error.
+// so a caller not using the Splunk mode can ignore the warning.
 func TestConfigFromEnvPartial(t *testing.T) {
 	env := map[string]string{"SPLUNK_PROFILER_MEMORY_ENABLED": "true", "SPLUNK_PROFILER_CALL_STACK_INTERVAL": "soon"}
-	got, err := ConfigFromEnv(func(k string) string { return env[k] })
-	if err == nil {
-		t.Fatal("no error")
+	got, warnings := ConfigFromEnv(func(k string) string { return env[k] })
+	if warnings == nil {
+		t.Fatal("no warning")
 	}
 	if !got.MemoryEnabled || got.Endpoint != "localhost:4317" || got.CallStackInterval != 0 {
 		t.Errorf("got %+v", got)

@@ -1,0 +1,89 @@
+package profiler
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+
+	"github.com/pprofotel/profiler/internal/export"
+)
+
+// errorsSeen collects what reaches otel.Handle.
+type errorsSeen struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (e *errorsSeen) Handle(err error) {
+	e.mu.Lock()
+	e.errs = append(e.errs, err)
+	e.mu.Unlock()
+}
+
+func (e *errorsSeen) about(what string) []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []error
+	for _, err := range e.errs {
+		if strings.Contains(err.Error(), what) {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// TestErrorsReachOTelHandle checks that a window that could not be
+// delivered reaches the process's OpenTelemetry error handler once, and
+// slog only when the application gave its logger, so that nothing is
+// logged twice.
+func TestErrorsReachOTelHandle(t *testing.T) {
+	before := otel.GetErrorHandler()
+	t.Cleanup(func() { otel.SetErrorHandler(before) })
+	defaultLogger := slog.Default()
+	t.Cleanup(func() { slog.SetDefault(defaultLogger) })
+
+	// Nobody listens on port 1: the export fails at once, and without
+	// retries the window is given up.
+	unreachable := WithEndpointURL("http://127.0.0.1:1/v1development/profiles")
+	const failure = "pprofotel: profile window not delivered"
+	for _, ownLogger := range []bool{false, true} {
+		name := map[bool]string{false: "default logger", true: "WithLogger"}[ownLogger]
+		t.Run(name, func(t *testing.T) {
+			seen := new(errorsSeen)
+			otel.SetErrorHandler(seen)
+			var defaultLogs, ownLogs bytes.Buffer
+			slog.SetDefault(slog.New(slog.NewTextHandler(&defaultLogs, nil)))
+			opts := []Option{unreachable}
+			if ownLogger {
+				opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil))))
+			}
+			if _, failed := startForOneWindow(t, opts...); failed != 1 {
+				t.Fatalf("%d windows failed, want 1", failed)
+			}
+
+			got := seen.about(failure)
+			if len(got) != 1 {
+				t.Fatalf("otel.Handle got %d errors about the failure, want 1: %v", len(got), seen.errs)
+			}
+			var exportErr *export.ExportError
+			if !errors.As(got[0], &exportErr) {
+				t.Errorf("the error %q does not carry the export's *ExportError", got[0])
+			}
+			if n := strings.Count(defaultLogs.String(), failure); n != 0 {
+				t.Errorf("the default logger logged the failure %d times, want 0: otel.Handle has it", n)
+			}
+			want := 0
+			if ownLogger {
+				want = 1
+			}
+			if n := strings.Count(ownLogs.String(), failure); n != want {
+				t.Errorf("the application's logger logged the failure %d times, want %d", n, want)
+			}
+		})
+	}
+}
