@@ -17,7 +17,8 @@ func TestProfileTypeString(t *testing.T) {
 		{MutexProfile, "mutex"},
 		{BlockProfile, "block"},
 		{ProfileType(-1), "ProfileType(-1)"},
-		{ProfileType(5), "ProfileType(5)"},
+		{OffCPUProfile, "offcpu"},
+		{ProfileType(6), "ProfileType(6)"},
 	}
 	for _, tt := range tests {
 		if got := tt.t.String(); got != tt.want {
@@ -27,7 +28,7 @@ func TestProfileTypeString(t *testing.T) {
 }
 
 func TestParseProfileType(t *testing.T) {
-	for _, pt := range []ProfileType{CPUProfile, HeapProfile, GoroutineProfile, MutexProfile, BlockProfile} {
+	for _, pt := range []ProfileType{CPUProfile, HeapProfile, GoroutineProfile, MutexProfile, BlockProfile, OffCPUProfile} {
 		got, ok := parseProfileType(pt.String())
 		if !ok || got != pt {
 			t.Errorf("parseProfileType(%q) = %v, %v, want %v, true", pt.String(), got, ok, pt)

@@ -31,12 +31,17 @@ const (
 	// BlockProfile reports goroutines blocked on synchronisation
 	// primitives; see [WithBlockProfileRate].
 	BlockProfile
+	// OffCPUProfile reports where goroutines waited (channels, locks,
+	// I/O, sleeps, system calls, the scheduler), from the runtime's
+	// execution trace, traced a share of every window; see
+	// [WithOffCPUDutyCycle].
+	OffCPUProfile
 
 	numProfileTypes = iota
 )
 
 // String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
-// "goroutine", "mutex" or "block".
+// "goroutine", "mutex", "block" or "offcpu".
 func (t ProfileType) String() string {
 	if t.valid() {
 		return t.descriptor().Name

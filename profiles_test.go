@@ -15,7 +15,7 @@ func TestProfileTypesAreTheDescriptorTable(t *testing.T) {
 	if numProfileTypes != len(collect.Profiles) {
 		t.Fatalf("%d ProfileType constants for %d descriptors", numProfileTypes, len(collect.Profiles))
 	}
-	want := map[ProfileType]string{CPUProfile: "cpu", HeapProfile: "heap", GoroutineProfile: "goroutine", MutexProfile: "mutex", BlockProfile: "block"}
+	want := map[ProfileType]string{CPUProfile: "cpu", HeapProfile: "heap", GoroutineProfile: "goroutine", MutexProfile: "mutex", BlockProfile: "block", OffCPUProfile: "offcpu"}
 	for pt, name := range want {
 		if pt.String() != name {
 			t.Errorf("%d.String() = %q, want %q", int(pt), pt.String(), name)
@@ -24,7 +24,7 @@ func TestProfileTypesAreTheDescriptorTable(t *testing.T) {
 			t.Errorf("parseProfileType(%q) = %v, %v", name, got, ok)
 		}
 	}
-	if got := collect.NameList(); got != "cpu, heap, goroutine, mutex or block" {
+	if got := collect.NameList(); got != "cpu, heap, goroutine, mutex, block or offcpu" {
 		t.Errorf("NameList() = %q", got)
 	}
 }

@@ -54,6 +54,15 @@ type Stats struct {
 	// decoded and were left out of their window; the window's other
 	// profiles were sent.
 	ProfilesLeftOut int64
+	// OffCPUSkipped counts traced stretches of the off-CPU profile that
+	// did not run because the execution tracer was in use elsewhere
+	// (runtime/trace.Start, /debug/pprof/trace, another flight recorder).
+	OffCPUSkipped int64
+	// OffCPUTruncated counts traced stretches read only in part: more
+	// trace than its memory bound, more waits than a window keeps, or a
+	// trace unreadable past some point. Values are scaled by the time
+	// actually read.
+	OffCPUTruncated int64
 }
 
 // Stats returns the profiler's counts so far. It may be called at any time,
@@ -76,6 +85,8 @@ func (p *Profiler) Stats() Stats {
 
 		CPUProfilesSkipped: p.omitted.CPUSkipped.Load(),
 		ProfilesLeftOut:    p.omitted.Errors.Load(),
+		OffCPUSkipped:      p.omitted.OffCPU.Skipped.Load(),
+		OffCPUTruncated:    p.omitted.OffCPU.Truncated.Load(),
 	}
 }
 

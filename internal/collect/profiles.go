@@ -2,8 +2,13 @@ package collect
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/offcpu"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // The runtime profile names, as runtime/pprof spells them. They are the keys
@@ -15,6 +20,7 @@ const (
 	Goroutine = "goroutine"
 	Mutex     = "mutex"
 	Block     = "block"
+	OffCPU    = "offcpu"
 )
 
 // Descriptor is everything the profiler knows about one runtime profile.
@@ -49,6 +55,24 @@ type Descriptor struct {
 	// Source writes the profile in pprof protobuf format; nil reads
 	// pprof.Lookup(Name), or the Collector's Config.Source when set.
 	Source Source
+	// Recorder, when set, makes the profile one the profiler records
+	// itself instead of reading it from runtime/pprof: the Collector
+	// starts it with the first window and collects it at the end of every
+	// window. Source is then unused.
+	Recorder func(now time.Time, cfg RecorderConfig) Recorder
+}
+
+// Recorder records a profile over each window.
+type Recorder interface {
+	// Collect ends the window at now and returns its profile, valid until
+	// the next call; with last set, the recorder stops for good.
+	Collect(now time.Time, last bool) (*pprofdecode.Profile, error)
+}
+
+// RecorderConfig is what a Recorder gets from the Collector.
+type RecorderConfig struct {
+	Logger    *slog.Logger
+	Omissions *Omissions
 }
 
 // Rate is a process-wide runtime sampling rate that a profile needs while
@@ -58,6 +82,8 @@ type Rate struct {
 	Env, Option string
 	// Default is the rate used when neither sets it.
 	Default int
+	// Max, when not 0, is the largest valid rate.
+	Max int
 	// Want says what a valid value is, for error messages; 0 is never
 	// valid, since it would switch the profile off.
 	Want string
@@ -101,6 +127,17 @@ var Profiles = []Descriptor{
 			// so only the runtime's default, off, can be restored.
 			return func() { runtime.SetBlockProfileRate(0) }
 		},
+	}},
+	// Waits, from the execution trace, traced a share of every cycle: see
+	// package offcpu for what counts and how the cost is bounded.
+	{Name: OffCPU, Values: 1, Rate: &Rate{
+		Env: "PPROFOTEL_OFFCPU_DUTY", Option: "WithOffCPUDutyCycle",
+		Default: offcpu.DefaultDuty,
+		Max:     100,
+		Want:    "duty cycle must be a percentage from 1 to 100",
+		Set:     offcpu.SetDutyCycle,
+	}, Recorder: func(now time.Time, cfg RecorderConfig) Recorder {
+		return offcpu.Start(now, offcpu.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU})
 	}},
 }
 

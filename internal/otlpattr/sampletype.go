@@ -12,7 +12,7 @@ type ValueType struct {
 // back to pprof reads it the other way.
 type SampleType struct {
 	// Profile is the runtime profile: "cpu", "heap", "goroutine",
-	// "mutex" or "block".
+	// "mutex", "block" or "offcpu".
 	Profile string
 	// Pprof and PprofPeriod are the sample type and period type as
 	// runtime/pprof writes them.
@@ -74,6 +74,14 @@ var SampleTypes = []SampleType{
 		Sample: ValueType{"block_contentions", "count"}, Period: ValueType{"block_contentions", "count"}},
 	{Profile: "block", Pprof: ValueType{"delay", "nanoseconds"}, PprofPeriod: ValueType{"contentions", "count"},
 		Sample: ValueType{"block_delay", "nanoseconds"}, Period: ValueType{"block_contentions", "count"}},
+
+	// The off-CPU profile is the profiler's own, from the execution trace:
+	// one value and one timestamp per wait, no sampling period. The type
+	// is the one the OpenTelemetry eBPF profiler sends for off-CPU time,
+	// with no period type, which Grafana Pyroscope recognises as its
+	// off_cpu profile.
+	{Profile: "offcpu", Pprof: ValueType{"off_cpu", "nanoseconds"},
+		Sample: ValueType{"off_cpu", "nanoseconds"}},
 }
 
 // SentAs returns the entry of SampleTypes for sample type t of runtime

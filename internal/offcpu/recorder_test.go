@@ -1,0 +1,126 @@
+package offcpu
+
+import (
+	"runtime/trace"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/labels"
+)
+
+//go:noinline
+func blockOnChannel(d time.Duration) {
+	ch := make(chan int)
+	go func() { time.Sleep(d); ch <- 1 }()
+	<-ch
+}
+
+//go:noinline
+func blockOnMutex(d time.Duration) {
+	var mu sync.Mutex
+	mu.Lock()
+	go func() { time.Sleep(d); mu.Unlock() }()
+	mu.Lock()
+}
+
+//go:noinline
+func blockInSleep(d time.Duration) { time.Sleep(d) }
+
+// waited sums, by reason, the values of the samples whose stack holds fn.
+func waited(p *pprofdecode.Profile, fn string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, s := range p.Samples {
+		in := false
+		for _, l := range s.Locations {
+			for _, ln := range p.Locations[l].Lines {
+				in = in || strings.HasSuffix(p.Functions[ln.Function].Name, "."+fn)
+			}
+		}
+		if in {
+			out[label(s, ReasonKey)] += time.Duration(s.Values[0])
+		}
+	}
+	return out
+}
+
+func label(s pprofdecode.Sample, key string) string {
+	for _, l := range s.Labels {
+		if l.Key == key {
+			return l.Str
+		}
+	}
+	return ""
+}
+
+func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
+	defer SetDutyCycle(100)()
+	const ids = "0af7651916cd43dd8448eb211c80319c" + "b7ad6b7169203331"
+	start := time.Now()
+	r := Start(start, Config{})
+	trace.Log(t.Context(), labels.TraceLogCategory, ids)
+	took := map[string]time.Duration{}
+	for _, w := range []struct {
+		fn    string
+		block func(time.Duration)
+		d     time.Duration
+	}{
+		{"blockOnChannel", blockOnChannel, 300 * time.Millisecond},
+		{"blockOnMutex", blockOnMutex, 200 * time.Millisecond},
+		{"blockInSleep", blockInSleep, 100 * time.Millisecond},
+	} {
+		t0 := time.Now()
+		w.block(w.d)
+		took[w.fn] = time.Since(t0)
+	}
+	trace.Log(t.Context(), labels.TraceLogCategory, "")
+	end := time.Now()
+	p, err := r.Collect(end, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		fn, reason string
+		want       time.Duration
+	}{
+		{"blockOnChannel", "chan receive", 300 * time.Millisecond},
+		{"blockOnMutex", "sync", 200 * time.Millisecond},
+		{"blockInSleep", "sleep", 100 * time.Millisecond},
+	} {
+		got := waited(p, tc.fn)
+		// The wait lasts until the goroutine runs again, so on a busy
+		// machine it includes the wait for a CPU after the wake-up: the
+		// reference is how long the call took, at least the nominal time.
+		ref := took[tc.fn]
+		if ref < tc.want {
+			t.Fatalf("%s took %v, less than the %v it waits", tc.fn, ref, tc.want)
+		}
+		if d := got[tc.reason]; d < ref*95/100 || d > ref*105/100 {
+			t.Errorf("%s: waited %v in %q (all: %v), want %v ± 5%% (the call took %v)", tc.fn, d, tc.reason, got, tc.want, ref)
+		}
+	}
+	for _, s := range p.Samples {
+		if s.TimeNanos < start.UnixNano() || s.TimeNanos >= end.UnixNano() {
+			t.Errorf("wait at %d outside the window [%d, %d)", s.TimeNanos, start.UnixNano(), end.UnixNano())
+		}
+		if fnIn(p, s, "blockInSleep") || fnIn(p, s, "blockOnChannel") || fnIn(p, s, "blockOnMutex") {
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids {
+				t.Errorf("wait %q linked to %q, want %q", label(s, ReasonKey), got, ids)
+			}
+		}
+	}
+}
+
+func fnIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
+	for _, l := range s.Locations {
+		for _, ln := range p.Locations[l].Lines {
+			if strings.HasSuffix(p.Functions[ln.Function].Name, "."+fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
