@@ -35,7 +35,8 @@ var ignoredReasons = map[string]bool{
 // profile it becomes.
 type window struct {
 	maxWaits int
-	// traced is the time the trace covered in the window.
+	// traced is the time the trace covered in the window, which the
+	// Recorder adds up.
 	traced time.Duration
 
 	kinds  []kind
@@ -136,7 +137,8 @@ var errTruncated = errors.New("offcpu: trace truncated")
 
 // read adds the waits of the trace in r to w. wallStart is the wall-clock
 // time the stretch began, used only when the trace carries no clock
-// snapshot. It returns the time the stretch covered. A trace that cannot
+// snapshot. It returns the time from the trace's first event to its last
+// read. A trace that cannot
 // be read to its end is kept up to where it could be, and its error
 // returned.
 func (w *window) read(r io.Reader, wallStart time.Time) (traced time.Duration, truncated bool, err error) {
@@ -165,9 +167,7 @@ func (w *window) read(r io.Reader, wallStart time.Time) (traced time.Duration, t
 	if !s.seen {
 		return 0, s.truncated, err
 	}
-	d := s.last.Sub(s.first)
-	w.traced += d
-	return d, s.truncated, err
+	return s.last.Sub(s.first), s.truncated, err
 }
 
 func (s *reading) goroutine(id trace.GoID) *goroutine {

@@ -27,6 +27,11 @@ const (
 	// minCycle keeps very short windows from restarting the trace in a
 	// tight loop.
 	minCycle = 100 * time.Millisecond
+	// minStretch is the shortest traced stretch, whatever the event rate.
+	minStretch = 10 * time.Millisecond
+	// firstStretch is the longest first stretch, traced before the
+	// event rate is known.
+	firstStretch = time.Second
 )
 
 // duty is the process-wide duty cycle in percent, 0 for DefaultDuty.
@@ -84,6 +89,11 @@ type Recorder struct {
 	buf         bytes.Buffer
 	skipLogged  bool
 	errLogged   bool
+	// rate is the trace's bytes per second in the last stretch read, 0
+	// before the first.
+	rate float64
+	// lastSize is the size of the last trace read.
+	lastSize int
 }
 
 type request struct {
@@ -145,13 +155,37 @@ func (r *Recorder) Collect(now time.Time, last bool) (*pprofdecode.Profile, erro
 type stretch struct {
 	start  time.Time
 	length time.Duration
-	fr     *trace.FlightRecorder // nil when the tracer was busy
+	// rest is the untraced remainder of the cycle that follows: the
+	// length times (100 - duty) / duty, so that a stretch shortened to the
+	// memory bound keeps the duty cycle.
+	rest time.Duration
+	fr   *trace.FlightRecorder // nil when the tracer was busy
 }
 
 func (r *Recorder) startStretch() stretch {
-	st := stretch{start: time.Now(), length: r.cycle * time.Duration(dutyCycle()) / 100}
+	st := stretch{start: time.Now()}
+	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes, r.rate)
 	st.fr = r.startTrace(st.length)
 	return st
+}
+
+// stretchLength returns how long to trace and then rest in a cycle, at
+// duty percent, for a trace of rate bytes a second (0: not known yet).
+// The flight recorder holds the whole stretch in memory, in generations
+// of about a second that it drops only once complete: a stretch is kept
+// short enough for maxBytes at the rate the last one saw, and the first,
+// which measures the rate, to a second. The rest keeps the duty cycle
+// whatever the length.
+func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64) (length, rest time.Duration) {
+	d := time.Duration(duty)
+	length = cycle * d / 100
+	if rate > 0 {
+		length = min(length, time.Duration(float64(maxBytes)/rate*float64(time.Second)))
+	} else {
+		length = min(length, firstStretch)
+	}
+	length = max(length, minStretch)
+	return length, length * (100 - d) / d
 }
 
 // loop runs duty cycles until the last collection: each cycle traces its
@@ -176,8 +210,8 @@ func (r *Recorder) loop(st stretch) {
 		if st.fr != nil {
 			r.endTrace(st.fr, st.start)
 		}
-		if q == nil && st.length < r.cycle {
-			q = wait(time.Until(st.start.Add(r.cycle)))
+		if q == nil && st.rest > 0 {
+			q = wait(time.Until(st.start.Add(st.length + st.rest)))
 		}
 		if q != nil {
 			q.reply <- r.flush(q.now)
@@ -226,13 +260,27 @@ func (r *Recorder) endTrace(fr *trace.FlightRecorder, start time.Time) {
 	_, err := fr.WriteTo(&r.buf)
 	fr.Stop()
 	elapsed := time.Since(start)
+	size := r.buf.Len()
+	if elapsed > 0 {
+		r.rate = float64(size) / elapsed.Seconds()
+	}
+	r.lastSize = size
 	cut := err != nil
 	if err == nil {
+		w := r.windows[r.cur]
 		var traced time.Duration
-		traced, cut, err = r.windows[r.cur].read(&r.buf, start)
+		traced, cut, err = w.read(&r.buf, start)
 		// The flight recorder drops whole generations of about a second
 		// once it holds MaxTraceBytes: a stretch that lost one is cut.
 		cut = cut || err != nil || traced < elapsed-elapsed/10-time.Second
+		// A whole stretch covers its wall-clock time, start-up of the
+		// tracer included (a wait cannot begin unseen in it); a cut one
+		// only what was read.
+		if cut {
+			w.traced += traced
+		} else {
+			w.traced += elapsed
+		}
 	}
 	if cap := r.buf.Cap(); cap > 2*int(r.cfg.MaxTraceBytes) {
 		// The flight recorder's limit is soft; do not keep an
