@@ -3,31 +3,13 @@ package offcpu
 import (
 	"runtime/trace"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
 )
-
-//go:noinline
-func blockOnChannel(d time.Duration) {
-	ch := make(chan int)
-	go func() { time.Sleep(d); ch <- 1 }()
-	<-ch
-}
-
-//go:noinline
-func blockOnMutex(d time.Duration) {
-	var mu sync.Mutex
-	mu.Lock()
-	go func() { time.Sleep(d); mu.Unlock() }()
-	mu.Lock()
-}
-
-//go:noinline
-func blockInSleep(d time.Duration) { time.Sleep(d) }
 
 // waited sums, by reason, the values of the samples whose stack holds fn.
 func waited(p *pprofdecode.Profile, fn string) map[string]time.Duration {
@@ -67,9 +49,9 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 		block func(time.Duration)
 		d     time.Duration
 	}{
-		{"blockOnChannel", blockOnChannel, 300 * time.Millisecond},
-		{"blockOnMutex", blockOnMutex, 200 * time.Millisecond},
-		{"blockInSleep", blockInSleep, 100 * time.Millisecond},
+		{"OnChannel", waittest.OnChannel, 300 * time.Millisecond},
+		{"OnMutex", waittest.OnMutex, 200 * time.Millisecond},
+		{"InSleep", waittest.InSleep, 100 * time.Millisecond},
 	} {
 		t0 := time.Now()
 		w.block(w.d)
@@ -86,9 +68,9 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 		fn, reason string
 		want       time.Duration
 	}{
-		{"blockOnChannel", "chan receive", 300 * time.Millisecond},
-		{"blockOnMutex", "sync", 200 * time.Millisecond},
-		{"blockInSleep", "sleep", 100 * time.Millisecond},
+		{"OnChannel", "chan receive", 300 * time.Millisecond},
+		{"OnMutex", "sync", 200 * time.Millisecond},
+		{"InSleep", "sleep", 100 * time.Millisecond},
 	} {
 		got := waited(p, tc.fn)
 		// The wait lasts until the goroutine runs again, so on a busy
@@ -106,7 +88,7 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 		if s.TimeNanos < start.UnixNano() || s.TimeNanos >= end.UnixNano() {
 			t.Errorf("wait at %d outside the window [%d, %d)", s.TimeNanos, start.UnixNano(), end.UnixNano())
 		}
-		if fnIn(p, s, "blockInSleep") || fnIn(p, s, "blockOnChannel") || fnIn(p, s, "blockOnMutex") {
+		if fnIn(p, s, "InSleep") || fnIn(p, s, "OnChannel") || fnIn(p, s, "OnMutex") {
 			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids {
 				t.Errorf("wait %q linked to %q, want %q", label(s, ReasonKey), got, ids)
 			}
