@@ -104,6 +104,8 @@ const (
 	metricConversionTime   = "pprofotel.conversion.time"
 	metricCPUSkipped       = "pprofotel.cpu_profiles.skipped"
 	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
+	metricOffCPUSkipped    = "pprofotel.offcpu.skipped"
+	metricOffCPUTruncated  = "pprofotel.offcpu.truncated"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -131,7 +133,9 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		metric.WithDescription("Time spent converting profiles into OTLP requests."))
 	cpuSkipped, err10 := counter(metricCPUSkipped, "{window}", "Windows without a CPU profile because the CPU profiler was in use elsewhere.")
 	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11} {
+	offCPUSkipped, err12 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
+	offCPUTruncated, err13 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13} {
 		if err != nil {
 			return nil, err
 		}
@@ -149,6 +153,9 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveFloat64(converting, s.ConversionTime.Seconds())
 		o.ObserveInt64(cpuSkipped, s.CPUProfilesSkipped)
 		o.ObserveInt64(leftOut, s.ProfilesLeftOut)
+		o.ObserveInt64(offCPUSkipped, s.OffCPUSkipped)
+		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
 		return nil
-	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut)
+	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut,
+		offCPUSkipped, offCPUTruncated)
 }

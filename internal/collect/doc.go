@@ -12,6 +12,7 @@
 // profile, with its shape (which values are cumulative), its default, the
 // runtime rate it needs, whether this Go provides it and where it is read
 // from: runtime/pprof, or a Recorder of the profiler's own (the off-CPU
-// profile, from the execution trace). The Collector and the root package's ProfileType both derive from
-// it, so a new profile type is one entry there.
+// profile, from the execution trace). The Collector and the root
+// package's ProfileType both derive from it, so a new profile type is one
+// entry there.
 package collect

@@ -1,6 +1,9 @@
 package offcpu
 
 import (
+	"bytes"
+	"io"
+	"log/slog"
 	"runtime/trace"
 	"strings"
 	"testing"
@@ -105,4 +108,55 @@ func fnIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
 		}
 	}
 	return false
+}
+
+// TestSkipsWhenTheTracerIsInUse checks that a recorder leaves the
+// execution tracer to whoever runs it already: the stretch is skipped,
+// counted and logged once, the window comes without waits, and the other
+// trace goes on undisturbed.
+func TestSkipsWhenTheTracerIsInUse(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		start func() (stop func(), err error)
+	}{
+		{"trace.Start", func() (func(), error) {
+			return trace.Stop, trace.Start(io.Discard)
+		}},
+		{"another flight recorder", func() (func(), error) {
+			fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
+			return fr.Stop, fr.Start()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if trace.IsEnabled() {
+				t.Fatal("the execution tracer is already on; the test cannot start its own")
+			}
+			stop, err := tt.start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			defer SetDutyCycle(100)()
+			var logs bytes.Buffer
+			var stats Stats
+			r := Start(time.Now(), Config{Stats: &stats, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			waittest.InSleep(50 * time.Millisecond)
+			p, err := r.Collect(time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Samples) != 0 {
+				t.Errorf("%d waits recorded while the tracer was someone else's", len(p.Samples))
+			}
+			if n := stats.Skipped.Load(); n < 1 {
+				t.Errorf("Skipped = %d, want at least 1", n)
+			}
+			if n := strings.Count(logs.String(), "off-CPU profile skipped"); n != 1 {
+				t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+			}
+			if !trace.IsEnabled() {
+				t.Error("the other trace was stopped")
+			}
+		})
+	}
 }
