@@ -14,6 +14,7 @@ func ExampleProfileType_String() {
 		profiler.GoroutineProfile,
 		profiler.MutexProfile,
 		profiler.BlockProfile,
+		profiler.OffCPUProfile,
 	} {
 		fmt.Println(t)
 	}
@@ -23,4 +24,5 @@ func ExampleProfileType_String() {
 	// goroutine
 	// mutex
 	// block
+	// offcpu
 }

@@ -21,12 +21,16 @@
 // workers, the background sweeper) are left out.
 //
 // Cost is bounded three ways: the trace runs only for the duty cycle's
-// share of the time; the flight recorder keeps at most MaxTraceBytes, so
-// the stretch read is its most recent part when events come faster; and a
-// window keeps at most MaxWaits waits, beyond which reading stops at that
-// event, as though the stretch had ended there. A stretch cut either way is
+// share of the time; a stretch is shortened to what MaxTraceBytes holds at
+// the event rate the previous one showed (the first, which measures it,
+// lasts at most a second), and the flight recorder keeps at most
+// MaxTraceBytes, so the stretch read is its most recent part when events
+// come faster still; and a window keeps at most MaxWaits waits, beyond
+// which reading stops at that event, as though the stretch had ended
+// there. A stretch cut either way is
 // counted (Stats.Truncated). Values are scaled by the window's length over
-// the time actually traced in it, so that a window's total estimates the
+// the time traced in it (a whole stretch's wall-clock time, a cut one's
+// time read), so that a window's total estimates the
 // waiting in the whole window; at a 100% duty cycle the scale is about 1.
 //
 // Spans: package labels writes a runtime/trace log record (category
