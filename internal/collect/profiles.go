@@ -152,7 +152,7 @@ func Lookup(name string) (*Descriptor, bool) {
 }
 
 // NameList spells the profile names for error messages and documentation:
-// "cpu, heap, goroutine, mutex or block".
+// "cpu, heap, goroutine, mutex, block or offcpu".
 func NameList() string {
 	names := make([]string, len(Profiles))
 	for i, d := range Profiles {
