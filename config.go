@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -188,7 +189,11 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 			if o.rates[t] != 0 {
 				c.rates[t] = o.rates[t]
 			} else if n, ok := env.PositiveInt(r.Env, r.Want+" (0 would switch "+t.String()+" profiling off)"); ok {
-				c.rates[t] = n
+				if r.Max > 0 && n > r.Max {
+					env.Invalid(r.Env, strconv.Itoa(n), errors.New(r.Want))
+				} else {
+					c.rates[t] = n
+				}
 			}
 		}
 		if iv := t.descriptor().Interval; iv != nil {

@@ -33,6 +33,13 @@
 //   - mutex: mutex_contentions and mutex_delay during the window; block:
 //     block_contentions and block_delay, so that the two are distinct
 //     profiles by their sample and period types.
+//   - offcpu (opt-in): off_cpu/nanoseconds, the time goroutines spent
+//     waiting (channel, select, sync, network, sleep, syscall, preempted,
+//     ... as the execution trace names it, in the sample attribute
+//     "wait_reason"), by the stack where they blocked, linked to the span
+//     active on the goroutine; one value and one timestamp (the wait's
+//     start) per wait. The execution tracer runs a share of every window
+//     ([WithOffCPUDutyCycle]) and values are scaled to the whole window.
 //   - goroutineleak: goroutineleak/count, the goroutines leaked so far
 //     (blocked for good on a channel or sync primitive no other goroutine
 //     can reach), with their labels, found at the window's end. Opt-in and
@@ -41,9 +48,9 @@
 //     minutes), and at Stop, after the window's other profiles.
 //
 // The scope attribute and the Profile attribute "pprofotel.profile.name"
-// (cpu, heap, goroutine, mutex, block or goroutineleak) name the runtime
-// profile. Numeric
-// pprof labels (the heap profile's object sizes) are not sent.
+// (cpu, heap, goroutine, mutex, block, offcpu or goroutineleak) name the
+// runtime profile. Numeric pprof labels (the heap profile's object sizes)
+// are not sent.
 //
 // # Configuration
 //
@@ -92,12 +99,15 @@
 //   - PPROFOTEL_PERIOD: window length, a Go duration ("30s"). Default 60s
 //     ([WithPeriod]).
 //   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex,
-//     block, goroutineleak. Default "cpu,heap,goroutine"
+//     block, offcpu, goroutineleak. Default "cpu,heap,goroutine"
 //     ([WithProfileTypes]).
 //   - PPROFOTEL_MUTEX_FRACTION: mutex profile fraction while mutex
 //     profiling is on. Default 10 ([WithMutexProfileFraction]).
 //   - PPROFOTEL_BLOCK_RATE: block profile rate in nanoseconds while block
 //     profiling is on. Default 10000 ([WithBlockProfileRate]).
+//   - PPROFOTEL_OFFCPU_DUTY: percentage of every cycle (the window, at most
+//     10 s) during which the off-CPU profile traces. Default 10
+//     ([WithOffCPUDutyCycle]).
 //   - PPROFOTEL_GOROUTINELEAK_INTERVAL: least time between two
 //     goroutine-leak profiles, a Go duration. Default 5m
 //     ([WithGoroutineLeakInterval]).

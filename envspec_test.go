@@ -354,6 +354,8 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		}},
 		{"PPROFOTEL_MUTEX_FRACTION", "0", nil, true, func(c *config) error { return wantEqual("mutex fraction", c.rates[MutexProfile], 10) }},
 		{"PPROFOTEL_BLOCK_RATE", "1.5", nil, true, func(c *config) error { return wantEqual("block rate", c.rates[BlockProfile], 10000) }},
+		{"PPROFOTEL_OFFCPU_DUTY", "0", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
+		{"PPROFOTEL_OFFCPU_DUTY", "101", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "5", nil, true, func(c *config) error {
 			return wantEqual("goroutine-leak interval", c.intervals[GoroutineLeakProfile], 5*time.Minute)
 		}},

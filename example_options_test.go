@@ -17,6 +17,7 @@ func ExampleProfileType_String() {
 		profiler.GoroutineProfile,
 		profiler.MutexProfile,
 		profiler.BlockProfile,
+		profiler.OffCPUProfile,
 		profiler.GoroutineLeakProfile,
 	} {
 		fmt.Println(t)
@@ -27,6 +28,7 @@ func ExampleProfileType_String() {
 	// goroutine
 	// mutex
 	// block
+	// offcpu
 	// goroutineleak
 }
 

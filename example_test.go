@@ -81,3 +81,18 @@ func ExampleWithProfileTypes() {
 	}
 	defer p.Stop(context.Background())
 }
+
+// The off-CPU profile shows where goroutines wait, from the execution
+// trace. Here it traces a quarter of every window instead of the default
+// tenth; waits are scaled to the whole window.
+func ExampleWithOffCPUDutyCycle() {
+	p, err := profiler.Start(
+		profiler.WithExporter(profiler.ExporterNone),
+		profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile),
+		profiler.WithOffCPUDutyCycle(25),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Stop(context.Background())
+}

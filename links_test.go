@@ -14,8 +14,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	"github.com/pprofotel/profiler/internal/cputest"
+	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
 )
@@ -35,14 +37,20 @@ func spin(d time.Duration) int {
 	return 0
 }
 
-// linkedSample is what a CPU sample of the exported request says about
-// where it ran.
+// linkedSample is what a sample of the exported request says about where
+// it was taken.
 type linkedSample struct {
 	funcs          []string
 	traceID        string
 	spanID         string
 	attrs          map[string]string
 	samplesCounted int64
+	// values and timestamps are the sample's own: one value, or one per
+	// timestamp (the off-CPU profile's waits).
+	values     []int64
+	timestamps []uint64
+	// profile is the Profile the sample belongs to.
+	profile *profilespb.Profile
 }
 
 // cpuSamples returns the CPU samples/count samples of req with their
@@ -66,7 +74,8 @@ func profileSamples(req *collectorpb.ExportProfilesServiceRequest, name, sampleT
 				continue
 			}
 			for _, s := range p.GetSamples() {
-				ls := linkedSample{attrs: map[string]string{}, samplesCounted: s.GetValues()[0]}
+				ls := linkedSample{attrs: map[string]string{}, samplesCounted: s.GetValues()[0],
+					values: s.GetValues(), timestamps: s.GetTimestampsUnixNano(), profile: p}
 				for _, li := range d.GetStackTable()[s.GetStackIndex()].GetLocationIndices() {
 					for _, ln := range d.GetLocationTable()[li].GetLines() {
 						ls.funcs = append(ls.funcs, str[d.GetFunctionTable()[ln.GetFunctionIndex()].GetNameStrindex()])
@@ -126,17 +135,9 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
-	sort.Strings(files)
 	var samples []linkedSample
-	for _, f := range files {
-		reqs, err := pprofconv.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range reqs {
-			samples = append(samples, cpuSamples(r.Request)...)
-		}
+	for _, req := range fileRequests(t, dir) {
+		samples = append(samples, cpuSamples(req)...)
 	}
 
 	for _, tc := range []struct {
@@ -170,6 +171,28 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 			t.Errorf("%s: %d of %d samples link to span %s, want at least 90%%", tc.fn, linked, total, tc.want.SpanID())
 		}
 	}
+}
+
+// fileRequests reads the requests the file exporter wrote into dir, in the
+// order written, and checks each with the strict validator.
+func fileRequests(t *testing.T, dir string) []*collectorpb.ExportProfilesServiceRequest {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
+	sort.Strings(files)
+	var out []*collectorpb.ExportProfilesServiceRequest
+	for _, f := range files {
+		reqs, err := pprofconv.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range reqs {
+			if err := otlptest.Validate(r.Request); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+			out = append(out, r.Request)
+		}
+	}
+	return out
 }
 
 func inStack(funcs []string, fn string) bool {

@@ -135,7 +135,7 @@ func (o *options) fail(option string, arg any, reason string) {
 // setRate records the runtime rate of profile type t, from the option
 // its descriptor names.
 func (o *options) setRate(t ProfileType, rate int, reason string) {
-	if rate <= 0 {
+	if r := t.descriptor().Rate; rate <= 0 || r.Max > 0 && rate > r.Max {
 		o.fail(t.descriptor().Rate.Option, rate, reason)
 		return
 	}
@@ -232,6 +232,17 @@ func WithGoroutineLeakInterval(d time.Duration) Option {
 			return
 		}
 		o.intervals[GoroutineLeakProfile] = d
+	})
+}
+
+// WithOffCPUDutyCycle sets the share of every cycle, in percent from 1 to
+// 100, during which OffCPUProfile runs the execution tracer: the cycle is
+// the window, or 10s when the window is longer, and the traced part comes
+// first. Waits are measured in the traced part and scaled to the window.
+// The default is 10, overridden by PPROFOTEL_OFFCPU_DUTY.
+func WithOffCPUDutyCycle(percent int) Option {
+	return optionFunc(func(o *options) {
+		o.setRate(OffCPUProfile, percent, "duty cycle must be a percentage from 1 to 100")
 	})
 }
 

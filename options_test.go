@@ -16,9 +16,10 @@ func TestProfileTypeString(t *testing.T) {
 		{GoroutineProfile, "goroutine"},
 		{MutexProfile, "mutex"},
 		{BlockProfile, "block"},
+		{OffCPUProfile, "offcpu"},
 		{GoroutineLeakProfile, "goroutineleak"},
 		{ProfileType(-1), "ProfileType(-1)"},
-		{ProfileType(6), "ProfileType(6)"},
+		{ProfileType(7), "ProfileType(7)"},
 	}
 	for _, tt := range tests {
 		if got := tt.t.String(); got != tt.want {
@@ -28,7 +29,7 @@ func TestProfileTypeString(t *testing.T) {
 }
 
 func TestParseProfileType(t *testing.T) {
-	for _, pt := range []ProfileType{CPUProfile, HeapProfile, GoroutineProfile, MutexProfile, BlockProfile, GoroutineLeakProfile} {
+	for _, pt := range []ProfileType{CPUProfile, HeapProfile, GoroutineProfile, MutexProfile, BlockProfile, OffCPUProfile, GoroutineLeakProfile} {
 		got, ok := parseProfileType(pt.String())
 		if !ok || got != pt {
 			t.Errorf("parseProfileType(%q) = %v, %v, want %v, true", pt.String(), got, ok, pt)

@@ -31,6 +31,11 @@ const (
 	// BlockProfile reports goroutines blocked on synchronisation
 	// primitives; see [WithBlockProfileRate].
 	BlockProfile
+	// OffCPUProfile reports where goroutines waited (channels, locks,
+	// I/O, sleeps, system calls, the scheduler), from the runtime's
+	// execution trace, traced a share of every window; see
+	// [WithOffCPUDutyCycle].
+	OffCPUProfile
 	// GoroutineLeakProfile reports the goroutines leaked so far: blocked
 	// for good on a channel or a sync primitive that no other goroutine
 	// can reach. Reading it runs a full garbage collection first, so it
@@ -45,7 +50,7 @@ const (
 )
 
 // String returns the name used for t in PPROFOTEL_PROFILES: "cpu", "heap",
-// "goroutine", "mutex", "block" or "goroutineleak".
+// "goroutine", "mutex", "block", "offcpu" or "goroutineleak".
 func (t ProfileType) String() string {
 	if t.valid() {
 		return t.descriptor().Name

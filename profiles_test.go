@@ -16,7 +16,7 @@ func TestProfileTypesAreTheDescriptorTable(t *testing.T) {
 		t.Fatalf("%d ProfileType constants for %d descriptors", numProfileTypes, len(collect.Profiles))
 	}
 	want := map[ProfileType]string{CPUProfile: "cpu", HeapProfile: "heap", GoroutineProfile: "goroutine", MutexProfile: "mutex", BlockProfile: "block",
-		GoroutineLeakProfile: "goroutineleak"}
+		OffCPUProfile: "offcpu", GoroutineLeakProfile: "goroutineleak"}
 	for pt, name := range want {
 		if pt.String() != name {
 			t.Errorf("%d.String() = %q, want %q", int(pt), pt.String(), name)
@@ -25,7 +25,7 @@ func TestProfileTypesAreTheDescriptorTable(t *testing.T) {
 			t.Errorf("parseProfileType(%q) = %v, %v", name, got, ok)
 		}
 	}
-	if got := collect.NameList(); got != "cpu, heap, goroutine, mutex, block or goroutineleak" {
+	if got := collect.NameList(); got != "cpu, heap, goroutine, mutex, block, offcpu or goroutineleak" {
 		t.Errorf("NameList() = %q", got)
 	}
 }

@@ -60,6 +60,15 @@ type Stats struct {
 	// goroutine-leak profile found (GoroutineLeakProfile; 0 until it is
 	// first taken). A leaked goroutine never ends, so it only grows.
 	GoroutinesLeaked int64
+	// OffCPUSkipped counts traced stretches of the off-CPU profile that
+	// did not run because the execution tracer was in use elsewhere
+	// (runtime/trace.Start, /debug/pprof/trace, another flight recorder).
+	OffCPUSkipped int64
+	// OffCPUTruncated counts traced stretches read only in part: more
+	// trace than its memory bound, more waits than a window keeps, or a
+	// trace unreadable past some point. Values are scaled by the time
+	// actually read.
+	OffCPUTruncated int64
 }
 
 // Stats returns the profiler's counts so far. It may be called at any time,
@@ -82,6 +91,8 @@ func (p *Profiler) Stats() Stats {
 
 		CPUProfilesSkipped: p.omitted.CPUSkipped.Load(),
 		ProfilesLeftOut:    p.omitted.Errors.Load(),
+		OffCPUSkipped:      p.omitted.OffCPU.Skipped.Load(),
+		OffCPUTruncated:    p.omitted.OffCPU.Truncated.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
 	}
@@ -118,6 +129,8 @@ const (
 	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
 
 	metricGoroutinesLeaked = "pprofotel.goroutines.leaked"
+	metricOffCPUSkipped    = "pprofotel.offcpu.skipped"
+	metricOffCPUTruncated  = "pprofotel.offcpu.truncated"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -147,7 +160,9 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
 	leaked, err12 := m.Int64ObservableGauge(metricGoroutinesLeaked, metric.WithUnit("{goroutine}"),
 		metric.WithDescription("Leaked goroutines the latest goroutine-leak profile found."))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12} {
+	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
+	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14} {
 		if err != nil {
 			return nil, err
 		}
@@ -166,6 +181,9 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveInt64(cpuSkipped, s.CPUProfilesSkipped)
 		o.ObserveInt64(leftOut, s.ProfilesLeftOut)
 		o.ObserveInt64(leaked, s.GoroutinesLeaked)
+		o.ObserveInt64(offCPUSkipped, s.OffCPUSkipped)
+		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
 		return nil
-	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked)
+	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked,
+		offCPUSkipped, offCPUTruncated)
 }

@@ -39,7 +39,7 @@ const (
 
 // allProfiles are the names of the profile types, as the scope attribute
 // pprofotel.profile.name spells them.
-var allProfiles = []string{"cpu", "heap", "goroutine", "mutex", "block"}
+var allProfiles = []string{"cpu", "heap", "goroutine", "mutex", "block", "offcpu"}
 
 // referenceEnv, when set, turns the test binary into the reference run of
 // the pprof round trip: it profiles the workload with runtime/pprof alone,
@@ -171,8 +171,10 @@ func allProfilesOptions(service string, protocol profiler.Protocol, endpoint str
 		profiler.WithInsecure(),
 		profiler.WithPeriod(period),
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile),
+			profiler.MutexProfile, profiler.BlockProfile, profiler.OffCPUProfile),
 		profiler.WithMutexProfileFraction(1),
+		// Half of every one-second window traced, so that each holds waits.
+		profiler.WithOffCPUDutyCycle(50),
 		profiler.WithBlockProfileRate(1),
 		profiler.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	}
@@ -336,7 +338,11 @@ func sampleTotals(t *testing.T, windows []*profilespb.ProfilesData, name, sample
 				if err != nil {
 					t.Fatalf("window %d: %s: %v", i, name, err)
 				}
-				v := s.GetValues()[0]
+				// An off-CPU sample holds one value per wait.
+				var v int64
+				for _, x := range s.GetValues() {
+					v += x
+				}
 				total += v
 				for _, fn := range uniq(fns) {
 					byFunc[fn] += v
@@ -387,6 +393,7 @@ func checkValues(t *testing.T, windows []*profilespb.ProfilesData) {
 		{"mutex", "mutex_delay", contendMutex},
 		{"block", "block_contentions", blockOnChannel},
 		{"block", "block_delay", blockOnChannel},
+		{"offcpu", "off_cpu", blockOnChannel},
 	}
 	for _, tt := range tests {
 		fn := funcName(tt.fn)

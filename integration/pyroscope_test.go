@@ -24,16 +24,18 @@ import (
 )
 
 // pyroscopeTypes are the profile types Pyroscope lists for a service that
-// sends all five runtime profiles: one per Profile the profiler sends,
-// named, as Pyroscope names them, name:sample type:unit:period type:unit,
-// where the name is the period type and samples/count over a
-// cpu/nanoseconds period becomes process_cpu in nanoseconds.
+// sends all six profiles: one per Profile the profiler sends, named, as
+// Pyroscope names them, name:sample type:unit:period type:unit, where the
+// name is the period type, samples/count over a cpu/nanoseconds period
+// becomes process_cpu in nanoseconds, and off_cpu/nanoseconds without a
+// period is Pyroscope's off_cpu.
 var pyroscopeTypes = []string{
 	"block_contentions:block_contentions:count:block_contentions:count",
 	"block_contentions:block_delay:nanoseconds:block_contentions:count",
 	"goroutine:goroutine:count:goroutine:count",
 	"mutex_contentions:mutex_contentions:count:mutex_contentions:count",
 	"mutex_contentions:mutex_delay:nanoseconds:mutex_contentions:count",
+	offCPUType,
 	"process_cpu:cpu:nanoseconds:cpu:nanoseconds",
 	"space:alloc_objects:count:space:bytes",
 	"space:alloc_space:bytes:space:bytes",
@@ -196,6 +198,11 @@ func pyroscopeProfileType(d dict, p *profilespb.Profile) (string, int64, error) 
 	if st.Type == "samples" && st.Unit == "count" && pt.Type == "cpu" && pt.Unit == "nanoseconds" {
 		return "process_cpu:cpu:nanoseconds:cpu:nanoseconds", p.GetPeriod(), nil
 	}
+	if st.Type == "off_cpu" && st.Unit == "nanoseconds" && p.GetPeriod() == 0 {
+		// Pyroscope's own name for the OpenTelemetry eBPF profiler's
+		// off-CPU type, which has no period.
+		return "off_cpu:off_cpu:nanoseconds::", 1, nil
+	}
 	return strings.Join([]string{pt.Type, st.Type, st.Unit, pt.Type, pt.Unit}, ":"), 1, nil
 }
 
@@ -231,8 +238,12 @@ func sentTotals(t *testing.T, run *pyroscopeRun) (map[string]map[uint64]int64, [
 					if totals[id] == nil {
 						totals[id] = make(map[uint64]int64)
 					}
+					// A sample with timestamps holds a value per
+					// event, which Pyroscope adds up.
 					for _, s := range p.GetSamples() {
-						totals[id][p.GetTimeUnixNano()] += s.GetValues()[0] * scale
+						for _, v := range s.GetValues() {
+							totals[id][p.GetTimeUnixNano()] += v * scale
+						}
 					}
 				}
 			}
@@ -391,18 +402,67 @@ func checkSeriesCount(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 			"matchers": []string{fmt.Sprintf("{service_name=%q,__profile_type__=%q}", run.service, id)},
 			"start":    start, "end": end,
 		}, &resp)
-		if len(resp.LabelsSet) != 1 {
-			t.Errorf("%s: %d series, want 1", id, len(resp.LabelsSet))
+		// Pyroscope makes sample labels series labels (span ids
+		// aside): the off-CPU profile is one series per wait_reason
+		// sent, a set the runtime bounds.
+		want := map[string]bool{"": true}
+		if id == offCPUType {
+			want = sentWaitReasons(t, run)
+		}
+		if len(resp.LabelsSet) != len(want) {
+			t.Errorf("%s: %d series, want %d", id, len(resp.LabelsSet), len(want))
 			continue
 		}
-		found := false
-		for _, l := range resp.LabelsSet[0].Labels {
-			found = found || l.Name == "k8s.pod.name" && l.Value == "checkout-7d9f8b6c5-x2x4z"
-		}
-		if !found {
-			t.Errorf("%s: the series lacks the label k8s.pod.name: %v", id, resp.LabelsSet[0].Labels)
+		for _, set := range resp.LabelsSet {
+			found, reason := false, ""
+			for _, l := range set.Labels {
+				found = found || l.Name == "k8s.pod.name" && l.Value == "checkout-7d9f8b6c5-x2x4z"
+				if l.Name == "wait_reason" {
+					reason = l.Value
+				}
+			}
+			if !found {
+				t.Errorf("%s: the series lacks the label k8s.pod.name: %v", id, set.Labels)
+			}
+			if !want[reason] {
+				t.Errorf("%s: a series with wait_reason %q, sent %v", id, reason, want)
+			}
 		}
 	}
+}
+
+// offCPUType is the off-CPU profile's type in Pyroscope.
+const offCPUType = "off_cpu:off_cpu:nanoseconds::"
+
+// sentWaitReasons returns the wait_reason values of the off-CPU samples
+// the run sent.
+func sentWaitReasons(t *testing.T, run *pyroscopeRun) map[string]bool {
+	t.Helper()
+	reasons := make(map[string]bool)
+	for _, x := range run.exchanges {
+		d := x.req.GetDictionary()
+		str := d.GetStringTable()
+		for _, rp := range x.req.GetResourceProfiles() {
+			for _, sp := range rp.GetScopeProfiles() {
+				for _, p := range sp.GetProfiles() {
+					if id, _, err := pyroscopeProfileType(dict{d}, p); err != nil || id != offCPUType {
+						continue
+					}
+					for _, s := range p.GetSamples() {
+						for _, ai := range s.GetAttributeIndices() {
+							if a := d.GetAttributeTable()[ai]; str[a.GetKeyStrindex()] == "wait_reason" {
+								reasons[a.GetValue().GetStringValue()] = true
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if len(reasons) == 0 {
+		t.Errorf("no off-CPU sample carried a wait_reason")
+	}
+	return reasons
 }
 
 // heapSizes returns the number of distinct values of the bytes label among

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"runtime/pprof"
+	rtrace "runtime/trace"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
@@ -105,6 +106,9 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	}
 	pprof.SetGoroutineLabels(ctx)
 	s.installed = goroutineLabelSet()
+	if rtrace.IsEnabled() {
+		rtrace.Log(context.Background(), TraceLogCategory, ids)
+	}
 	if spanContextKey == nil {
 		return trace.ContextWithSpan(ctx, s), s
 	}

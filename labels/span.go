@@ -2,6 +2,8 @@ package labels
 
 import (
 	"context"
+	"encoding/hex"
+	rtrace "runtime/trace"
 	"sync/atomic"
 	"unsafe"
 
@@ -43,10 +45,14 @@ type labeledSpan struct {
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	if s.ended.CompareAndSwap(false, true) && goroutineLabelSet() == s.installed {
 		restore := s.previous
-		for p := s.parent; p != nil && p.ended.Load(); p = p.parent {
+		p := s.parent
+		for ; p != nil && p.ended.Load(); p = p.parent {
 			restore = p.previous
 		}
 		setGoroutineLabelSet(restore)
+		if rtrace.IsEnabled() {
+			logRestored(p)
+		}
 	}
 
 	// With "defer span.End()", a panicking function reaches this End, and
@@ -125,4 +131,17 @@ func (a keyAnswer) Value(key any) any {
 		return a.span
 	}
 	return a.Context.Value(key)
+}
+
+// logRestored tells the execution trace which span's labels the goroutine
+// carries again after an End: p, or none when p is nil (the labels from
+// before the outermost span, which may be the application's own).
+func logRestored(p *labeledSpan) {
+	msg := ""
+	if p != nil {
+		sc := p.SpanContext()
+		tid, sid := sc.TraceID(), sc.SpanID()
+		msg = hex.EncodeToString(tid[:]) + hex.EncodeToString(sid[:])
+	}
+	rtrace.Log(context.Background(), TraceLogCategory, msg)
 }

@@ -283,8 +283,11 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 			continue
 		}
 		for _, s := range sp.Profiles[col.profile].GetSamples() {
-			if len(s.Values) != 1 {
-				return nil, nil, fmt.Errorf("sample has %d values, want 1", len(s.Values))
+			// A sample with timestamps holds one value per event
+			// (the off-CPU profile's waits); pprof has no times, so
+			// its events are added up.
+			if n := len(s.TimestampsUnixNano); n == 0 && len(s.Values) != 1 || n != 0 && len(s.Values) != n {
+				return nil, nil, fmt.Errorf("sample has %d values for %d timestamps, want 1 value or one per timestamp", len(s.Values), n)
 			}
 			attrs := slices.Clone(s.AttributeIndices)
 			slices.Sort(attrs)
@@ -297,7 +300,9 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 				samples[id] = ps
 				c.p.Sample = append(c.p.Sample, ps)
 			}
-			ps.Value[pos] += s.Values[0]
+			for _, v := range s.Values {
+				ps.Value[pos] += v
+			}
 		}
 	}
 	for pos, col := range cols {

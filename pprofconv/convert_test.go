@@ -281,3 +281,22 @@ func TestToPprofCPUSentOnce(t *testing.T) {
 		t.Errorf("period %v %d, want cpu/nanoseconds %d", got.PeriodType, got.Period, p.Period)
 	}
 }
+
+// TestConvertOffCPU converts an off-CPU profile, whose samples carry a
+// value per wait and its timestamp: pprof gets each stack's waits added
+// up, with the reason as a label, and no times.
+func TestConvertOffCPU(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	p := otlptest.OffCPUFixture(start)
+	got := roundTrip(t, []otlp.Input{{Name: "offcpu", Profile: p}})["offcpu"]
+	byReason := map[string]int64{}
+	for _, s := range got.Sample {
+		byReason[s.Label["wait_reason"][0]] += s.Value[0]
+	}
+	if want := map[string]int64{"chan receive": 350, "sleep": 100, "select": 7}; !maps.Equal(byReason, want) {
+		t.Errorf("waits by reason %v, want %v", byReason, want)
+	}
+	if len(got.Sample) != 3 {
+		t.Errorf("%d pprof samples, want one per stack and reason (3)", len(got.Sample))
+	}
+}

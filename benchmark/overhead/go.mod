@@ -6,6 +6,7 @@ replace github.com/pprofotel/profiler => ../..
 
 require (
 	github.com/DataDog/dd-trace-go/v2 v2.12.0
+	github.com/felixge/fgprof v0.9.5
 	github.com/grafana/pyroscope-go v1.4.3
 	github.com/pprofotel/profiler v0.0.0-00010101000000-000000000000
 )
@@ -47,6 +48,7 @@ require (
 	go.opentelemetry.io/proto/otlp/profiles/v1development v0.4.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

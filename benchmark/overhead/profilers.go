@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime"
 	"time"
 
 	ddprofiler "github.com/DataDog/dd-trace-go/v2/profiler"
+	"github.com/felixge/fgprof"
 	"github.com/grafana/pyroscope-go"
 
 	"github.com/pprofotel/profiler"
@@ -38,6 +40,9 @@ var setups = []setup{
 	{"pprofotel-all", "pprofotel, all five types", startPprofotelAll},
 	{"pyroscope", "pyroscope-go, all five types", startPyroscope},
 	{"datadog", "dd-trace-go profiler, all five types", startDatadog},
+	{"pprofotel-offcpu", "pprofotel, defaults + offcpu (duty cycle 10 %)", startPprofotelOffCPU},
+	{"pprofotel-offcpu-100", "pprofotel, defaults + offcpu, duty cycle 100 %", startPprofotelOffCPUAlways},
+	{"fgprof", "fgprof (99 Hz wall-clock stacks of every goroutine), one profile per period", startFgprof},
 }
 
 func setupByName(name string) (setup, bool) {
@@ -77,6 +82,43 @@ func startPprofotelAll(stubAddr string, period time.Duration) (func(), error) {
 	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
 		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
 		profiler.MutexProfile, profiler.BlockProfile))
+}
+
+// startPprofotelOffCPU adds the off-CPU profile at its default duty
+// cycle to the defaults.
+func startPprofotelOffCPU(stubAddr string, period time.Duration) (func(), error) {
+	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
+		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.OffCPUProfile))
+}
+
+// startPprofotelOffCPUAlways traces all the time: the execution tracer's
+// own cost, of which the default duty cycle pays a share.
+func startPprofotelOffCPUAlways(stubAddr string, period time.Duration) (func(), error) {
+	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
+		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.OffCPUProfile),
+		profiler.WithOffCPUDutyCycle(100))
+}
+
+// startFgprof runs fgprof, the peer for wall-clock (on- and off-CPU) time,
+// as a continuous profiler would: at its only rate (99 Hz), one profile
+// per period, each written in pprof format and discarded (its cost is the
+// sampling and the write; nothing is uploaded).
+func startFgprof(_ string, period time.Duration) (func(), error) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			stop := fgprof.Start(io.Discard, fgprof.FormatPprof)
+			select {
+			case <-time.After(period):
+				stop()
+			case <-done:
+				stop()
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }, nil
 }
 
 // startPyroscope asks pyroscope-go for the same five profiles. It does not

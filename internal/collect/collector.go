@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/offcpu"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
@@ -67,6 +68,8 @@ type Omissions struct {
 	// GoroutineSkipped counts windows without a goroutine profile because
 	// more goroutines than Config.MaxGoroutines were running.
 	GoroutineSkipped atomic.Int64
+	// OffCPU counts what the off-CPU recorder left out.
+	OffCPU offcpu.Stats
 }
 
 // DefaultMaxGoroutines is the number of goroutines above which the
@@ -115,7 +118,9 @@ type Collector struct {
 	// windows counts the windows ended so far.
 	windows int
 	// sources holds the profiles that are not read from runtime/pprof.
-	sources     map[string]Source
+	sources map[string]Source
+	// recorders holds the running recorders of the profiles that have one.
+	recorders   map[string]Recorder
 	windowStart time.Time
 }
 
@@ -153,6 +158,8 @@ func New(cfg Config) (*Collector, error) {
 		deltas:  make(map[string]*deltaState),
 		sources: make(map[string]Source),
 		every:   make(map[string]int),
+
+		recorders: make(map[string]Recorder),
 
 		reusable: make(map[string]*reusedProfile),
 
@@ -220,6 +227,9 @@ func windowsApart(interval, period time.Duration) int {
 func (c *Collector) Start(now time.Time) {
 	c.windowStart = now
 	for _, name := range c.names {
+		if d, _ := Lookup(name); d.Recorder != nil {
+			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats})
+		}
 		if d, ok := c.deltas[name]; ok {
 			d.reset()
 			p, err := c.read(name)
@@ -256,7 +266,12 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			p   *pprofdecode.Profile
 			err error
 		)
-		if name == CPU {
+		if rec, ok := c.recorders[name]; ok {
+			p, err = rec.Collect(now, !next)
+			if !next {
+				delete(c.recorders, name)
+			}
+		} else if name == CPU {
 			p, err = c.cycleCPU(next)
 			if p == nil && err == nil {
 				continue // the CPU profiler was busy during this window

@@ -17,6 +17,8 @@
 // Profiles is the one table of runtime profiles: one Descriptor per
 // profile, with its shape (which values are cumulative), its default, the
 // runtime rate it needs, whether this Go provides it, where it is read
-// from and how often. The Collector and the root package's ProfileType both derive from
-// it, so a new profile type is one entry there.
+// from (runtime/pprof, or a Recorder of the profiler's own: the off-CPU
+// profile, from the execution trace) and how often. The Collector and the
+// root package's ProfileType both derive from it, so a new profile type is
+// one entry there.
 package collect

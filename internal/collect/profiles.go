@@ -2,10 +2,14 @@ package collect
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/offcpu"
+	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // The runtime profile names, as runtime/pprof spells them. They are the keys
@@ -17,6 +21,7 @@ const (
 	Goroutine = "goroutine"
 	Mutex     = "mutex"
 	Block     = "block"
+	OffCPU    = "offcpu"
 	// GoroutineLeak is the goroutine-leak profile of Go 1.27.
 	GoroutineLeak = "goroutineleak"
 )
@@ -56,6 +61,11 @@ type Descriptor struct {
 	// Interval, for a profile too costly to read every window, is the
 	// least time between two reads; nil reads it every window.
 	Interval *Interval
+	// Recorder, when set, makes the profile one the profiler records
+	// itself instead of reading it from runtime/pprof: the Collector
+	// starts it with the first window and collects it at the end of every
+	// window. Source is then unused.
+	Recorder func(now time.Time, cfg RecorderConfig) Recorder
 }
 
 // Interval spaces out the reads of a profile: it is read in the first
@@ -68,6 +78,19 @@ type Interval struct {
 	Default time.Duration
 }
 
+// Recorder records a profile over each window.
+type Recorder interface {
+	// Collect ends the window at now and returns its profile, valid until
+	// the next call; with last set, the recorder stops for good.
+	Collect(now time.Time, last bool) (*pprofdecode.Profile, error)
+}
+
+// RecorderConfig is what a Recorder gets from the Collector.
+type RecorderConfig struct {
+	Logger    *slog.Logger
+	Omissions *Omissions
+}
+
 // Rate is a process-wide runtime sampling rate that a profile needs while
 // it runs: set at Start, put back at Stop.
 type Rate struct {
@@ -75,6 +98,8 @@ type Rate struct {
 	Env, Option string
 	// Default is the rate used when neither sets it.
 	Default int
+	// Max, when not 0, is the largest valid rate.
+	Max int
 	// Want says what a valid value is, for error messages; 0 is never
 	// valid, since it would switch the profile off.
 	Want string
@@ -119,6 +144,17 @@ var Profiles = []Descriptor{
 			return func() { runtime.SetBlockProfileRate(0) }
 		},
 	}},
+	// Waits, from the execution trace, traced a share of every cycle: see
+	// package offcpu for what counts and how the cost is bounded.
+	{Name: OffCPU, Values: 1, Rate: &Rate{
+		Env: "PPROFOTEL_OFFCPU_DUTY", Option: "WithOffCPUDutyCycle",
+		Default: offcpu.DefaultDuty,
+		Max:     100,
+		Want:    "duty cycle must be a percentage from 1 to 100",
+		Set:     offcpu.SetDutyCycle,
+	}, Recorder: func(now time.Time, cfg RecorderConfig) Recorder {
+		return offcpu.Start(now, offcpu.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU})
+	}},
 	// Every read runs a full garbage collection first, with leak
 	// detection, whose cost grows with the live heap (a quarter of a
 	// second and 0.45 CPU-seconds at 256 MiB): opt-in, read at most once
@@ -153,7 +189,7 @@ func Lookup(name string) (*Descriptor, bool) {
 }
 
 // NameList spells the profile names for error messages and documentation:
-// "cpu, heap, goroutine, mutex or block".
+// "cpu, heap, goroutine, mutex, block or offcpu".
 func NameList() string {
 	names := make([]string, len(Profiles))
 	for i, d := range Profiles {

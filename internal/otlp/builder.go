@@ -446,6 +446,9 @@ func compareLabels(x, y *pprofdecode.Label) int {
 
 // samples returns the Samples of sample type t of p.
 func (b *Builder) samples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
+	if timed(p) {
+		return b.timedSamples(p, t)
+	}
 	acc := b.acc
 	clear(acc)
 	for i := range p.Samples {
@@ -481,6 +484,79 @@ func (b *Builder) samples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
 		m.Values = values[j : j+1 : j+1]
 		out[j] = m
 		j++
+	}
+	return out
+}
+
+// timed reports whether the samples of p carry times: then each is one
+// event, sent with its own value and timestamp.
+func timed(p *pprofdecode.Profile) bool {
+	return len(p.Samples) > 0 && p.Samples[0].TimeNanos != 0
+}
+
+// timedSamples is samples for a profile whose samples are events: the
+// events of one identity become one OTLP sample with a value and a
+// timestamp per event, in the order of p.Samples, as profiles.proto asks
+// for timestamped values.
+func (b *Builder) timedSamples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
+	count := b.acc
+	clear(count)
+	events := 0
+	for i := range p.Samples {
+		if r := b.rep[i]; r >= 0 && t < len(p.Samples[i].Values) && p.Samples[i].Values[t] != 0 {
+			count[r]++
+			events++
+		}
+	}
+	if events == 0 {
+		return nil
+	}
+	// Turn the counts into each identity's offset in the shared arrays.
+	n, off := 0, int64(0)
+	for i, r := range b.rep {
+		if int(r) == i && count[i] != 0 {
+			c := count[i]
+			count[i] = off
+			off += c
+			n++
+		}
+	}
+	values := make([]int64, events)
+	times := make([]uint64, events)
+	first := make([]int64, 0, n)
+	next := make([]int64, 0, n)
+	out := make([]*profilespb.Sample, 0, n)
+	msgs := make([]profilespb.Sample, n)
+	slot := make(map[int32]int, n)
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		r := b.rep[i]
+		if r < 0 || t >= len(s.Values) || s.Values[t] == 0 {
+			continue
+		}
+		j, ok := slot[r]
+		if !ok {
+			j = len(out)
+			slot[r] = j
+			if b.stackIdx[r] < 0 {
+				b.resolveSample(p, int(r))
+			}
+			m := &msgs[j]
+			m.StackIndex = b.stackIdx[r]
+			m.AttributeIndices = b.attrs[r]
+			m.LinkIndex = b.linkIdx[r]
+			out = append(out, m)
+			first = append(first, count[r])
+			next = append(next, count[r])
+		}
+		k := next[j]
+		values[k] = s.Values[t]
+		times[k] = uint64(s.TimeNanos)
+		next[j]++
+	}
+	for j, m := range out {
+		m.Values = values[first[j]:next[j]:next[j]]
+		m.TimestampsUnixNano = times[first[j]:next[j]:next[j]]
 	}
 	return out
 }

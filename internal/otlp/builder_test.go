@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -593,5 +595,38 @@ func TestBuildSampleTypes(t *testing.T) {
 				t.Errorf("sample type order %v, want %v", order, tt.order)
 			}
 		})
+	}
+}
+
+// TestBuildTimedSamples checks the shape of event samples (the off-CPU
+// profile's waits): the events of one stack and labels become one OTLP
+// sample with a value and a timestamp per event, in the order given, and
+// events of another identity a sample of their own.
+func TestBuildTimedSamples(t *testing.T) {
+	at := func(ms int64) int64 { return windowStart.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	p := otlptest.OffCPUFixture(windowStart)
+	req := newTestBuilder().Build(windowStart, windowEnd, []otlp.Input{{Name: "offcpu", Profile: p}})
+	if err := otlptest.Validate(req); err != nil {
+		t.Fatal(err)
+	}
+	v := view{t: t, req: req, d: req.Dictionary}
+	prof := v.profile("offcpu", "off_cpu")
+	type got struct {
+		frames, attrs string
+		values        []int64
+		times         []uint64
+	}
+	var samples []got
+	for _, s := range prof.Samples {
+		samples = append(samples, got{fmt.Sprint(v.frames(s.StackIndex)), fmt.Sprint(v.attrs(s.AttributeIndices)), s.Values, s.TimestampsUnixNano})
+	}
+	u := func(ms int64) uint64 { return uint64(at(ms)) }
+	want := []got{
+		{"[recv]", "[wait_reason=chan receive]", []int64{300, 50}, []uint64{u(10), u(30)}},
+		{"[sleep]", "[wait_reason=sleep]", []int64{100}, []uint64{u(20)}},
+		{"[recv]", "[wait_reason=select]", []int64{7}, []uint64{u(40)}},
+	}
+	if !reflect.DeepEqual(samples, want) {
+		t.Errorf("samples\n got %v\nwant %v", samples, want)
 	}
 }

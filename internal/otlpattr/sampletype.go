@@ -12,7 +12,7 @@ type ValueType struct {
 // back to pprof reads it the other way.
 type SampleType struct {
 	// Profile is the runtime profile: "cpu", "heap", "goroutine",
-	// "mutex", "block" or "goroutineleak".
+	// "mutex", "block", "offcpu" or "goroutineleak".
 	Profile string
 	// Pprof and PprofPeriod are the sample type and period type as
 	// runtime/pprof writes them.
@@ -75,6 +75,13 @@ var SampleTypes = []SampleType{
 	{Profile: "block", Pprof: ValueType{"delay", "nanoseconds"}, PprofPeriod: ValueType{"contentions", "count"},
 		Sample: ValueType{"block_delay", "nanoseconds"}, Period: ValueType{"block_contentions", "count"}},
 
+	// The off-CPU profile is the profiler's own, from the execution trace:
+	// one value and one timestamp per wait, no sampling period. The type
+	// is the one the OpenTelemetry eBPF profiler sends for off-CPU time,
+	// with no period type, which Grafana Pyroscope recognises as its
+	// off_cpu profile.
+	{Profile: "offcpu", Pprof: ValueType{"off_cpu", "nanoseconds"},
+		Sample: ValueType{"off_cpu", "nanoseconds"}},
 	// Not in the OTEP's list, and distinct from goroutine/count by either
 	// reading: sent as the runtime writes it (Pyroscope shows it as
 	// goroutineleak:goroutineleak:count:goroutineleak:count).

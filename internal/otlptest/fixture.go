@@ -1,6 +1,8 @@
 package otlptest
 
 import (
+	"time"
+
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/labels"
@@ -144,4 +146,28 @@ func program(reversed bool) *fixtureProgram {
 		p.loc[l.name] = int32(i)
 	}
 	return p
+}
+
+// OffCPUFixture returns an off-CPU profile of waits in the second after
+// start: chan receive waits of 300 and 50 ns on recv, one of 7 ns in
+// select on recv, a sleep of 100 ns, and a wait of 0 ns that is not sent.
+// Each sample is one wait, with its start time.
+func OffCPUFixture(start time.Time) *pprofdecode.Profile {
+	at := func(ms int64) int64 { return start.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	reason := func(r string) []pprofdecode.Label { return []pprofdecode.Label{{Key: "wait_reason", Str: r}} }
+	return &pprofdecode.Profile{
+		SampleTypes: []pprofdecode.ValueType{{Type: "off_cpu", Unit: "nanoseconds"}},
+		Functions:   []pprofdecode.Function{{Name: "recv"}, {Name: "sleep"}},
+		Locations: []pprofdecode.Location{
+			{Mapping: -1, Address: 0x10, Lines: []pprofdecode.Line{{Function: 0}}},
+			{Mapping: -1, Address: 0x20, Lines: []pprofdecode.Line{{Function: 1}}},
+		},
+		Samples: []pprofdecode.Sample{
+			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{300}, TimeNanos: at(10)},
+			{Locations: []int32{1}, Labels: reason("sleep"), Values: []int64{100}, TimeNanos: at(20)},
+			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{50}, TimeNanos: at(30)},
+			{Locations: []int32{0}, Labels: reason("select"), Values: []int64{7}, TimeNanos: at(40)},
+			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{0}, TimeNanos: at(50)},
+		},
+	}
 }

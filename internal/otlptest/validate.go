@@ -478,13 +478,24 @@ func (v *validator) profile(p *profilespb.Profile, where, scopeName string) {
 			v.fail(RuleSample, "%s is nil", sw)
 			continue
 		}
-		if len(s.Values) != 1 {
+		// Aggregated samples carry one value; event samples (the
+		// off-CPU profile) a value per timestamp, each inside the
+		// Profile's time range.
+		switch {
+		case len(s.TimestampsUnixNano) == 0 && len(s.Values) != 1:
 			v.fail(RuleSample, "%s has %d values, want 1", sw, len(s.Values))
-		} else if s.Values[0] == 0 {
-			v.fail(RuleSample, "%s has value 0; zero samples must be left out", sw)
+		case len(s.TimestampsUnixNano) != 0 && len(s.Values) != len(s.TimestampsUnixNano):
+			v.fail(RuleSample, "%s has %d values for %d timestamps", sw, len(s.Values), len(s.TimestampsUnixNano))
 		}
-		if len(s.TimestampsUnixNano) != 0 {
-			v.fail(RuleSample, "%s has timestamps; this module sends aggregated values only", sw)
+		for _, x := range s.Values {
+			if x == 0 {
+				v.fail(RuleSample, "%s has value 0; zero samples must be left out", sw)
+			}
+		}
+		for _, ts := range s.TimestampsUnixNano {
+			if ts < p.TimeUnixNano || ts >= p.TimeUnixNano+p.DurationNano {
+				v.fail(RuleSample, "%s has timestamp %d outside the profile's [%d, +%d)", sw, ts, p.TimeUnixNano, p.DurationNano)
+			}
 		}
 		if s.StackIndex == 0 {
 			v.fail(RuleSample, "%s has stack_index 0", sw)

@@ -36,6 +36,13 @@ type Sample struct {
 	// DeferLocations set leaves stacks packed, and its ResolveLocations
 	// decodes them; the ids have not been checked.
 	PackedLocations []byte
+
+	// TimeNanos, when not 0, is when the event the sample records began,
+	// in Unix nanoseconds. runtime/pprof writes no times; samples the
+	// profiler records itself from the execution trace carry one each,
+	// and samples of the same stack and labels are then sent as one
+	// OTLP sample with a value and a timestamp per event.
+	TimeNanos int64
 }
 
 // Label is a pprof label: either a string label (Str set) or a numeric label

@@ -1,0 +1,107 @@
+package offcpu
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// pingPong runs pairs of goroutines that hand a token back and forth as
+// fast as they can: the densest stream of waits and trace events an
+// application makes. It returns what stops them.
+func pingPong(pairs int) (stop func()) {
+	done := make(chan struct{})
+	for range pairs {
+		a, b := make(chan struct{}), make(chan struct{})
+		go func() {
+			for {
+				select {
+				case a <- struct{}{}:
+				case <-done:
+					return
+				}
+				select {
+				case <-b:
+				case <-done:
+					return
+				}
+			}
+		}()
+		go func() {
+			for {
+				select {
+				case <-a:
+				case <-done:
+					return
+				}
+				select {
+				case b <- struct{}{}:
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	return func() { close(done) }
+}
+
+// TestStretchLength checks the duty cycle and the memory bound: a
+// stretch is the duty's share of the cycle, shortened so that the trace
+// fits maxBytes at the rate measured, the first one to a second; the rest
+// keeps the duty cycle.
+func TestStretchLength(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tt := range []struct {
+		name             string
+		cycle            time.Duration
+		duty             int
+		rate             float64
+		wantLen, wantRes time.Duration
+	}{
+		{"default, rate low", 10 * time.Second, 10, 100_000, time.Second, 9 * time.Second},
+		{"first stretch", 10 * time.Second, 100, 0, time.Second, 0},
+		{"always, rate low", 10 * time.Second, 100, 100_000, 10 * time.Second, 0},
+		{"rate over the bound", 10 * time.Second, 10, 32 * MiB, 250 * time.Millisecond, 2250 * time.Millisecond},
+		{"always, rate over the bound", 10 * time.Second, 100, 16 * MiB, 500 * time.Millisecond, 0},
+		{"rate far over the bound", 10 * time.Second, 50, 8 * 1024 * MiB, 10 * time.Millisecond, 10 * time.Millisecond},
+		{"short window", 2 * time.Second, 25, 100_000, 500 * time.Millisecond, 1500 * time.Millisecond},
+	} {
+		l, r := stretchLength(tt.cycle, tt.duty, 8*MiB, tt.rate)
+		if l != tt.wantLen || r != tt.wantRes {
+			t.Errorf("%s: stretch %v, rest %v; want %v, %v", tt.name, l, r, tt.wantLen, tt.wantRes)
+		}
+	}
+}
+
+// BenchmarkStretch traces one-second stretches of a ping-pong workload and
+// reports the trace's bytes per second, the waits per second, the memory
+// the trace took (the flight recorder's copy, which its own ring
+// matches) and the CPU time of reading it.
+func BenchmarkStretch(b *testing.B) {
+	for _, pairs := range []int{1, 4} {
+		b.Run(map[int]string{1: "pairs=1", 4: "pairs=4"}[pairs], func(b *testing.B) {
+			defer SetDutyCycle(100)()
+			stop := pingPong(pairs)
+			defer stop()
+			var traceBytes, waits, secs float64
+			var peak int
+			for b.Loop() {
+				start := time.Now()
+				r := Start(start, Config{MaxTraceBytes: 1 << 30, MaxWaits: 1 << 30})
+				time.Sleep(time.Second)
+				p, err := r.Collect(time.Now(), true)
+				if err != nil {
+					b.Fatal(err)
+				}
+				secs += r.windows[0].traced.Seconds() + r.windows[1].traced.Seconds()
+				traceBytes += float64(r.lastSize)
+				waits += float64(len(p.Samples))
+				peak = max(peak, r.lastSize)
+			}
+			runtime.KeepAlive(peak)
+			b.ReportMetric(traceBytes/secs, "trace-B/s")
+			b.ReportMetric(waits/secs, "waits/s")
+			b.ReportMetric(float64(peak), "trace-B-peak")
+		})
+	}
+}

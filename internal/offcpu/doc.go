@@ -1,0 +1,41 @@
+// Package offcpu measures where goroutines wait, from the runtime's
+// execution trace.
+//
+// The Go runtime records in its execution trace every time a goroutine
+// stops running (it blocks on a channel, a select, a lock, the network, a
+// sleep, a system call, or is preempted) and every time it runs again, with
+// the goroutine's stack and a timestamp. A Recorder runs the trace's flight
+// recorder (runtime/trace.FlightRecorder) for a share of every cycle, the
+// duty cycle, reads what it recorded with golang.org/x/exp/trace, and turns
+// each wait into one sample: the blocking stack, the reason as the trace
+// names it, the span active on the goroutine, the time the wait began and
+// how long it lasted.
+//
+// What counts as a wait: a goroutine seen running inside a traced stretch
+// that then stops; the wait lasts until it runs again, so it includes the
+// time spent runnable after being woken. A wait still open when the stretch
+// ends counts up to that end. A goroutine that was already waiting when the
+// stretch began adds nothing to it: parked-forever goroutines and idle pool
+// workers that did not run in the stretch never appear, and one that did
+// run appears only for the time since. The runtime's own goroutines (GC
+// workers, the background sweeper) are left out.
+//
+// Cost is bounded three ways: the trace runs only for the duty cycle's
+// share of the time; a stretch is shortened to what MaxTraceBytes holds at
+// the event rate the previous one showed (the first, which measures it,
+// lasts at most a second), and the flight recorder keeps at most
+// MaxTraceBytes, so the stretch read is its most recent part when events
+// come faster still; and a window keeps at most MaxWaits waits, beyond
+// which reading stops at that event, as though the stretch had ended
+// there. A stretch cut either way is
+// counted (Stats.Truncated). Values are scaled by the window's length over
+// the time traced in it (a whole stretch's wall-clock time, a cut one's
+// time read), so that a window's total estimates the
+// waiting in the whole window; at a 100% duty cycle the scale is about 1.
+//
+// Spans: package labels writes a runtime/trace log record (category
+// labels.TraceLogCategory) on the goroutine when a span starts and when
+// its end gives the goroutine back its previous labels, while the trace is
+// on. A goroutine created inside a span belongs to it as well, as its pprof
+// labels do. Spans begun before a stretch started are not known to it.
+package offcpu

@@ -1,0 +1,382 @@
+package offcpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"time"
+
+	"golang.org/x/exp/trace"
+
+	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// ReasonKey is the label, and so the OTLP sample attribute, that carries
+// why a goroutine waited, as the execution trace names it ("chan receive",
+// "select", "sync", "network", "sleep", "syscall", "preempted", ...).
+const ReasonKey = "wait_reason"
+
+// ReasonSyscall names the waits in a system call, for which the trace gives
+// no reason of its own.
+const ReasonSyscall = "syscall"
+
+// ignoredReasons are the waits of the runtime's own goroutines (GC
+// workers, the background sweeper, the scavenger), idle by design.
+var ignoredReasons = map[string]bool{
+	"system goroutine wait":      true,
+	"GC background sweeper wait": true,
+	"GC weak to strong wait":     true,
+	"wait for debug call":        true,
+	"forever":                    true,
+}
+
+// window accumulates the waits of one window, in the tables of the
+// profile it becomes.
+type window struct {
+	maxWaits int
+	// traced is the time the trace covered in the window, which the
+	// Recorder adds up.
+	traced time.Duration
+
+	kinds  []kind
+	byKind map[kindKey]int32
+	events []event
+
+	locations []pprofdecode.Location
+	functions []pprofdecode.Function
+	byFrame   map[trace.StackFrame]int32
+	byFunc    map[funcKey]int32
+
+	// profile is rebuilt from the above at every collection; its slices
+	// are reused.
+	profile pprofdecode.Profile
+	values  []int64
+}
+
+// kind is what waits of the same identity share: stack, reason, span.
+type kind struct {
+	locations []int32
+	labels    []pprofdecode.Label
+}
+
+type kindKey struct {
+	stack, reason, span string
+}
+
+type funcKey struct {
+	name, file string
+}
+
+// event is one wait: its kind, when it began (Unix nanoseconds) and how
+// long it lasted.
+type event struct {
+	kind       int32
+	start, dur int64
+}
+
+func newWindow(maxWaits int) *window {
+	return &window{
+		maxWaits: maxWaits,
+		byKind:   make(map[kindKey]int32),
+		byFrame:  make(map[trace.StackFrame]int32),
+		byFunc:   make(map[funcKey]int32),
+	}
+}
+
+// reset empties w for the next window, keeping its memory.
+func (w *window) reset() {
+	w.traced = 0
+	w.kinds = w.kinds[:0]
+	clear(w.byKind)
+	w.events = w.events[:0]
+	w.locations = w.locations[:0]
+	w.functions = w.functions[:0]
+	clear(w.byFrame)
+	clear(w.byFunc)
+}
+
+func (w *window) full() bool { return len(w.events) >= w.maxWaits }
+
+// goroutine is what the parser knows of one goroutine.
+type goroutine struct {
+	// waiting is set from the moment the goroutine stopped running within
+	// the stretch until it runs again.
+	waiting bool
+	start   trace.Time
+	reason  string
+	stack   trace.Stack
+	// span is the hex trace id and span id of the active span, as the
+	// label wrapper logged them; "" for none.
+	span string
+}
+
+// reading is the reading of one stretch's trace into a window.
+type reading struct {
+	w          *window
+	goroutines map[trace.GoID]*goroutine
+	stacks     map[trace.Stack][]int32
+	stackKey   []byte
+
+	// clock converts trace time to wall-clock time, from the trace's
+	// clock snapshots; wallStart stands in until one is seen.
+	haveClock  bool
+	clockTrace trace.Time
+	clockWall  int64
+	wallStart  int64
+
+	first, last trace.Time
+	seen        bool
+	// truncated is set when the window's wait limit ended the reading.
+	truncated bool
+}
+
+// errTruncated reports a trace that ends in the middle of a generation,
+// which is read up to there.
+var errTruncated = errors.New("offcpu: trace truncated")
+
+// read adds the waits of the trace in r to w. wallStart is the wall-clock
+// time the stretch began, used only when the trace carries no clock
+// snapshot. It returns the time from the trace's first event to its last
+// read. A trace that cannot
+// be read to its end is kept up to where it could be, and its error
+// returned.
+func (w *window) read(r io.Reader, wallStart time.Time) (traced time.Duration, truncated bool, err error) {
+	s := &reading{
+		w:          w,
+		goroutines: make(map[trace.GoID]*goroutine),
+		stacks:     make(map[trace.Stack][]int32),
+		wallStart:  wallStart.UnixNano(),
+	}
+	rd, err := trace.NewReader(r)
+	if err != nil {
+		return 0, false, err
+	}
+	for !s.truncated {
+		ev, rerr := rd.ReadEvent()
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			err = errors.Join(errTruncated, rerr)
+			break
+		}
+		s.event(&ev)
+	}
+	s.finish()
+	if !s.seen {
+		return 0, s.truncated, err
+	}
+	return s.last.Sub(s.first), s.truncated, err
+}
+
+func (s *reading) goroutine(id trace.GoID) *goroutine {
+	g := s.goroutines[id]
+	if g == nil {
+		g = new(goroutine)
+		s.goroutines[id] = g
+	}
+	return g
+}
+
+func (s *reading) event(ev *trace.Event) {
+	t := ev.Time()
+	if !s.seen {
+		s.first, s.seen = t, true
+	}
+	if t > s.last {
+		s.last = t
+	}
+	switch ev.Kind() {
+	case trace.EventSync:
+		if cs := ev.Sync().ClockSnapshot; cs != nil && !s.haveClock {
+			s.haveClock, s.clockTrace, s.clockWall = true, cs.Trace, cs.Wall.UnixNano()
+		}
+	case trace.EventLog:
+		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
+			s.goroutine(ev.Goroutine()).span = l.Message
+		}
+	case trace.EventStateTransition:
+		st := ev.StateTransition()
+		if st.Resource.Kind != trace.ResourceGoroutine {
+			return
+		}
+		s.transition(ev, &st, t)
+	}
+}
+
+func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace.Time) {
+	id := st.Resource.Goroutine()
+	from, to := st.Goroutine()
+	switch {
+	case from == trace.GoNotExist && to == trace.GoRunnable:
+		// Created: the new goroutine starts in its creator's span.
+		g := s.goroutine(id)
+		if creator, ok := s.goroutines[ev.Goroutine()]; ok {
+			g.span = creator.span
+		}
+	case to == trace.GoNotExist:
+		delete(s.goroutines, id)
+	case from == trace.GoRunning && (to == trace.GoWaiting || to == trace.GoSyscall || to == trace.GoRunnable):
+		reason := st.Reason
+		if to == trace.GoSyscall {
+			reason = ReasonSyscall
+		}
+		if reason == "" {
+			reason = to.String()
+		}
+		if ignoredReasons[reason] {
+			return
+		}
+		g := s.goroutine(id)
+		stk := st.Stack
+		if stk == trace.NoStack {
+			stk = ev.Stack()
+		}
+		g.waiting, g.start, g.reason, g.stack = true, t, reason, stk
+	case to == trace.GoRunning:
+		if g, ok := s.goroutines[id]; ok && g.waiting {
+			g.waiting = false
+			s.add(g, t)
+		}
+	}
+}
+
+// finish counts the waits still open at the end of the stretch up to that
+// end.
+func (s *reading) finish() {
+	for _, g := range s.goroutines {
+		if g.waiting && !s.w.full() {
+			g.waiting = false
+			s.add(g, s.last)
+		}
+	}
+}
+
+// add records g's wait, which ended at end.
+func (s *reading) add(g *goroutine, end trace.Time) {
+	w := s.w
+	if w.full() {
+		return
+	}
+	k := s.kind(g)
+	w.events = append(w.events, event{kind: k, start: s.wall(g.start), dur: int64(end.Sub(g.start))})
+	if w.full() {
+		// Reading stops here, as though the stretch had ended now.
+		s.truncated = true
+		s.last = end
+	}
+}
+
+// wall converts trace time t to Unix nanoseconds.
+func (s *reading) wall(t trace.Time) int64 {
+	if s.haveClock {
+		return s.clockWall + int64(t-s.clockTrace)
+	}
+	return s.wallStart + int64(t-s.first)
+}
+
+// kind returns the index of the kind of g's current wait.
+func (s *reading) kind(g *goroutine) int32 {
+	w := s.w
+	locs, ok := s.stacks[g.stack]
+	if !ok {
+		locs = w.stack(g.stack)
+		s.stacks[g.stack] = locs
+	}
+	s.stackKey = s.stackKey[:0]
+	for _, l := range locs {
+		s.stackKey = binary.LittleEndian.AppendUint32(s.stackKey, uint32(l))
+	}
+	key := kindKey{stack: string(s.stackKey), reason: g.reason, span: g.span}
+	if k, ok := w.byKind[key]; ok {
+		return k
+	}
+	k := int32(len(w.kinds))
+	lbls := []pprofdecode.Label{{Key: ReasonKey, Str: g.reason}}
+	if traceID, spanID, ok := splitSpan(g.span); ok {
+		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
+	}
+	w.kinds = append(w.kinds, kind{locations: locs, labels: lbls})
+	w.byKind[key] = k
+	return k
+}
+
+// splitSpan splits the wrapper's log message, the trace id's 32 hex digits
+// followed by the span id's 16.
+func splitSpan(msg string) (traceID, spanID string, ok bool) {
+	if len(msg) != 48 {
+		return "", "", false
+	}
+	return msg[:32], msg[32:], true
+}
+
+// stack returns the locations of stk, leaf first, adding what is new to
+// the window's tables.
+func (w *window) stack(stk trace.Stack) []int32 {
+	var locs []int32
+	for f := range stk.Frames() {
+		l, ok := w.byFrame[f]
+		if !ok {
+			fk := funcKey{f.Func, f.File}
+			fn, ok := w.byFunc[fk]
+			if !ok {
+				fn = int32(len(w.functions))
+				w.functions = append(w.functions, pprofdecode.Function{Name: f.Func, SystemName: f.Func, Filename: f.File})
+				w.byFunc[fk] = fn
+			}
+			l = int32(len(w.locations))
+			w.locations = append(w.locations, pprofdecode.Location{
+				Mapping: -1,
+				Address: f.PC,
+				Lines:   []pprofdecode.Line{{Function: fn, Line: int64(f.Line)}},
+			})
+			w.byFrame[f] = l
+		}
+		locs = append(locs, l)
+	}
+	return locs
+}
+
+// SampleType is the one sample type of the profile: nanoseconds waited.
+var SampleType = pprofdecode.ValueType{Type: "off_cpu", Unit: "nanoseconds"}
+
+// build returns the window as a profile: one sample per wait, its value
+// the wait's length times scale, its time the wait's start. The profile
+// is valid until the next build.
+func (w *window) build(start, end time.Time, scale float64) *pprofdecode.Profile {
+	p := &w.profile
+	p.SampleTypes = append(p.SampleTypes[:0], SampleType)
+	p.DefaultSampleType = SampleType.Type
+	p.PeriodType = pprofdecode.ValueType{}
+	p.Period = 0
+	p.TimeNanos = start.UnixNano()
+	p.DurationNanos = int64(end.Sub(start))
+	p.Locations = w.locations
+	p.Functions = w.functions
+	p.Mappings = p.Mappings[:0]
+	p.Samples = p.Samples[:0]
+	if cap(w.values) < len(w.events) {
+		w.values = make([]int64, len(w.events))
+	}
+	w.values = w.values[:len(w.events)]
+	lo, hi := start.UnixNano(), end.UnixNano()
+	for i, e := range w.events {
+		v := int64(float64(e.dur)*scale + 0.5)
+		if v <= 0 {
+			continue
+		}
+		// The clocks of the trace and of the window are read apart:
+		// keep every timestamp inside the window.
+		ts := min(max(e.start, lo), hi-1)
+		w.values[i] = v
+		k := &w.kinds[e.kind]
+		p.Samples = append(p.Samples, pprofdecode.Sample{
+			Locations: k.locations,
+			Values:    w.values[i : i+1 : i+1],
+			Labels:    k.labels,
+			TimeNanos: ts,
+		})
+	}
+	return p
+}

@@ -1,0 +1,317 @@
+package offcpu
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"runtime/trace"
+	"sync/atomic"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/pprofdecode"
+)
+
+// Defaults of a Recorder's bounds.
+const (
+	// DefaultDuty is the share of every cycle traced, in percent, when
+	// SetDutyCycle was not called: see benchmark/README.md, "Off-CPU
+	// profile", for the overhead it was chosen from.
+	DefaultDuty = 10
+	// DefaultCycle is the longest duty cycle; a shorter window shortens
+	// it to the window's length, so that every window is traced.
+	DefaultCycle = 10 * time.Second
+	// DefaultMaxTraceBytes bounds the flight recorder's memory.
+	DefaultMaxTraceBytes = 8 << 20
+	// DefaultMaxWaits bounds the waits kept per window.
+	DefaultMaxWaits = 50_000
+	// minCycle keeps very short windows from restarting the trace in a
+	// tight loop.
+	minCycle = 100 * time.Millisecond
+	// minStretch is the shortest traced stretch, whatever the event rate.
+	minStretch = 10 * time.Millisecond
+	// firstStretch is the longest first stretch, traced before the
+	// event rate is known.
+	firstStretch = time.Second
+)
+
+// duty is the process-wide duty cycle in percent, 0 for DefaultDuty.
+var duty atomic.Int64
+
+// SetDutyCycle sets the share of each cycle that Recorders trace, in
+// percent from 1 to 100, and returns what puts the previous value back.
+// Like the runtime's profiling rates it is process-wide: the execution
+// tracer is.
+func SetDutyCycle(percent int) (restore func()) {
+	prev := duty.Swap(int64(percent))
+	return func() { duty.Store(prev) }
+}
+
+func dutyCycle() int {
+	if d := duty.Load(); d > 0 && d <= 100 {
+		return int(d)
+	}
+	return DefaultDuty
+}
+
+// Stats counts what a Recorder left out. The fields are updated
+// atomically and may be read at any time.
+type Stats struct {
+	// Skipped counts stretches not traced because the execution tracer
+	// was in use elsewhere (runtime/trace.Start, another flight recorder).
+	Skipped atomic.Int64
+	// Truncated counts stretches read only in part: the flight recorder
+	// held its MaxTraceBytes, the window its MaxWaits, or the trace could
+	// not be read to its end. What was read is kept.
+	Truncated atomic.Int64
+}
+
+// Config configures a Recorder. Zero fields take the defaults.
+type Config struct {
+	Cycle         time.Duration
+	MaxTraceBytes uint64
+	MaxWaits      int
+	Logger        *slog.Logger
+	Stats         *Stats
+}
+
+// Recorder traces a duty cycle of every window and returns the window's
+// waits when asked. Its methods must be called from one goroutine.
+type Recorder struct {
+	cfg      Config
+	requests chan request
+	done     chan struct{}
+
+	// Owned by the recorder's goroutine.
+	windows     [2]*window
+	cur         int
+	windowStart time.Time
+	cycle       time.Duration
+	buf         bytes.Buffer
+	skipLogged  bool
+	errLogged   bool
+	// rate is the trace's bytes per second in the last stretch read, 0
+	// before the first.
+	rate float64
+	// lastSize is the size of the last trace read.
+	lastSize int
+}
+
+type request struct {
+	now   time.Time
+	last  bool
+	reply chan *pprofdecode.Profile
+}
+
+// Start starts a Recorder whose first window begins at now; its first
+// stretch is traced at once.
+func Start(now time.Time, cfg Config) *Recorder {
+	if cfg.Cycle <= 0 {
+		cfg.Cycle = DefaultCycle
+	}
+	if cfg.MaxTraceBytes == 0 {
+		cfg.MaxTraceBytes = DefaultMaxTraceBytes
+	}
+	if cfg.MaxWaits <= 0 {
+		cfg.MaxWaits = DefaultMaxWaits
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Stats == nil {
+		cfg.Stats = new(Stats)
+	}
+	r := &Recorder{
+		cfg:         cfg,
+		requests:    make(chan request),
+		done:        make(chan struct{}),
+		windows:     [2]*window{newWindow(cfg.MaxWaits), newWindow(cfg.MaxWaits)},
+		windowStart: now,
+		cycle:       cfg.Cycle,
+	}
+	// The first stretch starts before Start returns, so that what the
+	// application does next is traced.
+	go r.loop(r.startStretch())
+	return r
+}
+
+// Collect ends the window at now and returns its waits; with last set the
+// Recorder stops for good. The profile is valid until the next call.
+func (r *Recorder) Collect(now time.Time, last bool) (*pprofdecode.Profile, error) {
+	select {
+	case <-r.done:
+		return nil, fmt.Errorf("offcpu: recorder stopped")
+	default:
+	}
+	reply := make(chan *pprofdecode.Profile, 1)
+	r.requests <- request{now: now, last: last, reply: reply}
+	p := <-reply
+	if last {
+		<-r.done
+	}
+	return p, nil
+}
+
+// stretch is a traced stretch under way.
+type stretch struct {
+	start  time.Time
+	length time.Duration
+	// rest is the untraced remainder of the cycle that follows: the
+	// length times (100 - duty) / duty, so that a stretch shortened to the
+	// memory bound keeps the duty cycle.
+	rest time.Duration
+	fr   *trace.FlightRecorder // nil when the tracer was busy
+}
+
+func (r *Recorder) startStretch() stretch {
+	st := stretch{start: time.Now()}
+	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes, r.rate)
+	st.fr = r.startTrace(st.length)
+	return st
+}
+
+// stretchLength returns how long to trace and then rest in a cycle, at
+// duty percent, for a trace of rate bytes a second (0: not known yet).
+// The flight recorder holds the whole stretch in memory, in generations
+// of about a second that it drops only once complete: a stretch is kept
+// short enough for maxBytes at the rate the last one saw, and the first,
+// which measures the rate, to a second. The rest keeps the duty cycle
+// whatever the length.
+func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64) (length, rest time.Duration) {
+	d := time.Duration(duty)
+	length = cycle * d / 100
+	if rate > 0 {
+		length = min(length, time.Duration(float64(maxBytes)/rate*float64(time.Second)))
+	} else {
+		length = min(length, firstStretch)
+	}
+	length = max(length, minStretch)
+	return length, length * (100 - d) / d
+}
+
+// loop runs duty cycles until the last collection: each cycle traces its
+// first part and rests for the remainder. A collection ends the cycle
+// under way, tracing included, and starts the next one.
+func (r *Recorder) loop(st stretch) {
+	defer close(r.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	wait := func(d time.Duration) *request {
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+			return nil
+		case q := <-r.requests:
+			timer.Stop()
+			return &q
+		}
+	}
+	for {
+		q := wait(st.length)
+		if st.fr != nil {
+			r.endTrace(st.fr, st.start)
+		}
+		if q == nil && st.rest > 0 {
+			q = wait(time.Until(st.start.Add(st.length + st.rest)))
+		}
+		if q != nil {
+			q.reply <- r.flush(q.now)
+			if q.last {
+				return
+			}
+		}
+		st = r.startStretch()
+	}
+}
+
+// startTrace starts the flight recorder for a stretch of length d, or
+// returns nil when the execution tracer is someone else's.
+func (r *Recorder) startTrace(d time.Duration) *trace.FlightRecorder {
+	busy := func(err error) *trace.FlightRecorder {
+		r.cfg.Stats.Skipped.Add(1)
+		if !r.skipLogged {
+			r.cfg.Logger.Warn("pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere; will retry every cycle", "error", err)
+			r.skipLogged = true
+		}
+		return nil
+	}
+	if trace.IsEnabled() {
+		return busy(fmt.Errorf("runtime/trace is enabled"))
+	}
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{
+		// Old enough to hold the whole stretch; MaxBytes decides first
+		// when events come fast.
+		MinAge:   d + time.Second,
+		MaxBytes: r.cfg.MaxTraceBytes,
+	})
+	if err := fr.Start(); err != nil {
+		return busy(err)
+	}
+	if r.skipLogged {
+		r.cfg.Logger.Info("pprofotel: off-CPU profiling resumed")
+		r.skipLogged = false
+	}
+	return fr
+}
+
+// endTrace stops the flight recorder and reads what it recorded into the
+// current window.
+func (r *Recorder) endTrace(fr *trace.FlightRecorder, start time.Time) {
+	r.buf.Reset()
+	_, err := fr.WriteTo(&r.buf)
+	fr.Stop()
+	elapsed := time.Since(start)
+	size := r.buf.Len()
+	if elapsed > 0 {
+		r.rate = float64(size) / elapsed.Seconds()
+	}
+	r.lastSize = size
+	cut := err != nil
+	if err == nil {
+		w := r.windows[r.cur]
+		var traced time.Duration
+		traced, cut, err = w.read(&r.buf, start)
+		// The flight recorder drops whole generations of about a second
+		// once it holds MaxTraceBytes: a stretch that lost one is cut.
+		cut = cut || err != nil || traced < elapsed-elapsed/10-time.Second
+		// A whole stretch covers its wall-clock time, start-up of the
+		// tracer included (a wait cannot begin unseen in it); a cut one
+		// only what was read.
+		if cut {
+			w.traced += traced
+		} else {
+			w.traced += elapsed
+		}
+	}
+	if cap := r.buf.Cap(); cap > 2*int(r.cfg.MaxTraceBytes) {
+		// The flight recorder's limit is soft; do not keep an
+		// exceptional buffer for good.
+		r.buf = bytes.Buffer{}
+	}
+	if cut {
+		r.cfg.Stats.Truncated.Add(1)
+	}
+	if err != nil && !r.errLogged {
+		r.cfg.Logger.Warn("pprofotel: off-CPU trace read in part", "error", err)
+		r.errLogged = true
+	}
+}
+
+// flush ends the window at now and returns it; the next window
+// accumulates in the other buffer, so the returned profile stays valid
+// until the next flush.
+func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
+	w := r.windows[r.cur]
+	length := now.Sub(r.windowStart)
+	scale := 1.0
+	if w.traced > 0 && length > w.traced {
+		scale = float64(length) / float64(w.traced)
+	}
+	p := w.build(r.windowStart, now, scale)
+	if length >= minCycle {
+		r.cycle = min(r.cfg.Cycle, length)
+	}
+	r.windowStart = now
+	r.cur ^= 1
+	r.windows[r.cur].reset()
+	return p
+}

@@ -1,0 +1,162 @@
+package offcpu
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"runtime/trace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/waittest"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// waited sums, by reason, the values of the samples whose stack holds fn.
+func waited(p *pprofdecode.Profile, fn string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, s := range p.Samples {
+		in := false
+		for _, l := range s.Locations {
+			for _, ln := range p.Locations[l].Lines {
+				in = in || strings.HasSuffix(p.Functions[ln.Function].Name, "."+fn)
+			}
+		}
+		if in {
+			out[label(s, ReasonKey)] += time.Duration(s.Values[0])
+		}
+	}
+	return out
+}
+
+func label(s pprofdecode.Sample, key string) string {
+	for _, l := range s.Labels {
+		if l.Key == key {
+			return l.Str
+		}
+	}
+	return ""
+}
+
+func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
+	defer SetDutyCycle(100)()
+	const ids = "0af7651916cd43dd8448eb211c80319c" + "b7ad6b7169203331"
+	start := time.Now()
+	r := Start(start, Config{})
+	trace.Log(t.Context(), labels.TraceLogCategory, ids)
+	took := map[string]time.Duration{}
+	for _, w := range []struct {
+		fn    string
+		block func(time.Duration)
+		d     time.Duration
+	}{
+		{"OnChannel", waittest.OnChannel, 300 * time.Millisecond},
+		{"OnMutex", waittest.OnMutex, 200 * time.Millisecond},
+		{"InSleep", waittest.InSleep, 100 * time.Millisecond},
+	} {
+		t0 := time.Now()
+		w.block(w.d)
+		took[w.fn] = time.Since(t0)
+	}
+	trace.Log(t.Context(), labels.TraceLogCategory, "")
+	end := time.Now()
+	p, err := r.Collect(end, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		fn, reason string
+		want       time.Duration
+	}{
+		{"OnChannel", "chan receive", 300 * time.Millisecond},
+		{"OnMutex", "sync", 200 * time.Millisecond},
+		{"InSleep", "sleep", 100 * time.Millisecond},
+	} {
+		got := waited(p, tc.fn)
+		// The wait lasts until the goroutine runs again, so on a busy
+		// machine it includes the wait for a CPU after the wake-up: the
+		// reference is how long the call took, at least the nominal time.
+		ref := took[tc.fn]
+		if ref < tc.want {
+			t.Fatalf("%s took %v, less than the %v it waits", tc.fn, ref, tc.want)
+		}
+		if d := got[tc.reason]; d < ref*95/100 || d > ref*105/100 {
+			t.Errorf("%s: waited %v in %q (all: %v), want %v ± 5%% (the call took %v)", tc.fn, d, tc.reason, got, tc.want, ref)
+		}
+	}
+	for _, s := range p.Samples {
+		if s.TimeNanos < start.UnixNano() || s.TimeNanos >= end.UnixNano() {
+			t.Errorf("wait at %d outside the window [%d, %d)", s.TimeNanos, start.UnixNano(), end.UnixNano())
+		}
+		if fnIn(p, s, "InSleep") || fnIn(p, s, "OnChannel") || fnIn(p, s, "OnMutex") {
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids {
+				t.Errorf("wait %q linked to %q, want %q", label(s, ReasonKey), got, ids)
+			}
+		}
+	}
+}
+
+func fnIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
+	for _, l := range s.Locations {
+		for _, ln := range p.Locations[l].Lines {
+			if strings.HasSuffix(p.Functions[ln.Function].Name, "."+fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestSkipsWhenTheTracerIsInUse checks that a recorder leaves the
+// execution tracer to whoever runs it already: the stretch is skipped,
+// counted and logged once, the window comes without waits, and the other
+// trace goes on undisturbed.
+func TestSkipsWhenTheTracerIsInUse(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		start func() (stop func(), err error)
+	}{
+		{"trace.Start", func() (func(), error) {
+			return trace.Stop, trace.Start(io.Discard)
+		}},
+		{"another flight recorder", func() (func(), error) {
+			fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
+			return fr.Stop, fr.Start()
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if trace.IsEnabled() {
+				t.Fatal("the execution tracer is already on; the test cannot start its own")
+			}
+			stop, err := tt.start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			defer SetDutyCycle(100)()
+			var logs bytes.Buffer
+			var stats Stats
+			r := Start(time.Now(), Config{Stats: &stats, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			waittest.InSleep(50 * time.Millisecond)
+			p, err := r.Collect(time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Samples) != 0 {
+				t.Errorf("%d waits recorded while the tracer was someone else's", len(p.Samples))
+			}
+			if n := stats.Skipped.Load(); n < 1 {
+				t.Errorf("Skipped = %d, want at least 1", n)
+			}
+			if n := strings.Count(logs.String(), "off-CPU profile skipped"); n != 1 {
+				t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+			}
+			if !trace.IsEnabled() {
+				t.Error("the other trace was stopped")
+			}
+		})
+	}
+}

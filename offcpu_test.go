@@ -1,0 +1,115 @@
+package profiler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+
+	"github.com/pprofotel/profiler/internal/waittest"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// offCPUWait is one wait of an exported off-CPU profile.
+type offCPUWait struct {
+	linkedSample
+	nanos int64
+	at    uint64
+}
+
+// offCPUWaits returns every wait of req's off-CPU profile, one per value
+// and timestamp, and checks the profile's types.
+func offCPUWaits(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) []offCPUWait {
+	t.Helper()
+	str := req.GetDictionary().GetStringTable()
+	var out []offCPUWait
+	for _, s := range profileSamples(req, "offcpu", "off_cpu") {
+		st, pt := s.profile.GetSampleType(), s.profile.GetPeriodType()
+		if got := str[st.GetUnitStrindex()]; got != "nanoseconds" {
+			t.Fatalf("off-CPU values in %s, want nanoseconds", got)
+		}
+		if s.profile.GetPeriod() != 0 || pt.GetTypeStrindex() != 0 {
+			t.Errorf("off-CPU profile has period %d of type %q; it has none", s.profile.GetPeriod(), str[pt.GetTypeStrindex()])
+		}
+		if len(s.values) != len(s.timestamps) {
+			t.Fatalf("off-CPU sample with %d values and %d timestamps", len(s.values), len(s.timestamps))
+		}
+		for i, v := range s.values {
+			out = append(out, offCPUWait{linkedSample: s, nanos: v, at: s.timestamps[i]})
+		}
+	}
+	return out
+}
+
+// TestOffCPUWaitsByStackReasonAndSpan is the off-CPU profile end to end: a
+// goroutine inside a span waits on a channel, a mutex and a sleep, and the
+// exported profile holds each wait on its stack, with its reason, linked
+// to the span, timed inside the window.
+func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+
+	dir := t.TempDir()
+	p, err := Start(WithPeriod(time.Hour), WithProfileTypes(OffCPUProfile), WithOffCPUDutyCycle(100),
+		WithExporter(ExporterFile), WithFileDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waits := []struct {
+		fn, reason string
+		wait       func(time.Duration)
+		d          time.Duration
+		took       time.Duration
+	}{
+		{"OnChannel", "chan receive", waittest.OnChannel, 300 * time.Millisecond, 0},
+		{"OnMutex", "sync", waittest.OnMutex, 200 * time.Millisecond, 0},
+		{"InSleep", "sleep", waittest.InSleep, 100 * time.Millisecond, 0},
+	}
+	_, span := tracer.Start(context.Background(), "request")
+	for i := range waits {
+		t0 := time.Now()
+		waits[i].wait(waits[i].d)
+		waits[i].took = time.Since(t0)
+	}
+	span.End()
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []offCPUWait
+	for _, req := range fileRequests(t, dir) {
+		got = append(got, offCPUWaits(t, req)...)
+	}
+	sc := span.SpanContext()
+	for _, w := range waits {
+		var total time.Duration
+		for _, g := range got {
+			if !inStack(g.funcs, w.fn) {
+				continue
+			}
+			if g.attrs["wait_reason"] != w.reason {
+				t.Errorf("%s: a wait of %v with reason %q, want %q", w.fn, time.Duration(g.nanos), g.attrs["wait_reason"], w.reason)
+				continue
+			}
+			if g.traceID != sc.TraceID().String() || g.spanID != sc.SpanID().String() {
+				t.Errorf("%s: wait linked to %s/%s, want span %s/%s", w.fn, g.traceID, g.spanID, sc.TraceID(), sc.SpanID())
+			}
+			if start, end := g.profile.GetTimeUnixNano(), g.profile.GetTimeUnixNano()+g.profile.GetDurationNano(); g.at < start || g.at >= end {
+				t.Errorf("%s: wait at %d, outside the window [%d, %d)", w.fn, g.at, start, end)
+			}
+			total += time.Duration(g.nanos)
+		}
+		// A wait lasts until the goroutine runs again: on a busy machine
+		// that includes waiting for a CPU after the wake-up, so the
+		// reference is how long the call took (at least its nominal time).
+		if w.took < w.d {
+			t.Fatalf("%s took %v, less than the %v it waits", w.fn, w.took, w.d)
+		}
+		if total < w.took*95/100 || total > w.took*105/100 {
+			t.Errorf("%s: %v waited in %q, want %v ± 5%% (the call took %v)", w.fn, total, w.reason, w.d, w.took)
+		}
+	}
+}
