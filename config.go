@@ -44,6 +44,8 @@ const (
 	envFileDir    = "PPROFOTEL_FILE_DIR"
 	envFileFormat = "PPROFOTEL_FILE_FORMAT"
 	envProcessCtx = "PPROFOTEL_PROCESS_CONTEXT"
+
+	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
 )
 
 // Defaults.
@@ -94,6 +96,9 @@ type config struct {
 	// processContext publishes the resource for readers outside the
 	// process (OTEP 4719); see WithProcessContext.
 	processContext bool
+	// maxGoroutines is the goroutine count above which the goroutine
+	// profile is skipped, 0 for no limit; see WithMaxGoroutines.
+	maxGoroutines int
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
@@ -128,6 +133,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	} else if v, ok := env.Bool(envProcessCtx); ok {
 		c.processContext = v
 	}
+	c.resolveCollect(&o, env)
 	c.otlp = resolveOTLP(&o, env, grpcOnly(c.exporter))
 	if c.exporter == ExporterSplunk && o.endpoint == nil {
 		// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
@@ -182,6 +188,17 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 		}
 	}
 	return periodSet, typesSet
+}
+
+// resolveCollect resolves how each window is collected, beyond the
+// profile types and their rates.
+func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
+	c.maxGoroutines = collect.DefaultMaxGoroutines
+	if o.collect.maxGoroutines != nil {
+		c.maxGoroutines = *o.collect.maxGoroutines
+	} else if n, ok := env.IntAtLeast(envMaxGoroutines, 0, "must be a whole number of goroutines, 0 for no limit"); ok {
+		c.maxGoroutines = n
+	}
 }
 
 // resolveExporter picks the exporter and, for Splunk, applies its

@@ -86,6 +86,9 @@
 //     "pprofotel-profiles" under the temporary directory ([WithFileDir]).
 //   - PPROFOTEL_FILE_FORMAT: "proto" or "json". Default "proto"
 //     ([WithFileJSON]).
+//   - PPROFOTEL_MAX_GOROUTINES: above this many goroutines a window goes
+//     without its goroutine profile; 0 sets no limit. Default 10000
+//     ([WithMaxGoroutines]).
 //   - PPROFOTEL_PROCESS_CONTEXT: "false" stops publishing the resource as
 //     the process context that the OpenTelemetry eBPF profiler reads
 //     (OTEP 4719, Linux amd64 and arm64 only). Default true

@@ -112,6 +112,7 @@ type options struct {
 	retry       *RetryConfig
 
 	delivery deliverySettings
+	collect  collectSettings
 	logger   *slog.Logger
 
 	errs []error

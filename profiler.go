@@ -112,12 +112,17 @@ func start(cfg *config) (*Profiler, error) {
 	for i, t := range cfg.profileTypes {
 		names[i] = t.String()
 	}
+	maxGoroutines := cfg.maxGoroutines
+	if maxGoroutines == 0 {
+		maxGoroutines = -1 // no limit, in collect.Config's terms
+	}
 	p.collector, err = collect.New(collect.Config{
-		Profiles:  names,
-		Source:    profileSource,
-		CPU:       cpuProfiler,
-		Logger:    cfg.logger,
-		Omissions: &p.omitted,
+		Profiles:      names,
+		Source:        profileSource,
+		CPU:           cpuProfiler,
+		Logger:        cfg.logger,
+		Omissions:     &p.omitted,
+		MaxGoroutines: maxGoroutines,
 	})
 	if err != nil {
 		p.pipe.shutdown(context.Background())

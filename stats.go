@@ -50,6 +50,10 @@ type Stats struct {
 	// application's own pprof.StartCPUProfile, or /debug/pprof/profile);
 	// each window tries again.
 	CPUProfilesSkipped int64
+	// GoroutineProfilesSkipped counts windows that went without a
+	// goroutine profile because more goroutines ran than WithMaxGoroutines
+	// allows; each window checks again.
+	GoroutineProfilesSkipped int64
 	// ProfilesLeftOut counts runtime profiles that could not be read or
 	// decoded and were left out of their window; the window's other
 	// profiles were sent.
@@ -74,8 +78,9 @@ func (p *Profiler) Stats() Stats {
 		CollectionTime:   time.Duration(p.collectNanos.Load()),
 		ConversionTime:   time.Duration(p.convertNanos.Load()),
 
-		CPUProfilesSkipped: p.omitted.CPUSkipped.Load(),
-		ProfilesLeftOut:    p.omitted.Errors.Load(),
+		CPUProfilesSkipped:       p.omitted.CPUSkipped.Load(),
+		GoroutineProfilesSkipped: p.omitted.GoroutineSkipped.Load(),
+		ProfilesLeftOut:          p.omitted.Errors.Load(),
 	}
 }
 
@@ -92,6 +97,7 @@ const (
 	metricCollectionTime   = "pprofotel.collection.time"
 	metricConversionTime   = "pprofotel.conversion.time"
 	metricCPUSkipped       = "pprofotel.cpu_profiles.skipped"
+	metricGoroutineSkipped = "pprofotel.goroutine_profiles.skipped"
 	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
 )
 
@@ -120,7 +126,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		metric.WithDescription("Time spent converting profiles into OTLP requests."))
 	cpuSkipped, err10 := counter(metricCPUSkipped, "{window}", "Windows without a CPU profile because the CPU profiler was in use elsewhere.")
 	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11} {
+	goroutineSkipped, err12 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12} {
 		if err != nil {
 			return nil, err
 		}
@@ -138,6 +145,7 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveFloat64(converting, s.ConversionTime.Seconds())
 		o.ObserveInt64(cpuSkipped, s.CPUProfilesSkipped)
 		o.ObserveInt64(leftOut, s.ProfilesLeftOut)
+		o.ObserveInt64(goroutineSkipped, s.GoroutineProfilesSkipped)
 		return nil
-	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut)
+	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, goroutineSkipped)
 }

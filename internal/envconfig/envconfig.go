@@ -84,12 +84,18 @@ func (r *Reader) Bool(names ...string) (value, ok bool) {
 // PositiveInt reads name as an integer greater than zero; want says what
 // a valid value is.
 func (r *Reader) PositiveInt(name, want string) (int, bool) {
+	return r.IntAtLeast(name, 1, want)
+}
+
+// IntAtLeast reads name as an integer no less than least; want says what
+// a valid value is.
+func (r *Reader) IntAtLeast(name string, least int, want string) (int, bool) {
 	v, ok := r.Lookup(name)
 	if !ok {
 		return 0, false
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
+	if err != nil || n < least {
 		r.Invalid(name, v, errors.New(want))
 		return 0, false
 	}

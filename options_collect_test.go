@@ -1,0 +1,120 @@
+package profiler
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/pprofotel/profiler/internal/collect"
+)
+
+func TestMaxGoroutinesResolution(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		env  map[string]string
+		want int
+	}{
+		{"default", nil, nil, collect.DefaultMaxGoroutines},
+		{"variable", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, 500},
+		{"variable 0 is no limit", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "0"}, 0},
+		{"option", []Option{WithMaxGoroutines(20_000)}, nil, 20_000},
+		{"option 0 is no limit", []Option{WithMaxGoroutines(0)}, nil, 0},
+		{"option wins", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, 7},
+		// The option shadows the variable, which is then not validated.
+		{"option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if c := mustConfig(t, tt.opts, tt.env); c.maxGoroutines != tt.want {
+				t.Errorf("maxGoroutines = %d, want %d", c.maxGoroutines, tt.want)
+			}
+		})
+	}
+}
+
+func TestMaxGoroutinesErrors(t *testing.T) {
+	tests := []struct {
+		opts []Option
+		env  map[string]string
+		want string
+	}{
+		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
+		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
+		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := newConfig(tt.opts, envOf(tt.env))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestGoroutineProfilesSkipped runs the profiler with the goroutine limit
+// below the number of running goroutines, and with no limit: the first
+// skips every goroutine profile and counts it in Stats and in the metric,
+// the second skips none.
+func TestGoroutineProfilesSkipped(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		limit       int
+		wantSkipped bool
+	}{
+		{"limit below the goroutines", 1, true},
+		{"no limit", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newReceiver()
+			endpoint := startReceiver(t, "http", r)
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			defer mp.Shutdown(context.Background())
+			p, err := Start(WithEndpointURL(endpoint+"/v1development/profiles"),
+				WithProfileTypes(GoroutineProfile, HeapProfile), WithPeriod(10*time.Millisecond),
+				WithMaxGoroutines(tt.limit), WithMeterProvider(mp), WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			poll(t, "three windows exported", func() bool { return p.Stats().WindowsExported >= 3 })
+			before := p.Stats().GoroutineProfilesSkipped
+			metrics, units := readMetrics(t, reader)
+			after := p.Stats().GoroutineProfilesSkipped
+			if err := p.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if units[metricGoroutineSkipped] != "{window}" {
+				t.Errorf("%s: unit %q, want {window}", metricGoroutineSkipped, units[metricGoroutineSkipped])
+			}
+			if v := metrics[metricGoroutineSkipped]; v < float64(before) || v > float64(after) {
+				t.Errorf("%s = %v, Stats said %d then %d", metricGoroutineSkipped, v, before, after)
+			}
+			s := p.Stats()
+			var withGoroutines int
+			r.mu.Lock()
+			for _, req := range r.requests {
+				if slices.Contains(scopeNames(req), "goroutine") {
+					withGoroutines++
+				}
+			}
+			n := int64(len(r.requests))
+			r.mu.Unlock()
+			if tt.wantSkipped {
+				// Every window was collected above the limit.
+				if s.GoroutineProfilesSkipped != s.WindowsCollected || withGoroutines != 0 {
+					t.Errorf("skipped %d of %d windows' goroutine profiles, %d sent; want all skipped",
+						s.GoroutineProfilesSkipped, s.WindowsCollected, withGoroutines)
+				}
+			} else if s.GoroutineProfilesSkipped != 0 || int64(withGoroutines) != n {
+				t.Errorf("skipped %d goroutine profiles, %d of %d requests hold one; want none skipped",
+					s.GoroutineProfilesSkipped, withGoroutines, n)
+			}
+		})
+	}
+}
