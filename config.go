@@ -46,11 +46,19 @@ const (
 	envProcessCtx = "PPROFOTEL_PROCESS_CONTEXT"
 
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
+	envCPUDuration   = "PPROFOTEL_CPU_DURATION"
 )
 
 // Defaults.
 const (
 	defaultPeriod = 60 * time.Second
+
+	// defaultCPUShare is the part of each window the CPU profile records
+	// unless WithCPUProfileDuration says otherwise: 1/defaultCPUShare of
+	// the period, 10 s of the default 60 s. Almost all that CPU profiling
+	// costs is the runtime's sampling while the profile records
+	// (benchmark/overhead/README.md), so the cost falls with the share.
+	defaultCPUShare = 6
 
 	defaultOTLPTimeout = 10 * time.Second
 
@@ -99,6 +107,9 @@ type config struct {
 	// maxGoroutines is the goroutine count above which the goroutine
 	// profile is skipped, 0 for no limit; see WithMaxGoroutines.
 	maxGoroutines int
+	// cpuDuration is the part of each window the CPU profile records, at
+	// most period (continuous); see WithCPUProfileDuration.
+	cpuDuration time.Duration
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
@@ -198,6 +209,25 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 		c.maxGoroutines = *o.collect.maxGoroutines
 	} else if n, ok := env.IntAtLeast(envMaxGoroutines, 0, "must be a whole number of goroutines, 0 for no limit"); ok {
 		c.maxGoroutines = n
+	}
+
+	// The period is resolved: a duration longer than it is an error, since
+	// no window could hold it.
+	c.cpuDuration = c.period / defaultCPUShare
+	tooLong := fmt.Sprintf("CPU profile duration must not exceed the period (%s)", c.period)
+	if d := o.collect.cpuDuration; d != nil {
+		if *d > c.period {
+			o.fail("WithCPUProfileDuration", *d, tooLong)
+		} else {
+			c.cpuDuration = *d
+		}
+	} else if d, ok := env.Duration(envCPUDuration, "CPU profile duration"); ok {
+		if d > c.period {
+			v, _ := env.Lookup(envCPUDuration)
+			env.Invalid(envCPUDuration, v, errors.New(tooLong))
+		} else {
+			c.cpuDuration = d
+		}
 	}
 }
 

@@ -86,6 +86,10 @@
 //     "pprofotel-profiles" under the temporary directory ([WithFileDir]).
 //   - PPROFOTEL_FILE_FORMAT: "proto" or "json". Default "proto"
 //     ([WithFileJSON]).
+//   - PPROFOTEL_CPU_DURATION: how long the CPU profile records in each
+//     window, a Go duration up to the period, which records continuously.
+//     Default a sixth of the period, at a random offset in each window
+//     ([WithCPUProfileDuration]).
 //   - PPROFOTEL_MAX_GOROUTINES: above this many goroutines a window goes
 //     without its goroutine profile; 0 sets no limit. Default 10000
 //     ([WithMaxGoroutines]).

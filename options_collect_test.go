@@ -118,3 +118,54 @@ func TestGoroutineProfilesSkipped(t *testing.T) {
 		})
 	}
 }
+
+func TestCPUDurationResolution(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []Option
+		env  map[string]string
+		want time.Duration
+	}{
+		{"default: a sixth of the period", nil, nil, 10 * time.Second},
+		{"default follows the period", []Option{WithPeriod(30 * time.Second)}, nil, 5 * time.Second},
+		{"default follows PPROFOTEL_PERIOD", nil, map[string]string{"PPROFOTEL_PERIOD": "12s"}, 2 * time.Second},
+		{"default follows the Splunk window", nil, map[string]string{"SPLUNK_PROFILER_ENABLED": "true"}, 10 * time.Second / 6},
+		{"variable", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, 15 * time.Second},
+		{"variable equal to the period", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "60s"}, time.Minute},
+		{"option", []Option{WithCPUProfileDuration(20 * time.Second)}, nil, 20 * time.Second},
+		{"option wins", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, time.Second},
+		{"option shadows an invalid variable", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "x"}, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if c := mustConfig(t, tt.opts, tt.env); c.cpuDuration != tt.want {
+				t.Errorf("cpuDuration = %v, want %v", c.cpuDuration, tt.want)
+			}
+		})
+	}
+}
+
+func TestCPUDurationErrors(t *testing.T) {
+	tests := []struct {
+		opts []Option
+		env  map[string]string
+		want string
+	}{
+		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(2 * time.Minute)}, nil, "profiler: WithCPUProfileDuration(2m0s): CPU profile duration must not exceed the period (1m0s)"},
+		{[]Option{WithCPUProfileDuration(20 * time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "10s"},
+			"profiler: WithCPUProfileDuration(20s): CPU profile duration must not exceed the period (10s)"},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "90s"}, `profiler: PPROFOTEL_CPU_DURATION="90s": CPU profile duration must not exceed the period (1m0s)`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "0s"}, `profiler: PPROFOTEL_CPU_DURATION="0s": CPU profile duration must be positive`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "10"}, `profiler: PPROFOTEL_CPU_DURATION="10": time: missing unit in duration "10"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			_, err := newConfig(tt.opts, envOf(tt.env))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -123,6 +123,8 @@ func start(cfg *config) (*Profiler, error) {
 		Logger:        cfg.logger,
 		Omissions:     &p.omitted,
 		MaxGoroutines: maxGoroutines,
+		Period:        cfg.period,
+		CPUDuration:   cfg.cpuDuration,
 	})
 	if err != nil {
 		p.pipe.shutdown(context.Background())
@@ -192,10 +194,28 @@ func (p *Profiler) loop() {
 	defer close(p.done)
 	ticker := time.NewTicker(p.cfg.period)
 	defer ticker.Stop()
+	// cpuTimer starts and stops the CPU profile within a window, under a
+	// duty cycle; cpuChange is nil while nothing is due.
+	cpuTimer := time.NewTimer(time.Hour)
+	defer cpuTimer.Stop()
+	var cpuChange <-chan time.Time
+	armCPU := func() {
+		cpuChange = nil
+		cpuTimer.Stop()
+		if at, ok := p.collector.NextCPUChange(); ok {
+			cpuTimer.Reset(time.Until(at))
+			cpuChange = cpuTimer.C
+		}
+	}
+	armCPU()
 	for {
 		select {
 		case now := <-ticker.C:
 			p.window(now, false)
+			armCPU()
+		case <-cpuChange:
+			p.changeCPU()
+			armCPU()
 		case ctx := <-p.stopRequests:
 			lastErr := p.window(time.Now(), true)
 			p.restoreRuntime()
@@ -254,6 +274,17 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
 	}
 	return nil
+}
+
+// changeCPU starts or stops the CPU profile of the duty cycle. Like a
+// window, a panic in it is logged, not passed on to the application.
+func (p *Profiler) changeCPU() {
+	defer func() {
+		if r := recover(); r != nil {
+			p.cfg.logger.Error("pprofotel: CPU profile not switched after an internal error", "panic", r)
+		}
+	}()
+	p.collector.ChangeCPU(time.Now())
 }
 
 // restoreRuntime undoes what start set.
