@@ -6,11 +6,11 @@
 # Go's CPU profiler cannot be used for this: every configuration but
 # "none" already runs it.
 # Usage: ./perf.sh CONFIG [seconds [percent-limit]]
-#   e.g. ./perf.sh pprofotel-all 15, or ./perf.sh pyroscope 60 0.01 for
+#   e.g. ./perf.sh pprofotel-continuous 15, or ./perf.sh pyroscope 60 0.01 for
 #   the smaller entries of a longer recording
 set -eu
 cd "$(dirname "$0")"
-cfg=${1:?configuration, e.g. pprofotel-all}
+cfg=${1:?configuration, e.g. pprofotel-continuous}
 secs=${2:-15}
 limit=${3:-0.05}
 dir=$(mktemp -d)
