@@ -10,7 +10,8 @@
 //	defer p.Stop(context.Background())
 //
 // Every period (60 s by default, [WithPeriod]) the profiler ends a window:
-// it stops and restarts the CPU profile, reads the heap, goroutine, mutex
+// it ends the CPU profile, which records for a part of each window
+// ([WithCPUProfileDuration]), reads the heap, goroutine, mutex
 // and block profiles that are enabled ([WithProfileTypes]), turns the
 // cumulative ones into what happened during the window, and sends all of
 // them in one OTLP ExportProfilesServiceRequest (profiles v1development)
@@ -22,9 +23,10 @@
 // Each runtime profile becomes one ScopeProfiles, and each of its sample
 // types one Profile:
 //
-//   - cpu: samples/count (period cpu/nanoseconds) recorded during the
-//     window; cpu/nanoseconds, which is samples times the period, is not
-//     sent.
+//   - cpu: samples/count (period cpu/nanoseconds) recorded during a part
+//     of the window, a sixth by default at a random offset, whose time
+//     range the Profile states ([WithCPUProfileDuration]);
+//     cpu/nanoseconds, which is samples times the period, is not sent.
 //   - heap: alloc_objects and alloc_space allocated during the window;
 //     inuse_objects and inuse_space live at the window's end (as of the
 //     last garbage collection, as the runtime reports them).
