@@ -47,7 +47,7 @@ func main() {
 		service     = flag.String("service", "http", "the service under test: http (loopback load) or cpu (two goroutines hashing and allocating, no I/O)")
 		liveMB      = flag.Int("live-mb", 0, "size of the service's retained cache, in MB (0: 48 for http, 64 for cpu)")
 		hashRounds  = flag.Int("hash-rounds", 120, "512-byte payloads each request (or cpu operation) hashes")
-		configs     = flag.String("configs", "none,floor,pprofotel-continuous,pprofotel-duty,datadog-default,pyroscope", "comma-separated configurations to run, in order")
+		configs     = flag.String("configs", "none,floor,pprofotel-continuous,pprofotel-duty,pprofotel,datadog-default,pyroscope", "comma-separated configurations to run, in order")
 	)
 	flag.Parse()
 	if *service != "http" && *service != "cpu" {

@@ -140,18 +140,24 @@ func report(w io.Writer, p *parent, took time.Duration) {
 // CPU profiler alone.
 func verdict(w io.Writer, p *parent) {
 	base, floor := p.results["none"], p.results["floor"]
-	duty, dd, cont := p.results["pprofotel-duty"], p.results["datadog-default"], p.results["pprofotel-continuous"]
-	if base != nil && duty != nil && dd != nil {
+	dd, cont := p.results["datadog-default"], p.results["pprofotel-continuous"]
+	for _, name := range []string{"pprofotel", "pprofotel-duty"} {
+		duty := p.results[name]
+		if base == nil || duty == nil || dd == nil {
+			continue
+		}
+		st, _ := setupByName(name)
 		ours, theirs := spreadOf(ratios(duty, base, cpuPerReq)), spreadOf(ratios(dd, base, cpuPerReq))
-		fmt.Fprintf(w, "Target: pprofotel at the default duty cycle, CPU over no profiler ≤ dd-trace-go's at its defaults: %.3f × against %.3f × — %s.", ours.med, theirs.med, metWord(ours.med <= theirs.med))
+		fmt.Fprintf(w, "Target: %s, CPU over no profiler ≤ dd-trace-go's at its defaults: %.3f × against %.3f × — %s.", st.label, ours.med, theirs.med, metWord(ours.med <= theirs.med))
 		if overlap(ours, theirs) {
 			fmt.Fprintf(w, " The per-round ranges overlap (%.3f–%.3f, %.3f–%.3f): within this machine's noise.", ours.lo, ours.hi, theirs.lo, theirs.hi)
 		}
 		fmt.Fprintln(w)
+		fmt.Fprintln(w)
 	}
 	if floor != nil && cont != nil {
 		r := spreadOf(ratios(cont, floor, cpuPerReq))
-		fmt.Fprintf(w, "\nTarget: pprofotel continuous, CPU ≤ 1.02 × the floor: %.3f × (%.3f–%.3f) — %s.\n", r.med, r.lo, r.hi, metWord(r.med <= 1.02))
+		fmt.Fprintf(w, "Target: pprofotel continuous, CPU ≤ 1.02 × the floor: %.3f × (%.3f–%.3f) — %s.\n", r.med, r.lo, r.hi, metWord(r.med <= 1.02))
 	}
 }
 
