@@ -12,32 +12,47 @@ import (
 	"github.com/pprofotel/profiler/internal/collect"
 )
 
-func TestMaxGoroutinesResolution(t *testing.T) {
+// TestCollectSettings resolves the collection settings from options,
+// variables and defaults.
+func TestCollectSettings(t *testing.T) {
+	maxGoroutines := func(c *config) any { return c.maxGoroutines }
+	cpuDuration := func(c *config) any { return c.cpuDuration }
 	tests := []struct {
 		name string
 		opts []Option
 		env  map[string]string
-		want int
+		got  func(*config) any
+		want any
 	}{
-		{"default", nil, nil, collect.DefaultMaxGoroutines},
-		{"variable", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, 500},
-		{"variable 0 is no limit", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "0"}, 0},
-		{"option", []Option{WithMaxGoroutines(20_000)}, nil, 20_000},
-		{"option 0 is no limit", []Option{WithMaxGoroutines(0)}, nil, 0},
-		{"option wins", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, 7},
+		{"goroutines: default", nil, nil, maxGoroutines, collect.DefaultMaxGoroutines},
+		{"goroutines: variable", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, maxGoroutines, 500},
+		{"goroutines: variable 0 is no limit", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "0"}, maxGoroutines, 0},
+		{"goroutines: option", []Option{WithMaxGoroutines(20_000)}, nil, maxGoroutines, 20_000},
+		{"goroutines: option 0 is no limit", []Option{WithMaxGoroutines(0)}, nil, maxGoroutines, 0},
+		{"goroutines: option wins", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, maxGoroutines, 7},
 		// The option shadows the variable, which is then not validated.
-		{"option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, 7},
+		{"goroutines: option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, maxGoroutines, 7},
+
+		{"cpu: default, a sixth of the period", nil, nil, cpuDuration, 10 * time.Second},
+		{"cpu: default follows the period", []Option{WithPeriod(30 * time.Second)}, nil, cpuDuration, 5 * time.Second},
+		{"cpu: default follows PPROFOTEL_PERIOD", nil, map[string]string{"PPROFOTEL_PERIOD": "12s"}, cpuDuration, 2 * time.Second},
+		{"cpu: default follows the Splunk window", nil, map[string]string{"SPLUNK_PROFILER_ENABLED": "true"}, cpuDuration, 10 * time.Second / 6},
+		{"cpu: variable", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, cpuDuration, 15 * time.Second},
+		{"cpu: variable equal to the period", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "60s"}, cpuDuration, time.Minute},
+		{"cpu: option", []Option{WithCPUProfileDuration(20 * time.Second)}, nil, cpuDuration, 20 * time.Second},
+		{"cpu: option wins", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, cpuDuration, time.Second},
+		{"cpu: option shadows an invalid variable", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "x"}, cpuDuration, time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if c := mustConfig(t, tt.opts, tt.env); c.maxGoroutines != tt.want {
-				t.Errorf("maxGoroutines = %d, want %d", c.maxGoroutines, tt.want)
+			if got := tt.got(mustConfig(t, tt.opts, tt.env)); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestMaxGoroutinesErrors(t *testing.T) {
+func TestCollectSettingsErrors(t *testing.T) {
 	tests := []struct {
 		opts []Option
 		env  map[string]string
@@ -46,6 +61,14 @@ func TestMaxGoroutinesErrors(t *testing.T) {
 		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
+		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(2 * time.Minute)}, nil, "profiler: WithCPUProfileDuration(2m0s): CPU profile duration must not exceed the period (1m0s)"},
+		{[]Option{WithCPUProfileDuration(20 * time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "10s"},
+			"profiler: WithCPUProfileDuration(20s): CPU profile duration must not exceed the period (10s)"},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "90s"}, `profiler: PPROFOTEL_CPU_DURATION="90s": CPU profile duration must not exceed the period (1m0s)`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "0s"}, `profiler: PPROFOTEL_CPU_DURATION="0s": CPU profile duration must be positive`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "10"}, `profiler: PPROFOTEL_CPU_DURATION="10": time: missing unit in duration "10"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -114,57 +137,6 @@ func TestGoroutineProfilesSkipped(t *testing.T) {
 			} else if s.GoroutineProfilesSkipped != 0 || int64(withGoroutines) != n {
 				t.Errorf("skipped %d goroutine profiles, %d of %d requests hold one; want none skipped",
 					s.GoroutineProfilesSkipped, withGoroutines, n)
-			}
-		})
-	}
-}
-
-func TestCPUDurationResolution(t *testing.T) {
-	tests := []struct {
-		name string
-		opts []Option
-		env  map[string]string
-		want time.Duration
-	}{
-		{"default: a sixth of the period", nil, nil, 10 * time.Second},
-		{"default follows the period", []Option{WithPeriod(30 * time.Second)}, nil, 5 * time.Second},
-		{"default follows PPROFOTEL_PERIOD", nil, map[string]string{"PPROFOTEL_PERIOD": "12s"}, 2 * time.Second},
-		{"default follows the Splunk window", nil, map[string]string{"SPLUNK_PROFILER_ENABLED": "true"}, 10 * time.Second / 6},
-		{"variable", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, 15 * time.Second},
-		{"variable equal to the period", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "60s"}, time.Minute},
-		{"option", []Option{WithCPUProfileDuration(20 * time.Second)}, nil, 20 * time.Second},
-		{"option wins", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, time.Second},
-		{"option shadows an invalid variable", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "x"}, time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if c := mustConfig(t, tt.opts, tt.env); c.cpuDuration != tt.want {
-				t.Errorf("cpuDuration = %v, want %v", c.cpuDuration, tt.want)
-			}
-		})
-	}
-}
-
-func TestCPUDurationErrors(t *testing.T) {
-	tests := []struct {
-		opts []Option
-		env  map[string]string
-		want string
-	}{
-		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be positive"},
-		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be positive"},
-		{[]Option{WithCPUProfileDuration(2 * time.Minute)}, nil, "profiler: WithCPUProfileDuration(2m0s): CPU profile duration must not exceed the period (1m0s)"},
-		{[]Option{WithCPUProfileDuration(20 * time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "10s"},
-			"profiler: WithCPUProfileDuration(20s): CPU profile duration must not exceed the period (10s)"},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "90s"}, `profiler: PPROFOTEL_CPU_DURATION="90s": CPU profile duration must not exceed the period (1m0s)`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "0s"}, `profiler: PPROFOTEL_CPU_DURATION="0s": CPU profile duration must be positive`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "10"}, `profiler: PPROFOTEL_CPU_DURATION="10": time: missing unit in duration "10"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			_, err := newConfig(tt.opts, envOf(tt.env))
-			if err == nil || err.Error() != tt.want {
-				t.Errorf("error = %v, want %q", err, tt.want)
 			}
 		})
 	}
