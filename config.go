@@ -56,8 +56,9 @@ const (
 	// defaultCPUShare is the part of each window the CPU profile records
 	// unless WithCPUProfileDuration says otherwise: 1/defaultCPUShare of
 	// the period, 10 s of the default 60 s. Almost all that CPU profiling
-	// costs is the runtime's sampling while the profile records
-	// (benchmark/overhead/README.md), so the cost falls with the share.
+	// costs is the runtime's sampling while the profile records (issue 18;
+	// benchmark/README.md, "Application overhead and the CPU duty
+	// cycle"), so the cost falls with the share.
 	defaultCPUShare = 6
 
 	defaultOTLPTimeout = 10 * time.Second

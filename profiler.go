@@ -214,8 +214,11 @@ func (p *Profiler) loop() {
 			p.window(now, false)
 			armCPU()
 		case <-cpuChange:
-			p.changeCPU()
-			armCPU()
+			if p.changeCPU() {
+				armCPU()
+			} else {
+				cpuChange = nil // until the next window, rather than again at once
+			}
 		case ctx := <-p.stopRequests:
 			lastErr := p.window(time.Now(), true)
 			p.restoreRuntime()
@@ -277,14 +280,17 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 }
 
 // changeCPU starts or stops the CPU profile of the duty cycle. Like a
-// window, a panic in it is logged, not passed on to the application.
-func (p *Profiler) changeCPU() {
+// window, a panic in it is logged, not passed on to the application; it
+// then reports false.
+func (p *Profiler) changeCPU() (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.cfg.logger.Error("pprofotel: CPU profile not switched after an internal error", "panic", r)
+			ok = false
 		}
 	}()
 	p.collector.ChangeCPU(time.Now())
+	return true
 }
 
 // restoreRuntime undoes what start set.
