@@ -46,11 +46,22 @@ const (
 	envFileDir    = "PPROFOTEL_FILE_DIR"
 	envFileFormat = "PPROFOTEL_FILE_FORMAT"
 	envProcessCtx = "PPROFOTEL_PROCESS_CONTEXT"
+
+	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
+	envCPUDuration   = "PPROFOTEL_CPU_DURATION"
 )
 
 // Defaults.
 const (
 	defaultPeriod = 60 * time.Second
+
+	// defaultCPUShare is the part of each window the CPU profile records
+	// unless WithCPUProfileDuration says otherwise: 1/defaultCPUShare of
+	// the period, 10 s of the default 60 s. Almost all that CPU profiling
+	// costs is the runtime's sampling while the profile records (issue 18;
+	// benchmark/README.md, "Application overhead and the CPU duty
+	// cycle"), so the cost falls with the share.
+	defaultCPUShare = 6
 
 	defaultOTLPTimeout = 10 * time.Second
 
@@ -103,6 +114,12 @@ type config struct {
 	// warnings are about the environment: invalid values, ignored as the
 	// OpenTelemetry specification asks. Start logs each once.
 	warnings []error
+	// maxGoroutines is the goroutine count above which the goroutine
+	// profile is skipped, 0 for no limit; see WithMaxGoroutines.
+	maxGoroutines int
+	// cpuDuration is the part of each window the CPU profile records, at
+	// most period (continuous); see WithCPUProfileDuration.
+	cpuDuration time.Duration
 }
 
 // newConfig resolves opts, the environment seen through getenv, and the
@@ -146,6 +163,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	} else {
 		c.processContext = env.BoolDefaultTrue(envProcessCtx)
 	}
+	c.resolveCollect(&o, env)
 	c.otlp = resolveOTLP(&o, env, grpcOnly(c.exporter))
 	if c.exporter == ExporterSplunk && o.endpoint == nil {
 		// SPLUNK_PROFILER_LOGS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT,
@@ -206,6 +224,36 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 		}
 	}
 	return periodSet, typesSet
+}
+
+// resolveCollect resolves how each window is collected, beyond the
+// profile types and their rates.
+func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
+	c.maxGoroutines = collect.DefaultMaxGoroutines
+	if o.collect.maxGoroutines != nil {
+		c.maxGoroutines = *o.collect.maxGoroutines
+	} else if n, ok := env.IntAtLeast(envMaxGoroutines, 0, "must be a whole number of goroutines, 0 for no limit"); ok {
+		c.maxGoroutines = n
+	}
+
+	// The period is resolved: a duration longer than it is an error, since
+	// no window could hold it.
+	c.cpuDuration = c.period / defaultCPUShare
+	tooLong := fmt.Sprintf("CPU profile duration must not exceed the period (%s)", c.period)
+	if d := o.collect.cpuDuration; d != nil {
+		if *d > c.period {
+			o.fail("WithCPUProfileDuration", *d, tooLong)
+		} else {
+			c.cpuDuration = *d
+		}
+	} else if d, ok := env.Duration(envCPUDuration, "CPU profile duration"); ok {
+		if d > c.period {
+			v, _ := env.Lookup(envCPUDuration)
+			env.Invalid(envCPUDuration, v, errors.New(tooLong))
+		} else {
+			c.cpuDuration = d
+		}
+	}
 }
 
 // resolveExporter picks the exporter and, for Splunk, applies its

@@ -10,9 +10,9 @@
 //	defer p.Stop(context.Background())
 //
 // Every period (60 s by default, [WithPeriod]) the profiler ends a window:
-// it stops and restarts the CPU profile, reads the heap, goroutine, mutex,
-// block and goroutine-leak profiles that are enabled ([WithProfileTypes]),
-// turns the
+// it ends the CPU profile, which records for a part of each window
+// ([WithCPUProfileDuration]), reads the heap, goroutine, mutex, block and
+// goroutine-leak profiles that are enabled ([WithProfileTypes]), turns the
 // cumulative ones into what happened during the window, and sends all of
 // them in one OTLP ExportProfilesServiceRequest (profiles v1development)
 // with one shared dictionary. [Profiler.Stop] sends the last, partial
@@ -23,9 +23,10 @@
 // Each runtime profile becomes one ScopeProfiles, and each of its sample
 // types one Profile:
 //
-//   - cpu: samples/count (period cpu/nanoseconds) recorded during the
-//     window; cpu/nanoseconds, which is samples times the period, is not
-//     sent.
+//   - cpu: samples/count (period cpu/nanoseconds) recorded during a part
+//     of the window, a sixth by default at a random offset, whose time
+//     range the Profile states ([WithCPUProfileDuration]);
+//     cpu/nanoseconds, which is samples times the period, is not sent.
 //   - heap: alloc_objects and alloc_space allocated during the window;
 //     inuse_objects and inuse_space live at the window's end (as of the
 //     last garbage collection, as the runtime reports them).
@@ -117,6 +118,13 @@
 //     "pprofotel-profiles" under the temporary directory ([WithFileDir]).
 //   - PPROFOTEL_FILE_FORMAT: "proto" or "json". Default "proto"
 //     ([WithFileJSON]).
+//   - PPROFOTEL_CPU_DURATION: how long the CPU profile records in each
+//     window, a Go duration up to the period, which records continuously.
+//     Default a sixth of the period, at a random offset in each window
+//     ([WithCPUProfileDuration]).
+//   - PPROFOTEL_MAX_GOROUTINES: above this many goroutines a window goes
+//     without its goroutine profile; 0 sets no limit. Default 10000
+//     ([WithMaxGoroutines]).
 //   - PPROFOTEL_PROCESS_CONTEXT: "false" stops publishing the resource as
 //     the process context that the OpenTelemetry eBPF profiler reads
 //     (OTEP 4719, Linux amd64 and arm64 only). Default true

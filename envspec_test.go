@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/pprofotel/profiler/internal/collect"
 	"log/slog"
 	"maps"
 	"slices"
@@ -354,6 +355,11 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		}},
 		{"PPROFOTEL_MUTEX_FRACTION", "0", nil, true, func(c *config) error { return wantEqual("mutex fraction", c.rates[MutexProfile], 10) }},
 		{"PPROFOTEL_BLOCK_RATE", "1.5", nil, true, func(c *config) error { return wantEqual("block rate", c.rates[BlockProfile], 10000) }},
+		{"PPROFOTEL_CPU_DURATION", "2m", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultPeriod/defaultCPUShare) }},
+		{"PPROFOTEL_CPU_DURATION", "abc", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultPeriod/defaultCPUShare) }},
+		{"PPROFOTEL_MAX_GOROUTINES", "-1", nil, true, func(c *config) error {
+			return wantEqual("max goroutines", c.maxGoroutines, collect.DefaultMaxGoroutines)
+		}},
 		{"PPROFOTEL_OFFCPU_DUTY", "0", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_OFFCPU_DUTY", "101", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "5", nil, true, func(c *config) error {

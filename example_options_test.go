@@ -54,3 +54,27 @@ func ExampleProfileType_Available() {
 	defer p.Stop(context.Background())
 	// ... serve; p.Stats().GoroutinesLeaked counts the leaks found so far.
 }
+
+// A service that wants every CPU sample records continuously, paying the
+// runtime's CPU profiler all the time; one that wants to pay less records
+// for a shorter part of each window. A duration over the period is
+// refused by Start, naming the option and the value.
+func ExampleWithCPUProfileDuration() {
+	_, err := profiler.Start(
+		profiler.WithPeriod(30*time.Second),
+		profiler.WithCPUProfileDuration(45*time.Second),
+	)
+	fmt.Println(err)
+	// Output:
+	// profiler: WithCPUProfileDuration(45s): CPU profile duration must not exceed the period (30s)
+}
+
+// WithMaxGoroutines(0) keeps the goroutine profile however many goroutines
+// run, for a service that accepts that the runtime holds them up while it
+// writes it (about 6 µs per goroutine); a negative limit is refused.
+func ExampleWithMaxGoroutines() {
+	_, err := profiler.Start(profiler.WithMaxGoroutines(-1))
+	fmt.Println(err)
+	// Output:
+	// profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)
+}

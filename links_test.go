@@ -116,7 +116,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	tracer := labels.WrapTracerProvider(tp).Tracer("links-test")
 
 	dir := t.TempDir()
-	p, err := Start(WithPeriod(time.Hour), WithProfileTypes(CPUProfile), WithExporter(ExporterFile), WithFileDir(dir))
+	p, err := Start(WithPeriod(time.Hour), WithCPUProfileDuration(time.Hour), WithProfileTypes(CPUProfile), WithExporter(ExporterFile), WithFileDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

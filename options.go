@@ -116,6 +116,7 @@ type options struct {
 	conn        connectionOptions
 
 	delivery deliverySettings
+	collect  collectSettings
 	logger   *slog.Logger
 
 	errs []error

@@ -155,7 +155,7 @@ type otlpPipeline struct {
 func (o *otlpPipeline) send(w collect.Window) (bool, error) {
 	inputs := make([]otlp.Input, len(w.Profiles))
 	for i, prof := range w.Profiles {
-		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data}
+		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data, Start: prof.Start, End: prof.End}
 	}
 	req := o.builder.Build(w.Start, w.End, inputs)
 	o.queue.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{Start: w.Start, End: w.End, Request: req})

@@ -123,14 +123,20 @@ func start(cfg *config) (*Profiler, error) {
 			intervals[names[i]] = cfg.intervals[t]
 		}
 	}
+	maxGoroutines := cfg.maxGoroutines
+	if maxGoroutines == 0 {
+		maxGoroutines = -1 // no limit, in collect.Config's terms
+	}
 	p.collector, err = collect.New(collect.Config{
-		Profiles:  names,
-		Source:    profileSource,
-		CPU:       cpuProfiler,
-		Logger:    cfg.logger,
-		Omissions: &p.omitted,
-		Period:    cfg.period,
-		Intervals: intervals,
+		Profiles:      names,
+		Source:        profileSource,
+		CPU:           cpuProfiler,
+		Logger:        cfg.logger,
+		Omissions:     &p.omitted,
+		MaxGoroutines: maxGoroutines,
+		Period:        cfg.period,
+		Intervals:     intervals,
+		CPUDuration:   cfg.cpuDuration,
 	})
 	if err != nil {
 		p.pipe.shutdown(context.Background())
@@ -200,10 +206,31 @@ func (p *Profiler) loop() {
 	defer close(p.done)
 	ticker := time.NewTicker(p.cfg.period)
 	defer ticker.Stop()
+	// cpuTimer starts and stops the CPU profile within a window, under a
+	// duty cycle; cpuChange is nil while nothing is due.
+	cpuTimer := time.NewTimer(time.Hour)
+	defer cpuTimer.Stop()
+	var cpuChange <-chan time.Time
+	armCPU := func() {
+		cpuChange = nil
+		cpuTimer.Stop()
+		if at, ok := p.collector.NextCPUChange(); ok {
+			cpuTimer.Reset(time.Until(at))
+			cpuChange = cpuTimer.C
+		}
+	}
+	armCPU()
 	for {
 		select {
 		case now := <-ticker.C:
 			p.window(now, false)
+			armCPU()
+		case <-cpuChange:
+			if p.changeCPU() {
+				armCPU()
+			} else {
+				cpuChange = nil // until the next window, rather than again at once
+			}
 		case ctx := <-p.stopRequests:
 			lastErr := p.window(time.Now(), true)
 			p.restoreRuntime()
@@ -263,6 +290,20 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
 	}
 	return nil
+}
+
+// changeCPU starts or stops the CPU profile of the duty cycle. Like a
+// window, a panic in it is logged, not passed on to the application; it
+// then reports false.
+func (p *Profiler) changeCPU() (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.cfg.logger.Error("pprofotel: CPU profile not switched after an internal error", "panic", r)
+			ok = false
+		}
+	}()
+	p.collector.ChangeCPU(time.Now())
+	return true
 }
 
 // restoreRuntime undoes what start set.

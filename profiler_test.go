@@ -155,6 +155,7 @@ func TestConfiguredOnlyThroughEnvironment(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 			t.Setenv("OTEL_SERVICE_NAME", "env-only")
 			t.Setenv("PPROFOTEL_PERIOD", "2s")
+			t.Setenv("PPROFOTEL_CPU_DURATION", "2s") // continuous: every window holds CPU samples
 			t.Setenv("PPROFOTEL_PROFILES", "cpu,heap,goroutine,mutex,block")
 			t.Setenv("PPROFOTEL_MUTEX_FRACTION", "1")
 			t.Setenv("PPROFOTEL_BLOCK_RATE", "1")
@@ -289,7 +290,7 @@ func TestWindowsAreLossless(t *testing.T) {
 
 	dir := t.TempDir()
 	p, err := Start(
-		WithPeriod(300*time.Millisecond),
+		WithPeriod(300*time.Millisecond), WithCPUProfileDuration(300*time.Millisecond),
 		WithProfileTypes(CPUProfile, HeapProfile, GoroutineProfile, MutexProfile, BlockProfile),
 		WithMutexProfileFraction(1), WithBlockProfileRate(1),
 		WithExporter(ExporterFile), WithFileDir(dir),

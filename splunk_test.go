@@ -74,6 +74,7 @@ func TestSplunkModeFromTheEnvironment(t *testing.T) {
 	t.Setenv("SPLUNK_PROFILER_MEMORY_ENABLED", "true")
 	t.Setenv("SPLUNK_PROFILER_LOGS_ENDPOINT", "http://"+ln.Addr().String())
 	t.Setenv("OTEL_SERVICE_NAME", "splunk-mode")
+	t.Setenv("PPROFOTEL_CPU_DURATION", "10s") // the whole default Splunk window
 
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())

@@ -52,6 +52,10 @@ type Stats struct {
 	// application's own pprof.StartCPUProfile, or /debug/pprof/profile);
 	// each window tries again.
 	CPUProfilesSkipped int64
+	// GoroutineProfilesSkipped counts windows that went without a
+	// goroutine profile because more goroutines ran than WithMaxGoroutines
+	// allows; each window checks again.
+	GoroutineProfilesSkipped int64
 	// ProfilesLeftOut counts runtime profiles that could not be read or
 	// decoded and were left out of their window; the window's other
 	// profiles were sent.
@@ -89,10 +93,11 @@ func (p *Profiler) Stats() Stats {
 		CollectionTime:   time.Duration(p.collectNanos.Load()),
 		ConversionTime:   time.Duration(p.convertNanos.Load()),
 
-		CPUProfilesSkipped: p.omitted.CPUSkipped.Load(),
-		ProfilesLeftOut:    p.omitted.Errors.Load(),
-		OffCPUSkipped:      p.omitted.OffCPU.Skipped.Load(),
-		OffCPUTruncated:    p.omitted.OffCPU.Truncated.Load(),
+		CPUProfilesSkipped:       p.omitted.CPUSkipped.Load(),
+		GoroutineProfilesSkipped: p.omitted.GoroutineSkipped.Load(),
+		ProfilesLeftOut:          p.omitted.Errors.Load(),
+		OffCPUSkipped:            p.omitted.OffCPU.Skipped.Load(),
+		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
 	}
@@ -126,6 +131,7 @@ const (
 	metricCollectionTime   = "pprofotel.collection.time"
 	metricConversionTime   = "pprofotel.conversion.time"
 	metricCPUSkipped       = "pprofotel.cpu_profiles.skipped"
+	metricGoroutineSkipped = "pprofotel.goroutine_profiles.skipped"
 	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
 
 	metricGoroutinesLeaked = "pprofotel.goroutines.leaked"
@@ -162,7 +168,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		metric.WithDescription("Leaked goroutines the latest goroutine-leak profile found."))
 	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
 	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14} {
+	goroutineSkipped, err15 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15} {
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +190,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveInt64(leaked, s.GoroutinesLeaked)
 		o.ObserveInt64(offCPUSkipped, s.OffCPUSkipped)
 		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
+		o.ObserveInt64(goroutineSkipped, s.GoroutineProfilesSkipped)
 		return nil
 	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked,
-		offCPUSkipped, offCPUTruncated)
+		offCPUSkipped, offCPUTruncated, goroutineSkipped)
 }

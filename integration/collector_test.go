@@ -170,6 +170,7 @@ func allProfilesOptions(service string, protocol profiler.Protocol, endpoint str
 		profiler.WithProtocol(protocol),
 		profiler.WithInsecure(),
 		profiler.WithPeriod(period),
+		profiler.WithCPUProfileDuration(period), // continuous: every window is compared with the runtime's
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
 			profiler.MutexProfile, profiler.BlockProfile, profiler.OffCPUProfile),
 		profiler.WithMutexProfileFraction(1),

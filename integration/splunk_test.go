@@ -44,6 +44,7 @@ func TestSplunkLogsThroughCollector(t *testing.T) {
 		profiler.WithEndpoint(col.GRPCAddr),
 		profiler.WithInsecure(),
 		profiler.WithPeriod(period),
+		profiler.WithCPUProfileDuration(period),
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile),
 		profiler.WithTimeout(10*time.Second),
 		profiler.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),

@@ -23,6 +23,9 @@ type snapshot struct {
 	// CPUNanos is the child's user plus system CPU time: the whole process,
 	// profiler included.
 	CPUNanos int64
+	// Work counts the operations of the CPU-bound service (0 for the HTTP
+	// service, whose work is counted by the load generator).
+	Work int64
 }
 
 func takeSnapshot() snapshot {
@@ -37,12 +40,14 @@ func takeSnapshot() snapshot {
 		HeapSys:      ms.HeapSys,
 		Sys:          ms.Sys,
 		CPUNanos:     ru.Utime.Nano() + ru.Stime.Nano(),
+		Work:         cpuWork.Load(),
 	}
 }
 
 // childOptions are what the parent passes to a child on its command line.
 type childOptions struct {
 	setup      string
+	service    string
 	stubAddr   string
 	period     time.Duration
 	liveMB     int
@@ -57,7 +62,12 @@ func runChild(o childOptions) error {
 	if !ok {
 		return fmt.Errorf("-child %q: unknown configuration", o.setup)
 	}
-	svc := newService(o.liveMB, 2, o.hashRounds)
+	var svc http.Handler = http.NotFoundHandler()
+	if o.service == "cpu" {
+		startCPUService(o.liveMB, o.hashRounds)
+	} else {
+		svc = newService(o.liveMB, 2, o.hashRounds)
+	}
 	runtime.GC()
 
 	stop, err := st.start(o.stubAddr, o.period)

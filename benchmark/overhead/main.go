@@ -44,14 +44,22 @@ func main() {
 		period      = flag.Duration("period", 10*time.Second, "profiling period (window / upload rate) of every profiler")
 		workers     = flag.Int("workers", 16, "closed-loop load workers")
 		maxRequests = flag.Int64("max-requests", 5_000_000, "upper bound on requests per run")
-		liveMB      = flag.Int("live-mb", 48, "size of the service's retained cache, in MB")
-		hashRounds  = flag.Int("hash-rounds", 120, "512-byte payloads each request hashes (CPU work per request)")
-		configs     = flag.String("configs", "none,pprofotel,pprofotel-all,pyroscope,datadog", "comma-separated configurations to run, in order")
+		service     = flag.String("service", "http", "the service under test: http (loopback load) or cpu (two goroutines hashing and allocating, no I/O)")
+		liveMB      = flag.Int("live-mb", 0, "size of the service's retained cache, in MB (0: 48 for http, 64 for cpu)")
+		hashRounds  = flag.Int("hash-rounds", 120, "512-byte payloads each request (or cpu operation) hashes")
+		configs     = flag.String("configs", "none,floor,pprofotel-continuous,pprofotel-duty,pprofotel,datadog-default,pyroscope", "comma-separated configurations to run, in order")
 	)
 	flag.Parse()
+	if *service != "http" && *service != "cpu" {
+		fmt.Fprintf(os.Stderr, "overhead: -service %q: want http or cpu\n", *service)
+		os.Exit(2)
+	}
+	if *liveMB == 0 {
+		*liveMB = map[string]int{"http": 48, "cpu": 64}[*service]
+	}
 
 	if *child != "" {
-		err := runChild(childOptions{setup: *child, stubAddr: *stubAddr, period: *period, liveMB: *liveMB, hashRounds: *hashRounds})
+		err := runChild(childOptions{setup: *child, service: *service, stubAddr: *stubAddr, period: *period, liveMB: *liveMB, hashRounds: *hashRounds})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "overhead child:", err)
 			os.Exit(1)
@@ -69,6 +77,7 @@ func main() {
 	p := parent{
 		rounds: *rounds, duration: *duration, warmup: *warmup, period: *period,
 		workers: *workers, maxRequests: *maxRequests, liveMB: *liveMB, hashRounds: *hashRounds, names: names,
+		service: *service,
 	}
 	if err := p.run(); err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
@@ -81,6 +90,7 @@ type parent struct {
 	duration, warmup, period            time.Duration
 	maxRequests                         int64
 	names                               []string
+	service                             string
 	stub                                *stub
 	keys                                int
 	results                             map[string][]runResult
@@ -134,7 +144,7 @@ func (p *parent) run() error {
 }
 
 func (p *parent) runOne(exe, name string, round int) (runResult, error) {
-	cmd := exec.Command(exe, "-child", name, "-stub", p.stub.addr,
+	cmd := exec.Command(exe, "-child", name, "-service", p.service, "-stub", p.stub.addr,
 		"-period", p.period.String(), "-live-mb", fmt.Sprint(p.liveMB), "-hash-rounds", fmt.Sprint(p.hashRounds))
 	cmd.Env = childEnv()
 	var stderr bytes.Buffer
@@ -178,6 +188,9 @@ func (p *parent) runOne(exe, name string, round int) (runResult, error) {
 		return runResult{}, fmt.Errorf("child exited before serving: %s", stderr.String())
 	}
 
+	if p.service == "cpu" {
+		return p.measureCPUService(addr, round)
+	}
 	ctx := context.Background()
 	seed := uint64(round)
 	generateLoad(ctx, addr, p.workers, p.warmup, p.maxRequests, p.keys, seed)
@@ -211,6 +224,38 @@ func (p *parent) runOne(exe, name string, round int) (runResult, error) {
 		fmt.Fprintf(os.Stderr, "round %d %s: %d failed requests\n", round, name, r.Errors)
 	}
 	return r, nil
+}
+
+// measureCPUService measures the CPU-bound service, which needs no load:
+// its operations per second and the child's CPU time per operation.
+func (p *parent) measureCPUService(addr string, round int) (runResult, error) {
+	time.Sleep(p.warmup)
+	before, err := fetchSnapshot(addr)
+	if err != nil {
+		return runResult{}, err
+	}
+	p.stub.reset()
+	start := time.Now()
+	time.Sleep(p.duration)
+	after, err := fetchSnapshot(addr)
+	elapsed := time.Since(start)
+	if err != nil {
+		return runResult{}, err
+	}
+	ops := after.Work - before.Work
+	if ops <= 0 {
+		return runResult{}, errors.New("the CPU-bound service did no work")
+	}
+	return runResult{
+		Round:      round,
+		Throughput: float64(ops) / elapsed.Seconds(),
+		GCs:        after.NumGC - before.NumGC,
+		PauseNs:    after.PauseTotalNs - before.PauseTotalNs,
+		CPUPerReq:  time.Duration((after.CPUNanos - before.CPUNanos) / ops),
+		Uploads:    p.stub.uploads.Load(),
+		UploadKB:   float64(p.stub.bytes.Load()) / 1024,
+		HeapMB:     float64(after.HeapAlloc) / (1 << 20),
+	}, nil
 }
 
 func fetchSnapshot(addr string) (snapshot, error) {

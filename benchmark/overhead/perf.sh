@@ -5,18 +5,19 @@
 # CPU samples spent under profiler code (inclusive, "children" mode).
 # Go's CPU profiler cannot be used for this: every configuration but
 # "none" already runs it.
-# Usage: ./perf.sh CONFIG [seconds [percent-limit]]
-#   e.g. ./perf.sh pprofotel-all 15, or ./perf.sh pyroscope 60 0.01 for
+# Usage: ./perf.sh CONFIG [seconds [percent-limit [harness flags...]]]
+#   e.g. ./perf.sh pprofotel-continuous 15, or ./perf.sh pyroscope 60 0.01 for
 #   the smaller entries of a longer recording
 set -eu
 cd "$(dirname "$0")"
-cfg=${1:?configuration, e.g. pprofotel-all}
+cfg=${1:?configuration, e.g. pprofotel-continuous}
 secs=${2:-15}
 limit=${3:-0.05}
+shift $(($# < 3 ? $# : 3))
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go build -o "$dir/overhead" .
-"$dir/overhead" -configs "$cfg" -rounds 1 -warmup 3s -duration "$((secs + 5))s" >/dev/null 2>"$dir/err" &
+"$dir/overhead" "$@" -configs "$cfg" -rounds 1 -warmup 3s -duration "$((secs + 5))s" >/dev/null 2>"$dir/err" &
 harness=$!
 child=""
 for _ in $(seq 1 100); do

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	ddprofiler "github.com/DataDog/dd-trace-go/v2/profiler"
@@ -36,10 +37,13 @@ type setup struct {
 
 var setups = []setup{
 	{"none", "no profiler", startNone},
-	{"pprofotel", "pprofotel, defaults (cpu, heap, goroutine)", startPprofotelDefaults},
-	{"pprofotel-all", "pprofotel, all five types", startPprofotelAll},
+	{"floor", "runtime CPU profiler alone (the floor)", startFloor},
+	{"pprofotel", "pprofotel, defaults (cpu, heap, goroutine; CPU a sixth of each window)", startPprofotelDefaults},
+	{"pprofotel-continuous", "pprofotel, all five types, CPU continuous", startPprofotelAll},
+	{"pprofotel-duty", "pprofotel, all five types, default duty cycle (CPU a sixth of each window)", startPprofotelDuty},
 	{"pyroscope", "pyroscope-go, all five types", startPyroscope},
-	{"datadog", "dd-trace-go profiler, all five types", startDatadog},
+	{"datadog", "dd-trace-go profiler, all five types, CPU continuous", startDatadog},
+	{"datadog-default", "dd-trace-go profiler, defaults (cpu, heap; CPU a quarter of each period)", startDatadogDefaults},
 	{"pprofotel-offcpu", "pprofotel, defaults + offcpu (duty cycle 10 %)", startPprofotelOffCPU},
 	{"pprofotel-offcpu-100", "pprofotel, defaults + offcpu, duty cycle 100 %", startPprofotelOffCPUAlways},
 	{"fgprof", "fgprof (99 Hz wall-clock stacks of every goroutine), one profile per period", startFgprof},
@@ -55,6 +59,16 @@ func setupByName(name string) (setup, bool) {
 }
 
 func startNone(string, time.Duration) (func(), error) { return func() {}, nil }
+
+// startFloor runs the runtime's CPU profiler and nothing else, writing
+// nowhere: what every profiler that profiles CPU continuously pays at
+// least.
+func startFloor(string, time.Duration) (func(), error) {
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		return nil, err
+	}
+	return pprof.StopCPUProfile, nil
+}
 
 func startPprofotel(stubAddr string, period time.Duration, opts ...profiler.Option) (func(), error) {
 	opts = append([]profiler.Option{
@@ -78,10 +92,17 @@ func startPprofotelDefaults(stubAddr string, period time.Duration) (func(), erro
 	return startPprofotel(stubAddr, period)
 }
 
+// allTypes asks pprofotel for all five profile types.
+var allTypes = profiler.WithProfileTypes(
+	profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
+	profiler.MutexProfile, profiler.BlockProfile)
+
 func startPprofotelAll(stubAddr string, period time.Duration) (func(), error) {
-	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
-		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-		profiler.MutexProfile, profiler.BlockProfile))
+	return startPprofotel(stubAddr, period, allTypes, profiler.WithCPUProfileDuration(period))
+}
+
+func startPprofotelDuty(stubAddr string, period time.Duration) (func(), error) {
+	return startPprofotel(stubAddr, period, allTypes)
 }
 
 // startPprofotelOffCPU adds the off-CPU profile at its default duty
@@ -162,6 +183,25 @@ func startDatadog(stubAddr string, period time.Duration) (func(), error) {
 			ddprofiler.MutexProfile, ddprofiler.BlockProfile),
 		ddprofiler.MutexProfileFraction(mutexFraction),
 		ddprofiler.BlockProfileRate(blockRateNS),
+		ddprofiler.WithLogStartup(false),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return ddprofiler.Stop, nil
+}
+
+// startDatadogDefaults runs dd-trace-go's profiler at its defaults: CPU
+// and heap profiles, its default rates, and a CPU profile for a quarter
+// of each period (15 s of its 60 s). Only the period is the run's, with
+// the CPU duration scaled to keep that quarter: at its 60 s the CPU
+// profile of a run shorter than 15 s would cover all of it.
+func startDatadogDefaults(stubAddr string, period time.Duration) (func(), error) {
+	err := ddprofiler.Start(
+		ddprofiler.WithService("overhead-bench"),
+		ddprofiler.WithAgentAddr(stubAddr),
+		ddprofiler.WithPeriod(period),
+		ddprofiler.CPUDuration(period/4),
 		ddprofiler.WithLogStartup(false),
 	)
 	if err != nil {

@@ -103,3 +103,35 @@ func TestServiceWork(t *testing.T) {
 		})
 	}
 }
+
+func TestVerdict(t *testing.T) {
+	cpu := func(us ...float64) []runResult {
+		out := make([]runResult, len(us))
+		for i, u := range us {
+			out[i] = runResult{Round: i + 1, CPUPerReq: time.Duration(u * float64(time.Microsecond))}
+		}
+		return out
+	}
+	p := &parent{results: map[string][]runResult{
+		"none":                 cpu(100, 100, 100),
+		"floor":                cpu(110, 110, 110),
+		"pprofotel-continuous": cpu(111, 111, 111), // 1.009 × the floor
+		"pprofotel":            cpu(102, 101, 102), // 1.02 × none
+		"pprofotel-duty":       cpu(106, 104, 105), // 1.05 × none
+		"datadog-default":      cpu(103, 103, 103), // 1.03 × none
+	}}
+	var b strings.Builder
+	verdict(&b, p)
+	for _, want := range []string{
+		"pprofotel, defaults (cpu, heap, goroutine; CPU a sixth of each window), CPU over no profiler ≤ dd-trace-go's at its defaults: 1.020 × against 1.030 × — met.",
+		"default duty cycle (CPU a sixth of each window), CPU over no profiler ≤ dd-trace-go's at its defaults: 1.050 × against 1.030 × — not met.",
+		"pprofotel continuous, CPU ≤ 1.02 × the floor: 1.009 × (1.009–1.009) — met.",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("verdict lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "overlap") {
+		t.Errorf("disjoint ranges reported as overlapping:\n%s", b.String())
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -23,6 +24,18 @@ type Profile struct {
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
 	Data *pprofdecode.Profile
+	// Start and End are the part of the window the profile was recorded
+	// in, set when that is less than the window: the CPU profile under a
+	// duty cycle (Config.CPUDuration). Zero means the whole window.
+	Start, End time.Time
+}
+
+// Span returns the time range the profile covers within w.
+func (p Profile) Span(w Window) (start, end time.Time) {
+	if p.Start.IsZero() {
+		return w.Start, w.End
+	}
+	return p.Start, p.End
 }
 
 // Window is what the runtime recorded between Start and End.
@@ -102,6 +115,16 @@ type Collector struct {
 	cpuCur  int
 	// cpuOn tells whether the CPU profile currently records.
 	cpuOn bool
+	// The duty cycle: with cpuDuration > 0 the CPU profile records for
+	// cpuDuration of each period, from cpuAt on; cpuFrom is when the
+	// current recording started, and cpuData and cpuTo hold the recording
+	// that ended within the window, until Collect decodes it.
+	period, cpuDuration time.Duration
+	cpuOffset           func(max time.Duration) time.Duration
+	cpuAt, cpuFrom      time.Time
+	cpuTo               time.Time
+	cpuData             []byte
+	cpuPlanned          bool
 	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
 	// stretch of busy windows.
 	cpuBusyLogged bool
@@ -138,12 +161,21 @@ type Config struct {
 	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
 	// negative value sets no limit.
 	MaxGoroutines int
-	// Period is the length of a window, and Intervals the interval of
+	// Period is the length of a window. With Intervals, the interval of
 	// each profile whose descriptor has one, by name (missing: the
-	// descriptor's Default): together they say which windows read such a
-	// profile. A zero Period reads it every window.
+	// descriptor's Default), it says which windows read such a profile; a
+	// zero Period reads it every window.
 	Period    time.Duration
 	Intervals map[string]time.Duration
+	// CPUDuration is the part of the window the CPU profile records: a
+	// duty cycle. A CPUDuration of 0, or not less than Period, records the
+	// CPU profile through every window, back to back. Otherwise the
+	// recording starts at a random offset in each window (see CPUOffset)
+	// and the caller drives it: NextCPUChange says when to call ChangeCPU.
+	CPUDuration time.Duration
+	// CPUOffset returns where in the window the CPU profile starts, in
+	// [0, max]; nil draws it uniformly at random. Tests replace it.
+	CPUOffset func(max time.Duration) time.Duration
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -164,6 +196,15 @@ func New(cfg Config) (*Collector, error) {
 		reusable: make(map[string]*reusedProfile),
 
 		maxGoroutines: cfg.MaxGoroutines,
+
+		period:    cfg.Period,
+		cpuOffset: cfg.CPUOffset,
+	}
+	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Period {
+		c.cpuDuration = cfg.CPUDuration
+	}
+	if c.cpuOffset == nil {
+		c.cpuOffset = randomOffset
 	}
 	switch {
 	case c.maxGoroutines == 0:
@@ -242,7 +283,7 @@ func (c *Collector) Start(now time.Time) {
 		}
 	}
 	if c.enabled(CPU) {
-		c.startCPU()
+		c.planCPU(now)
 	}
 }
 
@@ -266,15 +307,16 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			p   *pprofdecode.Profile
 			err error
 		)
+		var from, to time.Time
 		if rec, ok := c.recorders[name]; ok {
 			p, err = rec.Collect(now, !next)
 			if !next {
 				delete(c.recorders, name)
 			}
 		} else if name == CPU {
-			p, err = c.cycleCPU(next)
+			p, from, to, err = c.cycleCPU(now, next)
 			if p == nil && err == nil {
-				continue // the CPU profiler was busy during this window
+				continue // no CPU profile recorded in this window
 			}
 		} else {
 			if name == Goroutine && c.tooManyGoroutines() {
@@ -300,45 +342,110 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 				continue
 			}
 		}
-		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p})
+		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p, Start: from, End: to})
 	}
 	c.windowStart = now
 	c.windows++
 	return w
 }
 
-// cycleCPU stops the running CPU profile, restarts it at once when next is
-// set, and decodes what was recorded. It returns nil, nil when no CPU
-// profile ran during the window.
-func (c *Collector) cycleCPU(next bool) (*pprofdecode.Profile, error) {
-	var data []byte
-	if c.cpuOn {
-		w := &c.cpuBufs[c.cpuCur]
-		c.cpuOn = false
-		c.cpuCur ^= 1
-		if w.claim() {
-			// Someone else stopped the profile: what it recorded is
-			// theirs, and the profiler may already be theirs again, so
-			// it is not stopped here.
-			c.stats.CPUSkipped.Add(1)
-			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
-		} else {
-			c.cpuProf.Stop()
-			data = w.bytes()
-		}
+// cycleCPU ends the window's CPU recording at now, plans (or, when
+// continuous, starts) the next window's when next is set, and decodes what
+// was recorded. It returns nil, nil when no CPU profile was recorded during
+// the window. Under a duty cycle it also returns the time range recorded;
+// a continuous profile covers the window, and from and to are zero.
+func (c *Collector) cycleCPU(now time.Time, next bool) (p *pprofdecode.Profile, from, to time.Time, err error) {
+	c.stopCPU(now)
+	data := c.cpuData
+	if c.cpuDuration > 0 {
+		from, to = c.cpuFrom, c.cpuTo
 	}
+	c.cpuData = nil
+	c.cpuPlanned = false
 	if next {
-		c.startCPU()
+		c.planCPU(now)
 	}
 	if data == nil {
-		return nil, nil
+		return nil, time.Time{}, time.Time{}, nil
 	}
-	return c.decoder.Decode(data)
+	p, err = c.decoder.Decode(data)
+	return p, from, to, err
 }
 
-// startCPU starts recording into the current CPU buffer. When another user holds the CPU
-// profiler the window goes without CPU data; the next window tries again.
-func (c *Collector) startCPU() {
+// planCPU decides when the CPU profile records in the window that starts
+// at windowStart, and starts it at once when that is now. The offset is
+// random in each window, so that work that recurs with the period, or
+// with any fixed phase to the windows, is not always missed, nor always
+// caught.
+func (c *Collector) planCPU(windowStart time.Time) {
+	c.cpuAt = windowStart
+	if c.cpuDuration > 0 {
+		c.cpuAt = windowStart.Add(min(max(c.cpuOffset(c.period-c.cpuDuration), 0), c.period-c.cpuDuration))
+	}
+	if c.cpuAt.After(windowStart) {
+		c.cpuPlanned = true
+		return
+	}
+	c.startCPU(windowStart)
+}
+
+// NextCPUChange returns when ChangeCPU must next be called to start or stop
+// the CPU profile of the duty cycle, and false when nothing changes before
+// the window ends: the CPU profile is continuous, or already recorded in
+// this window.
+func (c *Collector) NextCPUChange() (time.Time, bool) {
+	switch {
+	case c.cpuDuration == 0:
+		return time.Time{}, false
+	case c.cpuOn:
+		return c.cpuFrom.Add(c.cpuDuration), true
+	case c.cpuPlanned:
+		return c.cpuAt, true
+	}
+	return time.Time{}, false
+}
+
+// ChangeCPU starts or stops the CPU profile of the duty cycle, as
+// NextCPUChange planned, when now is at or past that time; earlier calls do
+// nothing.
+func (c *Collector) ChangeCPU(now time.Time) {
+	at, ok := c.NextCPUChange()
+	if !ok || now.Before(at) {
+		return
+	}
+	if c.cpuOn {
+		c.stopCPU(now)
+		return
+	}
+	c.cpuPlanned = false
+	c.startCPU(now)
+}
+
+// stopCPU ends the CPU recording at now and keeps what it recorded for
+// the window's Collect.
+func (c *Collector) stopCPU(now time.Time) {
+	if !c.cpuOn {
+		return
+	}
+	w := &c.cpuBufs[c.cpuCur]
+	c.cpuOn = false
+	c.cpuCur ^= 1
+	if w.claim() {
+		// Someone else stopped the profile: what it recorded is
+		// theirs, and the profiler may already be theirs again, so
+		// it is not stopped here.
+		c.stats.CPUSkipped.Add(1)
+		c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
+		return
+	}
+	c.cpuProf.Stop()
+	c.cpuData, c.cpuTo = w.bytes(), now
+}
+
+// startCPU starts recording into the current CPU buffer at now. When
+// another user holds the CPU profiler the window goes without CPU data;
+// the next window tries again.
+func (c *Collector) startCPU(now time.Time) {
 	buf := &c.cpuBufs[c.cpuCur]
 	buf.reset()
 	if err := c.cpuProf.Start(buf); err != nil {
@@ -354,7 +461,15 @@ func (c *Collector) startCPU() {
 		c.logger.Info("pprofotel: CPU profiling resumed")
 		c.cpuBusyLogged = false
 	}
-	c.cpuOn = true
+	c.cpuOn, c.cpuFrom = true, now
+}
+
+// randomOffset draws an offset uniformly from [0, max].
+func randomOffset(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return rand.N(max + 1)
 }
 
 // tooManyGoroutines reports whether more goroutines run than the goroutine

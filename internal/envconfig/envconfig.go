@@ -139,9 +139,15 @@ func (r *Reader) BoolDefaultTrue(name string) bool {
 // PositiveInt reads name as an integer greater than zero; want says what
 // a valid value is.
 func (r *Reader) PositiveInt(name, want string) (int, bool) {
+	return r.IntAtLeast(name, 1, want)
+}
+
+// IntAtLeast reads name as an integer no less than least; want says what
+// a valid value is.
+func (r *Reader) IntAtLeast(name string, least int, want string) (int, bool) {
 	return firstValid(r, []string{name}, func(v string) (int, error) {
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
+		if err != nil || n < least {
 			return 0, errors.New(want)
 		}
 		return n, nil

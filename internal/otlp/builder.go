@@ -26,6 +26,10 @@ type Input struct {
 	// Profile is the decoded profile, with deltas already applied to
 	// cumulative sample types. A nil Profile yields an empty scope.
 	Profile *pprofdecode.Profile
+	// Start and End are the time range the profile covers when it is
+	// less than the window (a CPU profile under a duty cycle); zero
+	// means the window's.
+	Start, End time.Time
 }
 
 // Option configures a Builder.
@@ -124,15 +128,13 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 		Resource:      b.resource,
 		ScopeProfiles: make([]*profilespb.ScopeProfiles, 0, len(inputs)),
 	}
-	// Wall-clock nanoseconds on both ends, not the monotonic difference:
-	// consecutive windows share a boundary, and time_unix_nano+duration_nano
-	// of one must equal time_unix_nano of the next to the nanosecond.
-	win := window{time: uint64(start.UnixNano())}
-	if d := end.UnixNano() - start.UnixNano(); d > 0 {
-		win.duration = uint64(d)
-	}
+	win := spanOf(start, end)
 	for _, in := range inputs {
-		rp.ScopeProfiles = append(rp.ScopeProfiles, b.scopeProfiles(in, win))
+		span := win
+		if !in.Start.IsZero() {
+			span = spanOf(in.Start, in.End)
+		}
+		rp.ScopeProfiles = append(rp.ScopeProfiles, b.scopeProfiles(in, span))
 	}
 	// The attribute lists point into the request's memory; the Builder must
 	// not keep the request alive until the next Build, nor the strings of
@@ -147,6 +149,18 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 
 type window struct {
 	time, duration uint64
+}
+
+// spanOf returns the time range [start, end) as a Profile states it. It
+// takes wall-clock nanoseconds on both ends, not the monotonic difference:
+// consecutive windows share a boundary, and time_unix_nano+duration_nano
+// of one must equal time_unix_nano of the next to the nanosecond.
+func spanOf(start, end time.Time) window {
+	w := window{time: uint64(start.UnixNano())}
+	if d := end.UnixNano() - start.UnixNano(); d > 0 {
+		w.duration = uint64(d)
+	}
+	return w
 }
 
 func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles {

@@ -630,3 +630,24 @@ func TestBuildTimedSamples(t *testing.T) {
 		t.Errorf("samples\n got %v\nwant %v", samples, want)
 	}
 }
+
+// TestBuildProfileSpan gives one input a time range of its own, as the CPU
+// profile has under a duty cycle: its Profiles state that range, the
+// others the window.
+func TestBuildProfileSpan(t *testing.T) {
+	inputs := otlptest.FixtureInputs()
+	from, to := windowStart.Add(3*time.Second), windowStart.Add(4500*time.Millisecond)
+	inputs[0].Start, inputs[0].End = from, to
+	req := newTestBuilder().Build(windowStart, windowEnd, inputs)
+	for i, sp := range req.ResourceProfiles[0].ScopeProfiles {
+		wantTime, wantDuration := uint64(windowStart.UnixNano()), uint64(10*time.Second)
+		if i == 0 {
+			wantTime, wantDuration = uint64(from.UnixNano()), uint64(1500*time.Millisecond)
+		}
+		for _, p := range sp.Profiles {
+			if p.TimeUnixNano != wantTime || p.DurationNano != wantDuration {
+				t.Errorf("%s: time = %d+%d, want %d+%d", inputs[i].Name, p.TimeUnixNano, p.DurationNano, wantTime, wantDuration)
+			}
+		}
+	}
+}

@@ -21,7 +21,9 @@
 // profiling.data.total.frame.count, and a string body: the standard base64
 // of the gzipped profile.proto.
 //
-// The record's time is the window's midpoint, the same instant as the
+// The record's time is the midpoint of the time its profile covers (the
+// window, or the part of it a CPU profile under a duty cycle recorded,
+// collect.Profile.Span), the same instant as the
 // samples' source.event.time; its observed time is the window's end, when
 // the profiler read the runtime's data.
 //
@@ -53,8 +55,8 @@
 //
 // Every sample carries these labels:
 //
-//   - source.event.time (int64): the window's midpoint in Unix
-//     milliseconds, the same for every sample of a window. The runtime
+//   - source.event.time (int64): the midpoint of the record's time range
+//     in Unix milliseconds, the same for every sample of a record. The runtime
 //     does not timestamp CPU samples, only the window they fall in; the
 //     midpoint is the estimate that is never off by more than half a
 //     window, where the start or the end can be off by a whole window. The

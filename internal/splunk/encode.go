@@ -87,14 +87,12 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 	if e.memDepth <= 0 {
 		e.memDepth = DefaultMemoryStackDepth
 	}
-	e.eventTime = w.End
-	if !w.Start.IsZero() && w.Start.Before(w.End) {
-		e.eventTime = w.Start.Add(w.End.Sub(w.Start) / 2)
-	}
-
 	var records []*logspb.LogRecord
 	if p := find(w, collect.CPU); p != nil {
-		r, err := e.cpu(p)
+		// Under a duty cycle the CPU profile covers only part of the
+		// window, and says which.
+		e.span(p.Span(w))
+		r, err := e.cpu(p.Data)
 		if err != nil {
 			return nil, fmt.Errorf("splunk: cpu profile: %w", err)
 		}
@@ -103,7 +101,8 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 		}
 	}
 	if p := find(w, collect.Heap); p != nil && opts.Memory {
-		r, err := e.allocation(p)
+		e.span(w.Start, w.End)
+		r, err := e.allocation(p.Data)
 		if err != nil {
 			return nil, fmt.Errorf("splunk: heap profile: %w", err)
 		}
@@ -125,10 +124,10 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 	}, nil
 }
 
-func find(w collect.Window, name string) *pprofdecode.Profile {
-	for _, p := range w.Profiles {
+func find(w collect.Window, name string) *collect.Profile {
+	for i, p := range w.Profiles {
 		if p.Name == name && p.Data != nil {
-			return p.Data
+			return &w.Profiles[i]
 		}
 	}
 	return nil
@@ -136,10 +135,22 @@ func find(w collect.Window, name string) *pprofdecode.Profile {
 
 // encoder builds the records of one window.
 type encoder struct {
-	window    collect.Window
-	eventTime time.Time
-	memDepth  int
-	labels    []label
+	window collect.Window
+	// start and end are the time range of the profile being encoded, and
+	// eventTime its midpoint.
+	start, end time.Time
+	eventTime  time.Time
+	memDepth   int
+	labels     []label
+}
+
+// span sets the time range of the profile encoded next.
+func (e *encoder) span(start, end time.Time) {
+	e.start, e.end = start, end
+	e.eventTime = end
+	if !start.IsZero() && start.Before(end) {
+		e.eventTime = start.Add(end.Sub(start) / 2)
+	}
 }
 
 // cpu builds the cpu record. The runtime aggregates the samples of a stack
@@ -269,8 +280,8 @@ func (e *encoder) sampleLabels(s *pprofdecode.Sample, periodMs int64, truncated 
 // record finishes w's profile and wraps it in a log record.
 func (e *encoder) record(dataType string, w *pprofWriter, periodType pprofdecode.ValueType, period int64, defaultType string, frames int64) (*logspb.LogRecord, error) {
 	data := w.finish(header{
-		timeNanos:         e.window.Start.UnixNano(),
-		durationNanos:     int64(e.window.End.Sub(e.window.Start)),
+		timeNanos:         e.start.UnixNano(),
+		durationNanos:     int64(e.end.Sub(e.start)),
 		periodType:        periodType,
 		period:            period,
 		defaultSampleType: defaultType,

@@ -350,3 +350,45 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	}
 }
+
+// TestEncodeCPUSpan encodes a window whose CPU profile covers only part of
+// it, as under a duty cycle: the cpu record's time, its samples'
+// source.event.time and its pprof body's time and duration are that part's,
+// the allocation record's are the window's.
+func TestEncodeCPUSpan(t *testing.T) {
+	from, to := windowStart.Add(2*time.Second), windowStart.Add(4*time.Second)
+	w := handWindow(
+		collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to},
+		collect.Profile{Name: collect.Heap, Data: handHeap()},
+	)
+	req, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := records(t, req)
+	for _, tt := range []struct {
+		typ        string
+		start, end time.Time
+	}{
+		{DataTypeCPU, from, to},
+		{DataTypeAllocation, windowStart, windowEnd},
+	} {
+		r := recs[tt.typ]
+		if r == nil {
+			t.Fatalf("no %s record", tt.typ)
+		}
+		mid := tt.start.Add(tt.end.Sub(tt.start) / 2)
+		if r.TimeUnixNano != uint64(mid.UnixNano()) || r.ObservedTimeUnixNano != uint64(windowEnd.UnixNano()) {
+			t.Errorf("%s: time %d observed %d, want %d and the window's end", tt.typ, r.TimeUnixNano, r.ObservedTimeUnixNano, mid.UnixNano())
+		}
+		p := decodeBody(t, r)
+		if p.TimeNanos != tt.start.UnixNano() || p.DurationNanos != int64(tt.end.Sub(tt.start)) {
+			t.Errorf("%s: pprof time %d duration %d, want %d and %d", tt.typ, p.TimeNanos, p.DurationNanos, tt.start.UnixNano(), tt.end.Sub(tt.start))
+		}
+		for _, s := range p.Sample {
+			if got := s.NumLabel["source.event.time"]; len(got) != 1 || got[0] != mid.UnixMilli() {
+				t.Errorf("%s: source.event.time %v, want %d", tt.typ, got, mid.UnixMilli())
+			}
+		}
+	}
+}

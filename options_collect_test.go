@@ -1,0 +1,160 @@
+package profiler
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/pprofotel/profiler/internal/collect"
+)
+
+// TestCollectSettings resolves the collection settings from options,
+// variables and defaults.
+func TestCollectSettings(t *testing.T) {
+	maxGoroutines := func(c *config) any { return c.maxGoroutines }
+	cpuDuration := func(c *config) any { return c.cpuDuration }
+	tests := []struct {
+		name string
+		opts []Option
+		env  map[string]string
+		got  func(*config) any
+		want any
+	}{
+		{"goroutines: default", nil, nil, maxGoroutines, collect.DefaultMaxGoroutines},
+		{"goroutines: variable", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, maxGoroutines, 500},
+		{"goroutines: variable 0 is no limit", nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "0"}, maxGoroutines, 0},
+		{"goroutines: option", []Option{WithMaxGoroutines(20_000)}, nil, maxGoroutines, 20_000},
+		{"goroutines: option 0 is no limit", []Option{WithMaxGoroutines(0)}, nil, maxGoroutines, 0},
+		{"goroutines: option wins", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, maxGoroutines, 7},
+		// The option shadows the variable, which is then not validated.
+		{"goroutines: option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, maxGoroutines, 7},
+
+		{"cpu: default, a sixth of the period", nil, nil, cpuDuration, 10 * time.Second},
+		{"cpu: default follows the period", []Option{WithPeriod(30 * time.Second)}, nil, cpuDuration, 5 * time.Second},
+		{"cpu: default follows PPROFOTEL_PERIOD", nil, map[string]string{"PPROFOTEL_PERIOD": "12s"}, cpuDuration, 2 * time.Second},
+		{"cpu: default follows the Splunk window", nil, map[string]string{"SPLUNK_PROFILER_ENABLED": "true"}, cpuDuration, 10 * time.Second / 6},
+		{"cpu: variable", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, cpuDuration, 15 * time.Second},
+		{"cpu: variable equal to the period", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "60s"}, cpuDuration, time.Minute},
+		{"cpu: option", []Option{WithCPUProfileDuration(20 * time.Second)}, nil, cpuDuration, 20 * time.Second},
+		{"cpu: option wins", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, cpuDuration, time.Second},
+		{"cpu: option shadows an invalid variable", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "x"}, cpuDuration, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.got(mustConfig(t, tt.opts, tt.env)); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCollectSettingsErrors: an invalid option fails Start, naming it and
+// its value; an invalid variable is warned about, naming it and its value,
+// and ignored.
+func TestCollectSettingsErrors(t *testing.T) {
+	tests := []struct {
+		opts []Option
+		env  map[string]string
+		want string
+	}{
+		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
+		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
+		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
+		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(2 * time.Minute)}, nil, "profiler: WithCPUProfileDuration(2m0s): CPU profile duration must not exceed the period (1m0s)"},
+		{[]Option{WithCPUProfileDuration(20 * time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "10s"},
+			"profiler: WithCPUProfileDuration(20s): CPU profile duration must not exceed the period (10s)"},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "90s"}, `profiler: PPROFOTEL_CPU_DURATION="90s": CPU profile duration must not exceed the period (1m0s)`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "0s"}, `profiler: PPROFOTEL_CPU_DURATION="0s": CPU profile duration must be positive`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "10"}, `profiler: PPROFOTEL_CPU_DURATION="10": time: missing unit in duration "10"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			c, err := newConfig(tt.opts, envOf(tt.env))
+			if tt.opts != nil {
+				// An invalid option fails Start.
+				if err == nil || err.Error() != tt.want {
+					t.Errorf("error = %v, want %q", err, tt.want)
+				}
+				return
+			}
+			// An invalid variable is warned about and ignored.
+			if err != nil {
+				t.Fatalf("error = %v, want a warning %q", err, tt.want)
+			}
+			if len(c.warnings) != 1 || c.warnings[0].Error() != tt.want+"; ignored" {
+				t.Errorf("warnings = %v, want [%q]", c.warnings, tt.want+"; ignored")
+			}
+			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.period/defaultCPUShare {
+				t.Errorf("max goroutines %d, CPU duration %v: want the defaults", c.maxGoroutines, c.cpuDuration)
+			}
+		})
+	}
+}
+
+// TestGoroutineProfilesSkipped runs the profiler with the goroutine limit
+// below the number of running goroutines, and with no limit: the first
+// skips every goroutine profile and counts it in Stats and in the metric,
+// the second skips none.
+func TestGoroutineProfilesSkipped(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		limit       int
+		wantSkipped bool
+	}{
+		{"limit below the goroutines", 1, true},
+		{"no limit", 0, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newReceiver()
+			endpoint := startReceiver(t, "http", r)
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			defer mp.Shutdown(context.Background())
+			p, err := Start(WithEndpointURL(endpoint+"/v1development/profiles"),
+				WithProfileTypes(GoroutineProfile, HeapProfile), WithPeriod(10*time.Millisecond),
+				WithMaxGoroutines(tt.limit), WithMeterProvider(mp), WithLogger(slog.New(slog.DiscardHandler)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			poll(t, "three windows exported", func() bool { return p.Stats().WindowsExported >= 3 })
+			before := p.Stats().GoroutineProfilesSkipped
+			metrics, units := readMetrics(t, reader)
+			after := p.Stats().GoroutineProfilesSkipped
+			if err := p.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if units[metricGoroutineSkipped] != "{window}" {
+				t.Errorf("%s: unit %q, want {window}", metricGoroutineSkipped, units[metricGoroutineSkipped])
+			}
+			if v := metrics[metricGoroutineSkipped]; v < float64(before) || v > float64(after) {
+				t.Errorf("%s = %v, Stats said %d then %d", metricGoroutineSkipped, v, before, after)
+			}
+			s := p.Stats()
+			var withGoroutines int
+			r.mu.Lock()
+			for _, req := range r.requests {
+				if slices.Contains(scopeNames(req), "goroutine") {
+					withGoroutines++
+				}
+			}
+			n := int64(len(r.requests))
+			r.mu.Unlock()
+			if tt.wantSkipped {
+				// Every window was collected above the limit.
+				if s.GoroutineProfilesSkipped != s.WindowsCollected || withGoroutines != 0 {
+					t.Errorf("skipped %d of %d windows' goroutine profiles, %d sent; want all skipped",
+						s.GoroutineProfilesSkipped, s.WindowsCollected, withGoroutines)
+				}
+			} else if s.GoroutineProfilesSkipped != 0 || int64(withGoroutines) != n {
+				t.Errorf("skipped %d goroutine profiles, %d of %d requests hold one; want none skipped",
+					s.GoroutineProfilesSkipped, withGoroutines, n)
+			}
+		})
+	}
+}
