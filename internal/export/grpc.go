@@ -32,6 +32,9 @@ type grpcConn struct {
 	timeout   time.Duration
 	onPartial func(int64, string)
 	shutdown  atomic.Bool
+	// handshake is the outcome of the connection's latest TLS handshake,
+	// which a failed call's text may report.
+	handshake handshakeOutcome
 }
 
 // grpcExporter calls ProfilesService/Export.
@@ -121,7 +124,12 @@ func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds := credentials.NewTLS(tlsConfig)
+	c := &grpcConn{
+		headers:   headers,
+		timeout:   cfg.Timeout,
+		onPartial: cfg.OnPartialSuccess,
+	}
+	var creds credentials.TransportCredentials = newVerdictCreds(tlsConfig, &c.handshake)
 	if cfg.Insecure {
 		creds = insecure.NewCredentials()
 	}
@@ -143,12 +151,8 @@ func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("otlp endpoint %q: %w", cfg.Endpoint, err)
 	}
-	return &grpcConn{
-		conn:      conn,
-		headers:   headers,
-		timeout:   cfg.Timeout,
-		onPartial: cfg.OnPartialSuccess,
-	}, nil
+	c.conn = conn
+	return c, nil
 }
 
 // grpcMetadata turns headers into metadata pairs, rejecting what gRPC would
@@ -212,7 +216,11 @@ func (c *grpcConn) call(ctx context.Context, invoke func(context.Context) (rejec
 			// time out all the same.
 			ctxErr = context.DeadlineExceeded
 		}
-		return &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctxErr}
+		ee := &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctxErr}
+		if st.Code() == codes.Unavailable {
+			ee.handshakeErr = c.handshake.cause(st.Message())
+		}
+		return ee
 	}
 	reportPartialSuccess(c.onPartial, rejected, message)
 	return nil

@@ -132,21 +132,26 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 // connection pool, so that Shutdown closes only this exporter's connections,
 // and a bound on response headers.
 func newTransport(tlsConfig *tls.Config) *http.Transport {
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
+	dialer := &net.Dialer{
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}
+	t := &http.Transport{
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dialer.DialContext,
 		TLSClientConfig:        tlsConfig,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           4,
 		MaxIdleConnsPerHost:    2,
 		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
+		TLSHandshakeTimeout:    handshakeTimeout,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
+	// Direct https connections are dialled by tlsDialer, which waits for
+	// a TLS 1.3 server's verdict on our certificate (see handshake.go).
+	t.DialTLSContext = (&tlsDialer{dialer: dialer, transport: t}).DialTLSContext
+	return t
 }
 
 // Export makes one POST. A failure status or a failed round trip returns an
