@@ -103,6 +103,9 @@ func (c *recordConn) endRecord() {
 // asks a server for session tickets only when it has a cache, and the
 // ticket is the verdict of a server that accepts us.
 func verdictConfig(cfg *tls.Config, asked *atomic.Bool) *tls.Config {
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
 	c := cfg.Clone()
 	get, certs := cfg.GetClientCertificate, cfg.Certificates
 	c.GetClientCertificate = func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
