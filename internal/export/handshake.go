@@ -134,7 +134,7 @@ func (noResumption) Get(string) (*tls.ClientSessionState, bool) { return nil, fa
 func (noResumption) Put(string, *tls.ClientSessionState)        {}
 
 // verdictWait is how long to wait for a server's verdict after a handshake
-// that took took. An HTTP/2 server must speak first, so its verdict comes
+// that lasted took. An HTTP/2 server must speak first, so its verdict comes
 // without a bound but the context's; a server that may stay silent until
 // asked is given twice the handshake's time (in which its first flight
 // came, signed and verified), and at least minSilentWait.
