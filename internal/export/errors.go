@@ -42,6 +42,9 @@ type ExportError struct {
 	// response with a failure status.
 	Err error
 
+	// handshakeErr is the error of the TLS handshake that a failed gRPC
+	// call reports as text: gRPC does not keep the error itself.
+	handshakeErr error
 	// ctxErr is the attempt context's error when it had expired, so that
 	// errors.Is(err, context.DeadlineExceeded) holds for both transports.
 	ctxErr error
@@ -77,6 +80,9 @@ func (e *ExportError) Unwrap() []error {
 	if e.Err != nil {
 		errs = append(errs, e.Err)
 	}
+	if e.handshakeErr != nil {
+		errs = append(errs, e.handshakeErr)
+	}
 	if e.ctxErr != nil {
 		errs = append(errs, e.ctxErr)
 	}
@@ -94,7 +100,7 @@ func (e *ExportError) Unwrap() []error {
 // server refuses would meet the same refusal on the next attempt, so on both
 // transports they are permanent. Everything else is permanent.
 func (e *ExportError) Retryable() (bool, time.Duration) {
-	if isCertificateError(e.Err) {
+	if isCertificateError(e.Err) || isCertificateError(e.handshakeErr) {
 		return false, 0
 	}
 	switch {
@@ -178,13 +184,13 @@ func parseRetryAfter(v string, received time.Time) time.Duration {
 // attempt too: our verification of the server's certificate, or the
 // server's refusal of the handshake or of our certificate.
 //
-// net/http keeps the error chain, so the verification errors are found by
-// type. A peer's refusal reaches us as an alert, whose type crypto/tls does
-// not export, inside a *net.OpError with Op "remote error". gRPC turns a
-// failed connection into an UNAVAILABLE status holding only the text, in
-// which its own words "authentication handshake failed" mark a failed TLS
-// handshake, and in which an alert read after the handshake (TLS 1.3
-// servers verify the client's certificate then) keeps the alert's text.
+// net/http keeps the error chain, and the gRPC exporter finds its
+// handshake's error (handshakeOutcome), so the verification errors are
+// found by type. A peer's refusal reaches us as an alert, whose type
+// crypto/tls does not export, inside a *net.OpError with Op "remote
+// error". Under TLS 1.3 a server verifies our certificate after our
+// handshake has completed; the dialers wait for its verdict (handshake.go)
+// so that its alert, not a reset connection, is what a refusal returns.
 func isCertificateError(err error) bool {
 	if err == nil {
 		return false
@@ -198,19 +204,7 @@ func isCertificateError(err error) bool {
 		return true
 	}
 	var oerr *net.OpError
-	if errors.As(err, &oerr) && oerr.Op == "remote error" && oerr.Err != nil && refusalAlert(oerr.Err.Error()) {
-		return true
-	}
-	if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
-		msg := st.Message()
-		if strings.Contains(msg, "authentication handshake failed") {
-			return true
-		}
-		if _, alert, ok := strings.Cut(msg, "remote error: "); ok && refusalAlert(strings.TrimRight(alert, `"`)) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &oerr) && oerr.Op == "remote error" && oerr.Err != nil && refusalAlert(oerr.Err.Error())
 }
 
 // refusalAlert reports the text of a TLS alert by which a peer refuses the

@@ -38,6 +38,9 @@ type grpcConn struct {
 	timeout   time.Duration
 	onPartial func(int64, string)
 	shutdown  atomic.Bool
+	// handshake is the outcome of the connection's latest TLS handshake,
+	// which a failed call's text may report.
+	handshake handshakeOutcome
 }
 
 // grpcExporter calls ProfilesService/Export.
@@ -143,7 +146,7 @@ func newGRPCConn(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcConn, error) {
 	if err := CheckGRPCEndpoint(cfg.Endpoint); err != nil {
 		return nil, err
 	}
-	creds := credentials.NewTLS(tlsConfig)
+	var creds credentials.TransportCredentials = newVerdictCreds(tlsConfig, &c.handshake)
 	if cfg.Insecure {
 		creds = insecure.NewCredentials()
 	}
@@ -218,7 +221,11 @@ func (c *grpcConn) call(ctx context.Context, invoke func(context.Context) (rejec
 			// time out all the same.
 			ctxErr = context.DeadlineExceeded
 		}
-		return &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctxErr}
+		ee := &ExportError{Protocol: ProtocolGRPC, Status: st, Err: err, ctxErr: ctxErr}
+		if st.Code() == codes.Unavailable {
+			ee.handshakeErr = c.handshake.cause(st.Message())
+		}
+		return ee
 	}
 	reportPartialSuccess(c.onPartial, rejected, message)
 	return nil

@@ -146,21 +146,26 @@ func newTransport(tlsConfig *tls.Config, proxy func(*http.Request) (*url.URL, er
 	if proxy == nil {
 		proxy = http.ProxyFromEnvironment
 	}
-	return &http.Transport{
-		Proxy: proxy,
-		DialContext: (&net.Dialer{
-			Timeout:   30 * time.Second,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
+	dialer := &net.Dialer{
+		Timeout:   30 * time.Second,
+		KeepAlive: 30 * time.Second,
+	}
+	t := &http.Transport{
+		Proxy:                  proxy,
+		DialContext:            dialer.DialContext,
 		TLSClientConfig:        tlsConfig,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           4,
 		MaxIdleConnsPerHost:    2,
 		IdleConnTimeout:        90 * time.Second,
-		TLSHandshakeTimeout:    10 * time.Second,
+		TLSHandshakeTimeout:    handshakeTimeout,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: maxResponseHeaderBytes,
 	}
+	// Direct https connections are dialled by tlsDialer, which waits for
+	// a TLS 1.3 server's verdict on our certificate (see handshake.go).
+	t.DialTLSContext = (&tlsDialer{dialer: dialer, transport: t}).DialTLSContext
+	return t
 }
 
 // Export makes one POST. A failure status or a failed round trip returns an
