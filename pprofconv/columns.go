@@ -36,16 +36,11 @@ var snapshotTypes = map[string]map[string]bool{
 }
 
 // sentType returns what an OTLP Profile of runtime profile name with the
-// given sample and period types stands for, as the profiler's table of
-// sample types (otlpattr.SampleTypes) says; a pair the table does not know
-// stands for itself.
+// given sample and period types stands for (otlpattr.Received).
 func sentType(name string, sample, period pprof.ValueType) otlpattr.SampleType {
-	s := otlpattr.ValueType{Type: sample.Type, Unit: sample.Unit}
-	p := otlpattr.ValueType{Type: period.Type, Unit: period.Unit}
-	if st, ok := otlpattr.PprofSampleType(s, p); ok && st.Profile == name {
-		return st
-	}
-	return otlpattr.SampleType{Profile: name, Pprof: s, PprofPeriod: p, Sample: s, Period: p}
+	return otlpattr.Received(name,
+		otlpattr.ValueType{Type: sample.Type, Unit: sample.Unit},
+		otlpattr.ValueType{Type: period.Type, Unit: period.Unit})
 }
 
 // columns maps the OTLP Profiles of a scope to the sample types of the pprof

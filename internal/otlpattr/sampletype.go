@@ -114,6 +114,18 @@ func PprofSampleType(sample, period ValueType) (SampleType, bool) {
 	return SampleType{}, false
 }
 
+// Received returns what an OTLP Profile of runtime profile name with the
+// given sample_type and period_type stands for: its entry of SampleTypes,
+// or, for a pair the table does not know or one of another profile, an
+// entry of name that keeps the Profile's types. An empty name matches the
+// entry of any profile.
+func Received(name string, sample, period ValueType) SampleType {
+	if st, ok := PprofSampleType(sample, period); ok && (name == "" || st.Profile == name) {
+		return st
+	}
+	return SampleType{Profile: name, Pprof: sample, PprofPeriod: period, Sample: sample, Period: period}
+}
+
 // Unsent returns the entries of SampleTypes that a scope whose Profiles
 // stand for the entries sent did not send because one of them gives them:
 // their ScaledFrom is the Pprof type of an entry of sent of the same

@@ -20,3 +20,28 @@ func TestSampleTypesAreDistinct(t *testing.T) {
 		t.Errorf("Unsent(both CPU types) = %v, want none", got)
 	}
 }
+
+// TestReceived checks what a Profile's types stand for: the table's entry
+// of its profile, or its own types for a pair the table does not know or
+// one sent under another profile's name.
+func TestReceived(t *testing.T) {
+	mutexDelay := ValueType{"mutex_delay", "nanoseconds"}
+	mutexPeriod := ValueType{"mutex_contentions", "count"}
+	other := ValueType{"wall", "nanoseconds"}
+	for _, tt := range []struct {
+		name           string
+		sample, period ValueType
+		wantPprof      ValueType
+		wantProfile    string
+	}{
+		{"mutex", mutexDelay, mutexPeriod, ValueType{"delay", "nanoseconds"}, "mutex"},
+		{"", mutexDelay, mutexPeriod, ValueType{"delay", "nanoseconds"}, "mutex"},
+		{"block", mutexDelay, mutexPeriod, mutexDelay, "block"},
+		{"wall", other, other, other, "wall"},
+	} {
+		got := Received(tt.name, tt.sample, tt.period)
+		if got.Pprof != tt.wantPprof || got.Profile != tt.wantProfile {
+			t.Errorf("Received(%q, %v, %v) = %+v, want pprof type %v of %q", tt.name, tt.sample, tt.period, got, tt.wantPprof, tt.wantProfile)
+		}
+	}
+}

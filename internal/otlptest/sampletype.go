@@ -5,9 +5,8 @@ import (
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 )
 
-// pprofSampleType returns the entry of otlpattr.SampleTypes that sent prof, or,
-// for a Profile the table does not know, an entry that keeps its types. Out
-// of range string indices read as "".
+// pprofSampleType returns what prof stands for (otlpattr.Received), its
+// types read from d. Out of range string indices read as "".
 func pprofSampleType(d *profilespb.ProfilesDictionary, prof *profilespb.Profile) otlpattr.SampleType {
 	str := func(i int32) string {
 		if i < 0 || int(i) >= len(d.GetStringTable()) {
@@ -18,9 +17,6 @@ func pprofSampleType(d *profilespb.ProfilesDictionary, prof *profilespb.Profile)
 	vt := func(v *profilespb.ValueType) otlpattr.ValueType {
 		return otlpattr.ValueType{Type: str(v.GetTypeStrindex()), Unit: str(v.GetUnitStrindex())}
 	}
-	sample, period := vt(prof.GetSampleType()), vt(prof.GetPeriodType())
-	if st, ok := otlpattr.PprofSampleType(sample, period); ok {
-		return st
-	}
-	return otlpattr.SampleType{Pprof: sample, PprofPeriod: period, Sample: sample, Period: period}
+	// Any profile's entry: the validator checks the scope's name apart.
+	return otlpattr.Received("", vt(prof.GetSampleType()), vt(prof.GetPeriodType()))
 }
