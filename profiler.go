@@ -275,13 +275,16 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 	}
 	collected := time.Now()
 	p.countLeaks(w)
+	// Counted before the queue can export it, so that Stats never shows
+	// more windows exported than collected; a window with nothing to send
+	// is then taken back, so that every counted window ends exported,
+	// failed or dropped, as Stats says.
+	p.collected.Add(1)
 	queued, err := p.pipe.send(w)
 	p.collectNanos.Add(int64(collected.Sub(began)))
 	p.convertNanos.Add(int64(time.Since(collected)))
-	// A window with nothing to send is not counted, so that every counted
-	// window ends exported, failed or dropped, as Stats says.
-	if queued || err != nil {
-		p.collected.Add(1)
+	if !queued && err == nil {
+		p.collected.Add(-1)
 	}
 	if err != nil {
 		p.sent.Failed.Add(1)
