@@ -182,6 +182,27 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	return c, nil
 }
 
+// availableProfileTypes leaves out of types, read from the environment,
+// those this program cannot provide, with a warning each: the environment
+// is the operator's, who cannot link a profile in or change the Go
+// release, so it must not stop the other profiles. An option asking for
+// one makes Start fail instead (checkAvailable). When none is left, the
+// variable is ignored as a whole.
+func availableProfileTypes(env *envconfig.Reader, types []ProfileType) []ProfileType {
+	var kept []ProfileType
+	for _, t := range types {
+		if err := t.Available(); err != nil {
+			env.Warn(fmt.Errorf("%s: %s left out: %w", envProfiles, t, err))
+			continue
+		}
+		kept = append(kept, t)
+	}
+	if len(kept) == 0 && len(types) > 0 {
+		env.Warn(fmt.Errorf("%s: no profile type this program provides; ignored", envProfiles))
+	}
+	return kept
+}
+
 // resolveSampling resolves the period, the profile types and their
 // runtime rates, and reports whether the period and the types were set
 // rather than defaulted.
@@ -197,7 +218,9 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 	if o.profileTypes != nil {
 		types, typesSet = o.profileTypes, true
 	} else if t, ok := envconfig.Parse(env, parseProfileList, envProfiles); ok {
-		types, typesSet = t, true
+		if t = availableProfileTypes(env, t); len(t) > 0 {
+			types, typesSet = t, true
+		}
 	}
 	c.profileTypes = canonicalProfileTypes(types)
 

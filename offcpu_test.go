@@ -10,6 +10,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
+	_ "github.com/pprofotel/profiler/offcpu" // the off-CPU profile
 )
 
 // offCPUWait is one wait of an exported off-CPU profile.

@@ -36,6 +36,7 @@ import (
 	gpprof "github.com/google/pprof/profile"
 
 	"github.com/pprofotel/profiler"
+	_ "github.com/pprofotel/profiler/offcpu" // so that PPROFOTEL_PROFILES=...,offcpu works here
 	"github.com/pprofotel/profiler/pprofconv"
 )
 

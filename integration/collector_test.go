@@ -28,6 +28,7 @@ import (
 
 	profiler "github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/labels"
+	_ "github.com/pprofotel/profiler/offcpu"
 )
 
 // The profiled run: long enough for two full windows and a partial one.

@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/pyroscope-go"
 
 	"github.com/pprofotel/profiler"
+	_ "github.com/pprofotel/profiler/offcpu"
 )
 
 // The sampling rates every profiler that collects mutex and block profiles

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/offcpu"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
@@ -82,7 +81,19 @@ type Omissions struct {
 	// more goroutines than Config.MaxGoroutines were running.
 	GoroutineSkipped atomic.Int64
 	// OffCPU counts what the off-CPU recorder left out.
-	OffCPU offcpu.Stats
+	OffCPU OffCPUOmissions
+}
+
+// OffCPUOmissions counts what the off-CPU recorder left out. The fields
+// are updated atomically and may be read at any time.
+type OffCPUOmissions struct {
+	// Skipped counts stretches not traced because the execution tracer
+	// was in use elsewhere (runtime/trace.Start, another flight recorder).
+	Skipped atomic.Int64
+	// Truncated counts stretches read only in part: the trace outgrew
+	// the recorder's byte budget, the window its wait limit, or the trace
+	// could not be read to its end. What was read is kept.
+	Truncated atomic.Int64
 }
 
 // DefaultMaxGoroutines is the number of goroutines above which the

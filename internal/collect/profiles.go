@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/offcpu"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
@@ -145,15 +144,22 @@ var Profiles = []Descriptor{
 		},
 	}},
 	// Waits, from the execution trace, traced a share of every cycle: see
-	// package offcpu for what counts and how the cost is bounded.
-	{Name: OffCPU, Values: 1, Rate: &Rate{
+	// package internal/offcpu for what counts and how the cost is bounded.
+	// Its parser is linked in only by the applications that import package
+	// offcpu, which registers it (RegisterOffCPU).
+	{Name: OffCPU, Values: 1, Available: offCPUAvailable, Rate: &Rate{
 		Env: "PPROFOTEL_OFFCPU_DUTY", Option: "WithOffCPUDutyCycle",
-		Default: offcpu.DefaultDuty,
+		Default: DefaultOffCPUDuty,
 		Max:     100,
 		Want:    "duty cycle must be a percentage from 1 to 100",
-		Set:     offcpu.SetDutyCycle,
+		Set: func(percent int) func() {
+			if offCPU.setDuty == nil {
+				return func() {}
+			}
+			return offCPU.setDuty(percent)
+		},
 	}, Recorder: func(now time.Time, cfg RecorderConfig) Recorder {
-		return offcpu.Start(now, offcpu.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU})
+		return offCPU.start(now, cfg)
 	}},
 	// Every read runs a full garbage collection first, with leak
 	// detection, whose cost grows with the live heap (a quarter of a
@@ -165,6 +171,35 @@ var Profiles = []Descriptor{
 		Env: "PPROFOTEL_GOROUTINELEAK_INTERVAL", Option: "WithGoroutineLeakInterval",
 		Default: 5 * time.Minute,
 	}},
+}
+
+// DefaultOffCPUDuty is the off-CPU profile's default duty cycle in
+// percent, 1 s of every 10 s: benchmark/README.md, "Off-CPU profile", has
+// the overhead it was chosen from.
+const DefaultOffCPUDuty = 10
+
+// offCPU is the off-CPU recorder that package offcpu registers.
+var offCPU struct {
+	start   func(now time.Time, cfg RecorderConfig) Recorder
+	setDuty func(percent int) (restore func())
+}
+
+// OffCPUImport is the package whose import links the off-CPU profile in.
+const OffCPUImport = "github.com/pprofotel/profiler/offcpu"
+
+// RegisterOffCPU makes the off-CPU profile available: start starts its
+// recorder, setDuty sets the process-wide duty cycle in percent. Package
+// offcpu calls it from init, so that the execution-trace parser is linked
+// only into the applications that ask for it.
+func RegisterOffCPU(start func(now time.Time, cfg RecorderConfig) Recorder, setDuty func(percent int) (restore func())) {
+	offCPU.start, offCPU.setDuty = start, setDuty
+}
+
+func offCPUAvailable() error {
+	if offCPU.start == nil {
+		return fmt.Errorf("the off-CPU profile is not linked into this program: import _ %q", OffCPUImport)
+	}
+	return nil
 }
 
 // goroutineLeakAvailable reports whether runtime/pprof has the

@@ -8,15 +8,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
 // Defaults of a Recorder's bounds.
 const (
 	// DefaultDuty is the share of every cycle traced, in percent, when
-	// SetDutyCycle was not called: see benchmark/README.md, "Off-CPU
-	// profile", for the overhead it was chosen from.
-	DefaultDuty = 10
+	// SetDutyCycle was not called.
+	DefaultDuty = collect.DefaultOffCPUDuty
 	// DefaultCycle is the longest duty cycle; a shorter window shortens
 	// it to the window's length, so that every window is traced.
 	DefaultCycle = 10 * time.Second
@@ -53,17 +53,9 @@ func dutyCycle() int {
 	return DefaultDuty
 }
 
-// Stats counts what a Recorder left out. The fields are updated
-// atomically and may be read at any time.
-type Stats struct {
-	// Skipped counts stretches not traced because the execution tracer
-	// was in use elsewhere (runtime/trace.Start, another flight recorder).
-	Skipped atomic.Int64
-	// Truncated counts stretches read only in part: the flight recorder
-	// held its MaxTraceBytes, the window its MaxWaits, or the trace could
-	// not be read to its end. What was read is kept.
-	Truncated atomic.Int64
-}
+// Stats counts what a Recorder left out: stretches skipped because the
+// execution tracer was someone else's, and stretches read only in part.
+type Stats = collect.OffCPUOmissions
 
 // Config configures a Recorder. Zero fields take the defaults.
 type Config struct {
