@@ -34,7 +34,9 @@
 //   - mutex: mutex_contentions and mutex_delay during the window; block:
 //     block_contentions and block_delay, so that the two are distinct
 //     profiles by their sample and period types.
-//   - offcpu (opt-in): off_cpu/nanoseconds, the time goroutines spent
+//   - offcpu (opt-in, and linked in by importing package
+//     github.com/pprofotel/profiler/offcpu for its side effect):
+//     off_cpu/nanoseconds, the time goroutines spent
 //     waiting (channel, select, sync, network, sleep, syscall, preempted,
 //     ... as the execution trace names it, in the sample attribute
 //     "wait_reason"), by the stack where they blocked, linked to the span
@@ -101,7 +103,9 @@
 //     ([WithPeriod]).
 //   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex,
 //     block, offcpu, goroutineleak. Default "cpu,heap,goroutine"
-//     ([WithProfileTypes]).
+//     ([WithProfileTypes]). A type this program cannot provide (offcpu
+//     without its import, goroutineleak before Go 1.27) is left out with
+//     a warning; where an option asks for it, Start fails.
 //   - PPROFOTEL_MUTEX_FRACTION: mutex profile fraction while mutex
 //     profiling is on. Default 10 ([WithMutexProfileFraction]).
 //   - PPROFOTEL_BLOCK_RATE: block profile rate in nanoseconds while block

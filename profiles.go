@@ -34,7 +34,9 @@ const (
 	// OffCPUProfile reports where goroutines waited (channels, locks,
 	// I/O, sleeps, system calls, the scheduler), from the runtime's
 	// execution trace, traced a share of every window; see
-	// [WithOffCPUDutyCycle].
+	// [WithOffCPUDutyCycle]. Its trace parser is linked in by importing
+	// package github.com/pprofotel/profiler/offcpu; without it Start
+	// fails when an option asks for the profile.
 	OffCPUProfile
 	// GoroutineLeakProfile reports the goroutines leaked so far: blocked
 	// for good on a channel or a sync primitive that no other goroutine

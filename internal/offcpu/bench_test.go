@@ -2,6 +2,7 @@ package offcpu
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -104,4 +105,44 @@ func BenchmarkStretch(b *testing.B) {
 			b.ReportMetric(float64(peak), "trace-B-peak")
 		})
 	}
+}
+
+// BenchmarkBurst starts the densest wait stream there is (pingPong) on a
+// recorder that has just measured an idle process, at a 100 % duty cycle
+// and the default bounds, and reports the most heap the process held
+// above its idle level while the burst ran (sampled every millisecond),
+// and the most the collector found live, the bytes read in the largest
+// stretch against the budget, and the stretches cut.
+func BenchmarkBurst(b *testing.B) {
+	defer SetDutyCycle(100)()
+	for b.Loop() {
+		runtime.GC()
+		base, _ := heapBytes()
+		var stats Stats
+		r := Start(time.Now(), Config{Stats: &stats})
+		time.Sleep(300 * time.Millisecond) // an idle first stretch
+		stop := pingPong(2)
+		var peak, live uint64
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			h, l := heapBytes()
+			peak, live = max(peak, h), max(live, l)
+			time.Sleep(time.Millisecond)
+		}
+		stop()
+		if _, err := r.Collect(time.Now(), true); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(peak-min(peak, base))/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(live-min(live, base))/(1<<20), "peak-live-MiB")
+		b.ReportMetric(float64(r.maxRead)/(1<<20), "max-stretch-read-MiB")
+		b.ReportMetric(float64(stats.Truncated.Load()), "cut-stretches")
+	}
+}
+
+// heapBytes returns the heap's objects, garbage not yet swept included,
+// and the live heap as the last collection marked it.
+func heapBytes() (objects, live uint64) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }

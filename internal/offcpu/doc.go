@@ -20,18 +20,30 @@
 // run appears only for the time since. The runtime's own goroutines (GC
 // workers, the background sweeper) are left out.
 //
-// Cost is bounded three ways: the trace runs only for the duty cycle's
-// share of the time; a stretch is shortened to what MaxTraceBytes holds at
-// the event rate the previous one showed (the first, which measures it,
-// lasts at most a second), and the flight recorder keeps at most
-// MaxTraceBytes, so the stretch read is its most recent part when events
-// come faster still; and a window keeps at most MaxWaits waits, beyond
-// which reading stops at that event, as though the stretch had ended
-// there. A stretch cut either way is
-// counted (Stats.Truncated). Values are scaled by the window's length over
-// the time traced in it (a whole stretch's wall-clock time, a cut one's
-// time read), so that a window's total estimates the
-// waiting in the whole window; at a 100% duty cycle the scale is about 1.
+// Cost is bounded four ways. The trace runs only for the duty cycle's
+// share of the time. A stretch is read while it runs, in chunks: every
+// poll the recorder asks the flight recorder for what it holds, which ends
+// the runtime's generation under way (the one part of the flight
+// recorder's memory its MaxBytes does not bound), and hands the parser
+// only the generations it has not read yet (chunkWriter). The poll is
+// shortened so that a chunk is about an eighth of MaxTraceBytes at the
+// rate the last one showed (10 to 250 ms), and the flight recorder keeps
+// about a chunk. Third, a stretch reads at most MaxTraceBytes in all and
+// a chunk at most a quarter of it, whole generations only: a stretch that
+// would read more ends there. Generations the flight recorder dropped
+// before they were read (the parser fell behind the trace) are a gap,
+// read around. Fourth, a window keeps at most MaxWaits waits, beyond which
+// reading stops at that event, as though the stretch had ended there.
+// A stretch cut any of these ways is counted (Stats.Truncated). Values are
+// scaled by the window's length over the time traced in it (a whole
+// stretch's wall-clock time, a cut one's time read, gaps left out), so that
+// a window's total estimates the waiting in the whole window; at a 100%
+// duty cycle the scale is about 1. Each stretch is as long as
+// MaxTraceBytes holds at the rate last seen (the first, which measures
+// it, at most a second), with the rest of its cycle shortened alike, so
+// that the duty cycle holds.
+//
+// The recorder's own waits, while it sleeps between polls, are left out.
 //
 // Spans: package labels writes a runtime/trace log record (category
 // labels.TraceLogCategory) on the goroutine when a span starts and when

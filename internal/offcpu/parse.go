@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"time"
 
 	"golang.org/x/exp/trace"
@@ -111,12 +112,17 @@ type goroutine struct {
 	span string
 }
 
-// reading is the reading of one stretch's trace into a window.
+// reading is the reading of one stretch's trace into a window, chunk by
+// chunk: what it knows of the goroutines carries over from one chunk to
+// the next, so that a wait that begins in one and ends in another counts
+// once, whole.
 type reading struct {
 	w          *window
 	goroutines map[trace.GoID]*goroutine
-	stacks     map[trace.Stack][]int32
-	stackKey   []byte
+	// stacks maps the trace's stacks to the window's locations; nil
+	// locations with ok set mark the recorder's own stacks.
+	stacks   map[trace.Stack]stackLocations
+	stackKey []byte
 
 	// clock converts trace time to wall-clock time, from the trace's
 	// clock snapshots; wallStart stands in until one is seen.
@@ -125,8 +131,12 @@ type reading struct {
 	clockWall  int64
 	wallStart  int64
 
+	// first and last are the first and last events of the part read
+	// since the stretch began or the last gap; covered is the time of
+	// the parts before it.
 	first, last trace.Time
 	seen        bool
+	covered     time.Duration
 	// truncated is set when the window's wait limit ended the reading.
 	truncated bool
 }
@@ -135,39 +145,62 @@ type reading struct {
 // which is read up to there.
 var errTruncated = errors.New("offcpu: trace truncated")
 
-// read adds the waits of the trace in r to w. wallStart is the wall-clock
+// newReading starts reading a stretch into w. wallStart is the wall-clock
 // time the stretch began, used only when the trace carries no clock
-// snapshot. It returns the time from the trace's first event to its last
-// read. A trace that cannot
-// be read to its end is kept up to where it could be, and its error
-// returned.
-func (w *window) read(r io.Reader, wallStart time.Time) (traced time.Duration, truncated bool, err error) {
-	s := &reading{
+// snapshot.
+func (w *window) newReading(wallStart time.Time) *reading {
+	return &reading{
 		w:          w,
 		goroutines: make(map[trace.GoID]*goroutine),
-		stacks:     make(map[trace.Stack][]int32),
+		stacks:     make(map[trace.Stack]stackLocations),
 		wallStart:  wallStart.UnixNano(),
 	}
+}
+
+// read adds the waits of the chunk in r, a trace of whole generations
+// that follow those read before. A chunk that cannot be read to its end
+// is kept up to where it could be, and its error returned.
+func (s *reading) read(r io.Reader) error {
 	rd, err := trace.NewReader(r)
 	if err != nil {
-		return 0, false, err
+		return err
 	}
 	for !s.truncated {
-		ev, rerr := rd.ReadEvent()
-		if rerr == io.EOF {
-			break
+		ev, err := rd.ReadEvent()
+		if err == io.EOF {
+			return nil
 		}
-		if rerr != nil {
-			err = errors.Join(errTruncated, rerr)
-			break
+		if err != nil {
+			return errors.Join(errTruncated, err)
 		}
 		s.event(&ev)
 	}
+	return nil
+}
+
+// gap records that the trace has a hole after what was read so far: the
+// waits open are counted up to the last event before it, and what follows
+// is read as though a new stretch began.
+func (s *reading) gap() {
 	s.finish()
-	if !s.seen {
-		return 0, s.truncated, err
+	clear(s.goroutines)
+}
+
+// finish counts the waits still open up to the last event read, and
+// returns the time the reading covered: from the first event to the last,
+// holes left out.
+func (s *reading) finish() time.Duration {
+	for _, g := range s.goroutines {
+		if g.waiting && !s.w.full() {
+			g.waiting = false
+			s.add(g, s.last)
+		}
 	}
-	return s.last.Sub(s.first), s.truncated, err
+	if s.seen {
+		s.covered += s.last.Sub(s.first)
+		s.seen = false
+	}
+	return s.covered
 }
 
 func (s *reading) goroutine(id trace.GoID) *goroutine {
@@ -242,17 +275,6 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 	}
 }
 
-// finish counts the waits still open at the end of the stretch up to that
-// end.
-func (s *reading) finish() {
-	for _, g := range s.goroutines {
-		if g.waiting && !s.w.full() {
-			g.waiting = false
-			s.add(g, s.last)
-		}
-	}
-}
-
 // add records g's wait, which ended at end.
 func (s *reading) add(g *goroutine, end trace.Time) {
 	w := s.w
@@ -260,6 +282,9 @@ func (s *reading) add(g *goroutine, end trace.Time) {
 		return
 	}
 	k := s.kind(g)
+	if k < 0 {
+		return
+	}
 	w.events = append(w.events, event{kind: k, start: s.wall(g.start), dur: int64(end.Sub(g.start))})
 	if w.full() {
 		// Reading stops here, as though the stretch had ended now.
@@ -276,14 +301,19 @@ func (s *reading) wall(t trace.Time) int64 {
 	return s.wallStart + int64(t-s.first)
 }
 
-// kind returns the index of the kind of g's current wait.
+// kind returns the index of the kind of g's current wait, -1 for a wait
+// of the recorder itself.
 func (s *reading) kind(g *goroutine) int32 {
 	w := s.w
-	locs, ok := s.stacks[g.stack]
+	sl, ok := s.stacks[g.stack]
 	if !ok {
-		locs = w.stack(g.stack)
-		s.stacks[g.stack] = locs
+		sl = w.stack(g.stack)
+		s.stacks[g.stack] = sl
 	}
+	if sl.recorder {
+		return -1
+	}
+	locs := sl.locs
 	s.stackKey = s.stackKey[:0]
 	for _, l := range locs {
 		s.stackKey = binary.LittleEndian.AppendUint32(s.stackKey, uint32(l))
@@ -311,9 +341,25 @@ func splitSpan(msg string) (traceID, spanID string, ok bool) {
 	return msg[:32], msg[32:], true
 }
 
-// stack returns the locations of stk, leaf first, adding what is new to
-// the window's tables.
-func (w *window) stack(stk trace.Stack) []int32 {
+// recorderFunc is the prefix of the Recorder's methods: it reads the trace
+// while the trace runs, and its own waits are not the application's.
+const recorderFunc = "github.com/pprofotel/profiler/internal/offcpu.(*Recorder)."
+
+// stackLocations is a stack's locations in the window, leaf first.
+type stackLocations struct {
+	locs []int32
+	// recorder marks a stack of the recorder's goroutine.
+	recorder bool
+}
+
+// stack returns the locations of stk, adding what is new to the window's
+// tables.
+func (w *window) stack(stk trace.Stack) stackLocations {
+	for f := range stk.Frames() {
+		if strings.HasPrefix(f.Func, recorderFunc) {
+			return stackLocations{recorder: true}
+		}
+	}
 	var locs []int32
 	for f := range stk.Frames() {
 		l, ok := w.byFrame[f]
@@ -335,7 +381,7 @@ func (w *window) stack(stk trace.Stack) []int32 {
 		}
 		locs = append(locs, l)
 	}
-	return locs
+	return stackLocations{locs: locs}
 }
 
 // SampleType is the one sample type of the profile: nanoseconds waited.

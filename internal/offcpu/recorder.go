@@ -20,7 +20,9 @@ const (
 	// DefaultCycle is the longest duty cycle; a shorter window shortens
 	// it to the window's length, so that every window is traced.
 	DefaultCycle = 10 * time.Second
-	// DefaultMaxTraceBytes bounds the flight recorder's memory.
+	// DefaultMaxTraceBytes bounds the trace read in one stretch, and so
+	// the memory it takes and the parser's work; a stretch that reaches
+	// it ends early.
 	DefaultMaxTraceBytes = 8 << 20
 	// DefaultMaxWaits bounds the waits kept per window.
 	DefaultMaxWaits = 50_000
@@ -32,6 +34,15 @@ const (
 	// firstStretch is the longest first stretch, traced before the
 	// event rate is known.
 	firstStretch = time.Second
+	// A stretch is read in chunks while it runs, every poll: each read
+	// ends the flight recorder's generation under way, which is the part
+	// of its memory that MaxBytes does not bound. The poll is shortened
+	// so that a chunk is about an eighth of MaxTraceBytes at the rate the
+	// last one showed, within these limits.
+	minPoll, maxPoll = 10 * time.Millisecond, 250 * time.Millisecond
+	// chunkShare is the share of MaxTraceBytes a poll aims at, as 1/n; a
+	// chunk of twice that ends the stretch.
+	chunkShare = 8
 )
 
 // duty is the process-wide duty cycle in percent, 0 for DefaultDuty.
@@ -81,11 +92,14 @@ type Recorder struct {
 	buf         bytes.Buffer
 	skipLogged  bool
 	errLogged   bool
-	// rate is the trace's bytes per second in the last stretch read, 0
+	// rate is the trace's bytes per second in the last chunk read, 0
 	// before the first.
 	rate float64
-	// lastSize is the size of the last trace read.
-	lastSize int
+	// poll is the time between two reads of a stretch.
+	poll time.Duration
+	// lastSize is the size of the last stretch read, in bytes, and
+	// maxRead the largest so far.
+	lastSize, maxRead int
 }
 
 type request struct {
@@ -119,6 +133,7 @@ func Start(now time.Time, cfg Config) *Recorder {
 		windows:     [2]*window{newWindow(cfg.MaxWaits), newWindow(cfg.MaxWaits)},
 		windowStart: now,
 		cycle:       cfg.Cycle,
+		poll:        maxPoll,
 	}
 	// The first stretch starts before Start returns, so that what the
 	// application does next is traced.
@@ -157,17 +172,15 @@ type stretch struct {
 func (r *Recorder) startStretch() stretch {
 	st := stretch{start: time.Now()}
 	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes, r.rate)
-	st.fr = r.startTrace(st.length)
+	st.fr = r.startTrace()
 	return st
 }
 
 // stretchLength returns how long to trace and then rest in a cycle, at
-// duty percent, for a trace of rate bytes a second (0: not known yet).
-// The flight recorder holds the whole stretch in memory, in generations
-// of about a second that it drops only once complete: a stretch is kept
-// short enough for maxBytes at the rate the last one saw, and the first,
-// which measures the rate, to a second. The rest keeps the duty cycle
-// whatever the length.
+// duty percent, for a trace of rate bytes a second (0: not known yet): a
+// stretch is kept short enough for maxBytes at the rate the last chunk
+// showed, and the first, which measures the rate, to a second. The rest
+// keeps the duty cycle whatever the length.
 func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64) (length, rest time.Duration) {
 	d := time.Duration(duty)
 	length = cycle * d / 100
@@ -178,6 +191,16 @@ func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64)
 	}
 	length = max(length, minStretch)
 	return length, length * (100 - d) / d
+}
+
+// pollInterval returns the time between two reads of a stretch for a
+// trace of rate bytes a second: a chunk of about maxBytes/chunkShare.
+func pollInterval(maxBytes uint64, rate float64) time.Duration {
+	if rate <= 0 {
+		return maxPoll
+	}
+	d := time.Duration(float64(maxBytes/chunkShare) / rate * float64(time.Second))
+	return min(max(d, minPoll), maxPoll)
 }
 
 // loop runs duty cycles until the last collection: each cycle traces its
@@ -198,9 +221,11 @@ func (r *Recorder) loop(st stretch) {
 		}
 	}
 	for {
-		q := wait(st.length)
+		var q *request
 		if st.fr != nil {
-			r.endTrace(st.fr, st.start)
+			q = r.record(st, wait)
+		} else {
+			q = wait(st.length)
 		}
 		if q == nil && st.rest > 0 {
 			q = wait(time.Until(st.start.Add(st.length + st.rest)))
@@ -215,9 +240,9 @@ func (r *Recorder) loop(st stretch) {
 	}
 }
 
-// startTrace starts the flight recorder for a stretch of length d, or
-// returns nil when the execution tracer is someone else's.
-func (r *Recorder) startTrace(d time.Duration) *trace.FlightRecorder {
+// startTrace starts the flight recorder for a stretch, or returns nil when
+// the execution tracer is someone else's.
+func (r *Recorder) startTrace() *trace.FlightRecorder {
 	busy := func(err error) *trace.FlightRecorder {
 		r.cfg.Stats.Skipped.Add(1)
 		if !r.skipLogged {
@@ -230,10 +255,13 @@ func (r *Recorder) startTrace(d time.Duration) *trace.FlightRecorder {
 		return busy(fmt.Errorf("runtime/trace is enabled"))
 	}
 	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{
-		// Old enough to hold the whole stretch; MaxBytes decides first
-		// when events come fast.
-		MinAge:   d + time.Second,
-		MaxBytes: r.cfg.MaxTraceBytes,
+		// The ring need hold only what the runtime finished since the
+		// last read, a chunk: the age covers a poll and a slow parse,
+		// and the size, which wins, bounds the ring to about a chunk
+		// (plus the generation that crosses it). What it drops unread is
+		// a gap, counted.
+		MinAge:   2 * time.Second,
+		MaxBytes: r.cfg.MaxTraceBytes / chunkShare,
 	})
 	if err := fr.Start(); err != nil {
 		return busy(err)
@@ -245,47 +273,88 @@ func (r *Recorder) startTrace(d time.Duration) *trace.FlightRecorder {
 	return fr
 }
 
-// endTrace stops the flight recorder and reads what it recorded into the
-// current window.
-func (r *Recorder) endTrace(fr *trace.FlightRecorder, start time.Time) {
-	r.buf.Reset()
-	_, err := fr.WriteTo(&r.buf)
-	fr.Stop()
-	elapsed := time.Since(start)
-	size := r.buf.Len()
-	if elapsed > 0 {
-		r.rate = float64(size) / elapsed.Seconds()
-	}
-	r.lastSize = size
-	cut := err != nil
-	if err == nil {
-		w := r.windows[r.cur]
-		var traced time.Duration
-		traced, cut, err = w.read(&r.buf, start)
-		// The flight recorder drops whole generations of about a second
-		// once it holds MaxTraceBytes: a stretch that lost one is cut.
-		cut = cut || err != nil || traced < elapsed-elapsed/10-time.Second
-		// A whole stretch covers its wall-clock time, start-up of the
-		// tracer included (a wait cannot begin unseen in it); a cut one
-		// only what was read.
-		if cut {
-			w.traced += traced
-		} else {
-			w.traced += elapsed
+// record traces the stretch st into the current window, reading what the
+// flight recorder holds every poll, until the stretch's end, a
+// collection, or the stretch's byte budget; it returns the collection
+// request that ended it, if one did.
+func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *request {
+	w := r.windows[r.cur]
+	rd := w.newReading(st.start)
+	end := st.start.Add(st.length)
+	var (
+		q              *request
+		gen            uint64 // the last generation read
+		budget         = int(r.cfg.MaxTraceBytes)
+		maxChunk       = 2 * budget / chunkShare
+		cut            bool
+		err            error
+		lastRead, read = st.start, 0
+	)
+	for {
+		q = wait(min(r.poll, time.Until(end)))
+		stop := q != nil || !time.Now().Before(end)
+		r.buf.Reset()
+		c := chunkWriter{buf: &r.buf, after: gen, limit: traceHeaderLen + min(budget, maxChunk)}
+		if _, werr := st.fr.WriteTo(&c); werr != nil {
+			err, cut, stop = werr, true, true
+		}
+		now := time.Now()
+		if n := r.buf.Len() - traceHeaderLen; n > 0 {
+			budget -= n
+			read += n
+		}
+		if since := now.Sub(lastRead); since > 0 && c.offered > 0 {
+			// From all the runtime produced, read or not, so that a
+			// burst shortens the next poll.
+			r.rate = float64(c.offered) / since.Seconds()
+			r.poll = pollInterval(r.cfg.MaxTraceBytes, r.rate)
+		}
+		lastRead = now
+		if c.kept() {
+			if gen != 0 && c.first != gen+1 {
+				// The ring dropped generations before they were read: the
+				// parse fell behind or one outgrew MaxTraceBytes.
+				rd.gap()
+				cut = true
+			}
+			gen = c.last
+			if rerr := rd.read(&r.buf); rerr != nil {
+				err, cut, stop = rerr, true, true
+			}
+		}
+		if c.full || rd.truncated {
+			// The stretch's budget is spent, or the window's waits: the
+			// stretch ends here, as though it were shorter.
+			cut, stop = true, true
+		}
+		if stop {
+			break
 		}
 	}
-	if cap := r.buf.Cap(); cap > 2*int(r.cfg.MaxTraceBytes) {
-		// The flight recorder's limit is soft; do not keep an
-		// exceptional buffer for good.
-		r.buf = bytes.Buffer{}
-	}
+	st.fr.Stop()
+	elapsed := time.Since(st.start)
+	covered := rd.finish()
+	r.lastSize = read
+	r.maxRead = max(r.maxRead, read)
+	// A whole stretch covers its wall-clock time, start-up of the tracer
+	// included (a wait cannot begin unseen in it); a cut one only what was
+	// read.
 	if cut {
+		w.traced += covered
 		r.cfg.Stats.Truncated.Add(1)
+	} else {
+		w.traced += elapsed
+	}
+	if cap := r.buf.Cap(); cap > int(r.cfg.MaxTraceBytes)+traceHeaderLen {
+		// Growth past the budget happens only by bytes.Buffer's
+		// doubling; do not keep the slack for good.
+		r.buf = bytes.Buffer{}
 	}
 	if err != nil && !r.errLogged {
 		r.cfg.Logger.Warn("pprofotel: off-CPU trace read in part", "error", err)
 		r.errLogged = true
 	}
+	return q
 }
 
 // flush ends the window at now and returns it; the next window
