@@ -14,11 +14,14 @@ const (
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that
-// WrapTracerProvider's spans write while the execution tracer runs: at
-// Start, on the goroutine the span's labels go to, with the trace id's 32
-// hex digits followed by the span id's 16; at End, when it gives the
-// goroutine back its previous labels, with the ids of the span those
-// belong to, or an empty message for none. The execution trace carries no
-// pprof labels, so these records are what ties its events to spans (the
-// profiler's off-CPU profile reads them).
+// WrapTracerProvider's spans write while the execution tracer runs, on the
+// goroutine whose labels change: at Start, and at the End that gives the
+// goroutine back its previous labels. The message names the span whose
+// labels the goroutine carries from then on and, after a semicolon, the
+// one whose labels it carried until then; a span is its trace id's 32 hex
+// digits followed by its span id's 16, and none is empty. The execution
+// trace carries no pprof labels, so these records are what ties its events
+// to spans (the profiler's off-CPU profile reads them); the span before
+// is what ties the waits of a goroutine whose span began before the trace
+// did.
 const TraceLogCategory = "pprofotel.span"

@@ -107,7 +107,7 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	pprof.SetGoroutineLabels(ctx)
 	s.installed = goroutineLabelSet()
 	if rtrace.IsEnabled() {
-		rtrace.Log(context.Background(), TraceLogCategory, ids)
+		logSpanSwitch(s, s.parent)
 	}
 	if spanContextKey == nil {
 		return trace.ContextWithSpan(ctx, s), s

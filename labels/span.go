@@ -51,7 +51,7 @@ func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 		}
 		setGoroutineLabelSet(restore)
 		if rtrace.IsEnabled() {
-			logRestored(p)
+			logSpanSwitch(p, s)
 		}
 	}
 
@@ -133,15 +133,23 @@ func (a keyAnswer) Value(key any) any {
 	return a.Context.Value(key)
 }
 
-// logRestored tells the execution trace which span's labels the goroutine
-// carries again after an End: p, or none when p is nil (the labels from
-// before the outermost span, which may be the application's own).
-func logRestored(p *labeledSpan) {
-	msg := ""
-	if p != nil {
-		sc := p.SpanContext()
-		tid, sid := sc.TraceID(), sc.SpanID()
-		msg = hex.EncodeToString(tid[:]) + hex.EncodeToString(sid[:])
+// logSpanSwitch tells the execution trace that the goroutine's labels
+// changed from those of span before to those of span now (nil for none, or
+// for labels that are not a span's): see TraceLogCategory.
+func logSpanSwitch(now, before *labeledSpan) {
+	rtrace.Log(context.Background(), TraceLogCategory, spanIDs(now)+";"+spanIDs(before))
+}
+
+// spanIDs spells s's trace id and span id in hex, one after the other;
+// "" for nil.
+func spanIDs(s *labeledSpan) string {
+	if s == nil {
+		return ""
 	}
-	rtrace.Log(context.Background(), TraceLogCategory, msg)
+	sc := s.SpanContext()
+	tid, sid := sc.TraceID(), sc.SpanID()
+	var buf [2*len(trace.TraceID{}) + 2*len(trace.SpanID{})]byte
+	hex.Encode(buf[:2*len(tid)], tid[:])
+	hex.Encode(buf[2*len(tid):], sid[:])
+	return string(buf[:])
 }

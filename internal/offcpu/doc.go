@@ -46,8 +46,13 @@
 // The recorder's own waits, while it sleeps between polls, are left out.
 //
 // Spans: package labels writes a runtime/trace log record (category
-// labels.TraceLogCategory) on the goroutine when a span starts and when
-// its end gives the goroutine back its previous labels, while the trace is
-// on. A goroutine created inside a span belongs to it as well, as its pprof
-// labels do. Spans begun before a stretch started are not known to it.
+// labels.TraceLogCategory) on the goroutine when a span's Start gives it
+// the span's labels and when its End gives it back the ones before, while
+// the trace is on; each record names the span the goroutine enters and
+// the one it leaves. A goroutine created inside a span belongs to it as
+// well, as its pprof labels do. A goroutine that was already running when
+// the stretch began is in a span the stretch cannot see yet: its waits
+// stay pending until its first record, and are then linked to the span
+// that record says it leaves; those of a goroutine with no record until
+// the stretch ends are sent without a link.
 package offcpu

@@ -108,8 +108,20 @@ type goroutine struct {
 	reason  string
 	stack   trace.Stack
 	// span is the hex trace id and span id of the active span, as the
-	// label wrapper logged them; "" for none.
-	span string
+	// label wrapper logged them; "" for none. It is known once the
+	// goroutine was created in the stretch or logged a span change;
+	// until then its waits are pending, recorded without a link and
+	// linked to the span the first change names as the one before.
+	span    string
+	known   bool
+	pending []pendingWait
+}
+
+// pendingWait is a wait recorded before its goroutine's span was known.
+type pendingWait struct {
+	event  int
+	stack  trace.Stack
+	reason string
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -227,7 +239,7 @@ func (s *reading) event(ev *trace.Event) {
 		}
 	case trace.EventLog:
 		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
-			s.goroutine(ev.Goroutine()).span = l.Message
+			s.spanSwitch(s.goroutine(ev.Goroutine()), l.Message)
 		}
 	case trace.EventStateTransition:
 		st := ev.StateTransition()
@@ -238,6 +250,22 @@ func (s *reading) event(ev *trace.Event) {
 	}
 }
 
+// spanSwitch applies a log record of the label wrapper, "now;before", to
+// g: the waits g had pending are linked to before, and its waits from now
+// on to now.
+func (s *reading) spanSwitch(g *goroutine, msg string) {
+	now, before, _ := strings.Cut(msg, ";")
+	if !g.known {
+		for _, p := range g.pending {
+			if k := s.kind(p.stack, p.reason, before); k >= 0 {
+				s.w.events[p.event].kind = k
+			}
+		}
+		g.pending, g.known = g.pending[:0], true
+	}
+	g.span = now
+}
+
 func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace.Time) {
 	id := st.Resource.Goroutine()
 	from, to := st.Goroutine()
@@ -245,8 +273,11 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 	case from == trace.GoNotExist && to == trace.GoRunnable:
 		// Created: the new goroutine starts in its creator's span.
 		g := s.goroutine(id)
-		if creator, ok := s.goroutines[ev.Goroutine()]; ok {
-			g.span = creator.span
+		if ev.Goroutine() == trace.NoGoroutine {
+			g.known = true // the runtime's, in no span
+		} else {
+			creator := s.goroutine(ev.Goroutine())
+			g.span, g.known = creator.span, creator.known
 		}
 	case to == trace.GoNotExist:
 		delete(s.goroutines, id)
@@ -281,9 +312,12 @@ func (s *reading) add(g *goroutine, end trace.Time) {
 	if w.full() {
 		return
 	}
-	k := s.kind(g)
+	k := s.kind(g.stack, g.reason, g.span)
 	if k < 0 {
 		return
+	}
+	if !g.known {
+		g.pending = append(g.pending, pendingWait{event: len(w.events), stack: g.stack, reason: g.reason})
 	}
 	w.events = append(w.events, event{kind: k, start: s.wall(g.start), dur: int64(end.Sub(g.start))})
 	if w.full() {
@@ -301,14 +335,14 @@ func (s *reading) wall(t trace.Time) int64 {
 	return s.wallStart + int64(t-s.first)
 }
 
-// kind returns the index of the kind of g's current wait, -1 for a wait
-// of the recorder itself.
-func (s *reading) kind(g *goroutine) int32 {
+// kind returns the index of the kind of a wait on stack, for reason, in
+// span; -1 for a wait of the recorder itself.
+func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 	w := s.w
-	sl, ok := s.stacks[g.stack]
+	sl, ok := s.stacks[stack]
 	if !ok {
-		sl = w.stack(g.stack)
-		s.stacks[g.stack] = sl
+		sl = w.stack(stack)
+		s.stacks[stack] = sl
 	}
 	if sl.recorder {
 		return -1
@@ -318,13 +352,13 @@ func (s *reading) kind(g *goroutine) int32 {
 	for _, l := range locs {
 		s.stackKey = binary.LittleEndian.AppendUint32(s.stackKey, uint32(l))
 	}
-	key := kindKey{stack: string(s.stackKey), reason: g.reason, span: g.span}
+	key := kindKey{stack: string(s.stackKey), reason: reason, span: span}
 	if k, ok := w.byKind[key]; ok {
 		return k
 	}
 	k := int32(len(w.kinds))
-	lbls := []pprofdecode.Label{{Key: ReasonKey, Str: g.reason}}
-	if traceID, spanID, ok := splitSpan(g.span); ok {
+	lbls := []pprofdecode.Label{{Key: ReasonKey, Str: reason}}
+	if traceID, spanID, ok := splitSpan(span); ok {
 		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
 	}
 	w.kinds = append(w.kinds, kind{locations: locs, labels: lbls})

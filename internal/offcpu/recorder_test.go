@@ -2,9 +2,13 @@ package offcpu
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"runtime/trace"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	"strings"
 	"testing"
 	"time"
@@ -158,5 +162,55 @@ func TestSkipsWhenTheTracerIsInUse(t *testing.T) {
 				t.Error("the other trace was stopped")
 			}
 		})
+	}
+}
+
+// TestSpanBegunBeforeTheStretch links the waits of a goroutine whose span
+// began before the trace did: they wait, pending, for the goroutine's
+// first span change, which names the span it leaves. A goroutine that
+// changes span never stays unlinked.
+func TestSpanBegunBeforeTheStretch(t *testing.T) {
+	defer SetDutyCycle(100)()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+
+	ctx, outer := tracer.Start(context.Background(), "begun before") // no trace yet: nothing logged
+	r := Start(time.Now(), Config{})
+	waittest.OnChannel(60 * time.Millisecond) // pending until the next span change
+	_, inner := tracer.Start(ctx, "inner")    // logs inner;outer
+	waittest.InSleep(40 * time.Millisecond)
+	inner.End()                             // logs outer;inner
+	waittest.OnMutex(20 * time.Millisecond) // outer again
+	outer.End()                             // logs ;outer
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s oteltrace.Span) string {
+		sc := s.SpanContext()
+		return sc.TraceID().String() + sc.SpanID().String()
+	}
+	for _, tc := range []struct {
+		fn, reason string
+		span       oteltrace.Span
+	}{
+		{"OnChannel", "chan receive", outer},
+		{"InSleep", "sleep", inner},
+		{"OnMutex", "sync", outer},
+	} {
+		n := 0
+		for _, s := range p.Samples {
+			if !fnIn(p, s, tc.fn) || label(s, ReasonKey) != tc.reason {
+				continue
+			}
+			n++
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids(tc.span) {
+				t.Errorf("%s wait linked to %q, want %q", tc.fn, got, ids(tc.span))
+			}
+		}
+		if n == 0 {
+			t.Errorf("no %s wait recorded", tc.fn)
+		}
 	}
 }
