@@ -6,6 +6,8 @@ package benchmark
 
 import (
 	"context"
+	"io"
+	rtrace "runtime/trace"
 	"testing"
 
 	otelpyroscope "github.com/grafana/otel-profiling-go"
@@ -76,6 +78,29 @@ func BenchmarkBatchedRootSpan(b *testing.B) {
 // through a BatchSpanProcessor.
 func BenchmarkBatchedChildSpan(b *testing.B) {
 	benchChildSpan(b, batchedSDK(b))
+}
+
+// BenchmarkChildSpanTraced is BenchmarkChildSpan while the execution
+// tracer runs, as it does during the off-CPU profile's stretches: the
+// wrapper then writes a trace record at Start and at End.
+func BenchmarkChildSpanTraced(b *testing.B) {
+	if err := rtrace.Start(io.Discard); err != nil {
+		b.Fatal(err)
+	}
+	defer rtrace.Stop()
+	sdk := bareSDK()
+	for _, p := range providers(sdk)[:2] { // sdk and labels
+		b.Run(p.name, func(b *testing.B) {
+			tr := p.tp.Tracer("bench")
+			parent, ps := tr.Start(context.Background(), "parent")
+			defer ps.End()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, span := tr.Start(parent, "op")
+				span.End()
+			}
+		})
+	}
 }
 
 func benchRootSpan(b *testing.B, sdk trace.TracerProvider) {

@@ -135,21 +135,25 @@ func (a keyAnswer) Value(key any) any {
 
 // logSpanSwitch tells the execution trace that the goroutine's labels
 // changed from those of span before to those of span now (nil for none, or
-// for labels that are not a span's): see TraceLogCategory.
+// for labels that are not a span's): see TraceLogCategory. The message is
+// built in one buffer, so that a record costs one allocation.
 func logSpanSwitch(now, before *labeledSpan) {
-	rtrace.Log(context.Background(), TraceLogCategory, spanIDs(now)+";"+spanIDs(before))
+	const idsLen = 2*len(trace.TraceID{}) + 2*len(trace.SpanID{})
+	var buf [2*idsLen + 1]byte
+	msg := appendSpanIDs(buf[:0], now)
+	msg = append(msg, ';')
+	msg = appendSpanIDs(msg, before)
+	rtrace.Log(context.Background(), TraceLogCategory, string(msg))
 }
 
-// spanIDs spells s's trace id and span id in hex, one after the other;
-// "" for nil.
-func spanIDs(s *labeledSpan) string {
+// appendSpanIDs appends s's trace id and span id in hex, one after the
+// other; nothing for nil.
+func appendSpanIDs(dst []byte, s *labeledSpan) []byte {
 	if s == nil {
-		return ""
+		return dst
 	}
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
-	var buf [2*len(trace.TraceID{}) + 2*len(trace.SpanID{})]byte
-	hex.Encode(buf[:2*len(tid)], tid[:])
-	hex.Encode(buf[2*len(tid):], sid[:])
-	return string(buf[:])
+	dst = hex.AppendEncode(dst, tid[:])
+	return hex.AppendEncode(dst, sid[:])
 }
