@@ -69,9 +69,10 @@ type Stats struct {
 	// (runtime/trace.Start, /debug/pprof/trace, another flight recorder).
 	OffCPUSkipped int64
 	// OffCPUTruncated counts traced stretches read only in part: more
-	// trace than its memory bound, more waits than a window keeps, or a
-	// trace unreadable past some point. Values are scaled by the time
-	// actually read.
+	// trace than a stretch's byte budget, trace the flight recorder
+	// dropped before it was read (the parser fell behind), more waits
+	// than a window keeps, or a trace unreadable past some point. Values
+	// are scaled by the time actually read.
 	OffCPUTruncated int64
 }
 

@@ -332,7 +332,7 @@ func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *reques
 		}
 	}
 	st.fr.Stop()
-	elapsed := time.Since(st.start)
+	elapsed := lastRead.Sub(st.start) // to the last read, not its parse
 	covered := rd.finish()
 	r.lastSize = read
 	r.maxRead = max(r.maxRead, read)
