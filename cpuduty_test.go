@@ -14,6 +14,7 @@ import (
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/otlptest"
 )
 
 var burnSink uint64
@@ -149,7 +150,7 @@ func TestCPUDutyCycleOnTheRuntime(t *testing.T) {
 		var cpu *profilespb.Profile
 		var start, end uint64
 		for _, sp := range req.GetResourceProfiles()[0].GetScopeProfiles() {
-			name := scopeName(sp.GetScope().GetAttributes())
+			name := otlptest.ScopeName(sp.GetScope().GetAttributes())
 			for _, prof := range sp.GetProfiles() {
 				if name == "cpu" {
 					cpu = prof

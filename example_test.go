@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler"
-	_ "github.com/pprofotel/profiler/offcpu" // links the off-CPU profile in
 )
 
 // The one line a service adds to main. With no configuration the profiler
@@ -83,22 +82,3 @@ func ExampleWithProfileTypes() {
 	defer p.Stop(context.Background())
 }
 
-// The off-CPU profile shows where goroutines wait, from the execution
-// trace. Its parser is linked in by importing package offcpu, as this
-// file does:
-//
-//	import _ "github.com/pprofotel/profiler/offcpu"
-//
-// Here it traces a quarter of every window instead of the default tenth;
-// waits are scaled to the whole window.
-func ExampleWithOffCPUDutyCycle() {
-	p, err := profiler.Start(
-		profiler.WithExporter(profiler.ExporterNone),
-		profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile),
-		profiler.WithOffCPUDutyCycle(25),
-	)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer p.Stop(context.Background())
-}

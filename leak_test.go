@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
 )
@@ -129,21 +130,21 @@ func TestGoroutineLeakProfile(t *testing.T) {
 
 	// The last window, taken at Stop, sees every goroutine above blocked.
 	last := reqs[len(reqs)-1].Request
-	leaks := profileSamples(last, "goroutineleak", "goroutineleak")
+	leaks := otlptest.Samples(last, "goroutineleak", "goroutineleak")
 	var leaked, blocked, all int64
 	for _, s := range leaks {
-		all += s.samplesCounted
-		if inStack(s.funcs, "blockedButReachable") {
-			blocked += s.samplesCounted
+		all += s.Values[0]
+		if s.InStack("blockedButReachable") {
+			blocked += s.Values[0]
 		}
 		// Earlier runs of the test (-count) leaked into other spans.
-		if !inStack(s.funcs, "leakedInSpan") || s.spanID != span.SpanID().String() {
+		if !s.InStack("leakedInSpan") || s.SpanID != span.SpanID().String() {
 			continue
 		}
-		leaked += s.samplesCounted
-		if s.traceID != span.TraceID().String() || s.attrs["leak"] != "test" {
+		leaked += s.Values[0]
+		if s.TraceID != span.TraceID().String() || s.Attrs["leak"] != "test" {
 			t.Errorf("leaked goroutine: link %s/%s and attributes %v, want trace %s and leak=test",
-				s.traceID, s.spanID, s.attrs, span.TraceID())
+				s.TraceID, s.SpanID, s.Attrs, span.TraceID())
 		}
 	}
 	if leaked != leakedInTest || blocked != 0 {
@@ -151,9 +152,9 @@ func TestGoroutineLeakProfile(t *testing.T) {
 			leaked, blocked, leakedInTest)
 	}
 	var waiting int64
-	for _, s := range profileSamples(last, "goroutine", "goroutine") {
-		if inStack(s.funcs, "blockedButReachable") {
-			waiting += s.samplesCounted
+	for _, s := range otlptest.Samples(last, "goroutine", "goroutine") {
+		if s.InStack("blockedButReachable") {
+			waiting += s.Values[0]
 		}
 	}
 	if waiting != blockedInTest {

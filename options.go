@@ -240,7 +240,9 @@ func WithGoroutineLeakInterval(d time.Duration) Option {
 // 100, during which OffCPUProfile runs the execution tracer: the cycle is
 // the window, or 10s when the window is longer, and the traced part comes
 // first. Waits are measured in the traced part and scaled to the window.
-// The default is 10, overridden by PPROFOTEL_OFFCPU_DUTY.
+// The default is 10, overridden by PPROFOTEL_OFFCPU_DUTY. Package
+// github.com/pprofotel/profiler/offcpu, which links the profile in, has an
+// example.
 func WithOffCPUDutyCycle(percent int) Option {
 	return optionFunc(func(o *options) {
 		o.setRate(OffCPUProfile, percent, "duty cycle must be a percentage from 1 to 100")

@@ -1,4 +1,4 @@
-package profiler
+package offcpu_test
 
 import (
 	"context"
@@ -8,14 +8,16 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
+	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
-	_ "github.com/pprofotel/profiler/offcpu" // the off-CPU profile
+	_ "github.com/pprofotel/profiler/offcpu" // what this package is for
 )
 
 // offCPUWait is one wait of an exported off-CPU profile.
 type offCPUWait struct {
-	linkedSample
+	otlptest.Sample
 	nanos int64
 	at    uint64
 }
@@ -26,19 +28,19 @@ func offCPUWaits(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) []
 	t.Helper()
 	str := req.GetDictionary().GetStringTable()
 	var out []offCPUWait
-	for _, s := range profileSamples(req, "offcpu", "off_cpu") {
-		st, pt := s.profile.GetSampleType(), s.profile.GetPeriodType()
+	for _, s := range otlptest.Samples(req, "offcpu", "off_cpu") {
+		st, pt := s.Profile.GetSampleType(), s.Profile.GetPeriodType()
 		if got := str[st.GetUnitStrindex()]; got != "nanoseconds" {
 			t.Fatalf("off-CPU values in %s, want nanoseconds", got)
 		}
-		if s.profile.GetPeriod() != 0 || pt.GetTypeStrindex() != 0 {
-			t.Errorf("off-CPU profile has period %d of type %q; it has none", s.profile.GetPeriod(), str[pt.GetTypeStrindex()])
+		if s.Profile.GetPeriod() != 0 || pt.GetTypeStrindex() != 0 {
+			t.Errorf("off-CPU profile has period %d of type %q; it has none", s.Profile.GetPeriod(), str[pt.GetTypeStrindex()])
 		}
-		if len(s.values) != len(s.timestamps) {
-			t.Fatalf("off-CPU sample with %d values and %d timestamps", len(s.values), len(s.timestamps))
+		if len(s.Values) != len(s.Timestamps) {
+			t.Fatalf("off-CPU sample with %d values and %d timestamps", len(s.Values), len(s.Timestamps))
 		}
-		for i, v := range s.values {
-			out = append(out, offCPUWait{linkedSample: s, nanos: v, at: s.timestamps[i]})
+		for i, v := range s.Values {
+			out = append(out, offCPUWait{Sample: s, nanos: v, at: s.Timestamps[i]})
 		}
 	}
 	return out
@@ -54,8 +56,8 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
 
 	dir := t.TempDir()
-	p, err := Start(WithPeriod(time.Hour), WithProfileTypes(OffCPUProfile), WithOffCPUDutyCycle(100),
-		WithExporter(ExporterFile), WithFileDir(dir))
+	p, err := profiler.Start(profiler.WithPeriod(time.Hour), profiler.WithProfileTypes(profiler.OffCPUProfile),
+		profiler.WithOffCPUDutyCycle(100), profiler.WithExporter(profiler.ExporterFile), profiler.WithFileDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,24 +83,24 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	}
 
 	var got []offCPUWait
-	for _, req := range fileRequests(t, dir) {
+	for _, req := range otlptest.ReadDir(t, dir) {
 		got = append(got, offCPUWaits(t, req)...)
 	}
 	sc := span.SpanContext()
 	for _, w := range waits {
 		var total time.Duration
 		for _, g := range got {
-			if !inStack(g.funcs, w.fn) {
+			if !g.InStack(w.fn) {
 				continue
 			}
-			if g.attrs["wait_reason"] != w.reason {
-				t.Errorf("%s: a wait of %v with reason %q, want %q", w.fn, time.Duration(g.nanos), g.attrs["wait_reason"], w.reason)
+			if g.Attrs["wait_reason"] != w.reason {
+				t.Errorf("%s: a wait of %v with reason %q, want %q", w.fn, time.Duration(g.nanos), g.Attrs["wait_reason"], w.reason)
 				continue
 			}
-			if g.traceID != sc.TraceID().String() || g.spanID != sc.SpanID().String() {
-				t.Errorf("%s: wait linked to %s/%s, want span %s/%s", w.fn, g.traceID, g.spanID, sc.TraceID(), sc.SpanID())
+			if g.TraceID != sc.TraceID().String() || g.SpanID != sc.SpanID().String() {
+				t.Errorf("%s: wait linked to %s/%s, want span %s/%s", w.fn, g.TraceID, g.SpanID, sc.TraceID(), sc.SpanID())
 			}
-			if start, end := g.profile.GetTimeUnixNano(), g.profile.GetTimeUnixNano()+g.profile.GetDurationNano(); g.at < start || g.at >= end {
+			if start, end := g.Profile.GetTimeUnixNano(), g.Profile.GetTimeUnixNano()+g.Profile.GetDurationNano(); g.at < start || g.at >= end {
 				t.Errorf("%s: wait at %d, outside the window [%d, %d)", w.fn, g.at, start, end)
 			}
 			total += time.Duration(g.nanos)
