@@ -81,4 +81,3 @@ func ExampleWithProfileTypes() {
 	}
 	defer p.Stop(context.Background())
 }
-
