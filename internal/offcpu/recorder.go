@@ -322,7 +322,7 @@ func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *reques
 				err, cut, stop = rerr, true, true
 			}
 		}
-		if c.full || rd.truncated {
+		if c.full || rd.truncated || w.full() {
 			// The stretch's budget is spent, or the window's waits: the
 			// stretch ends here, as though it were shorter.
 			cut, stop = true, true
