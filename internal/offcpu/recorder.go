@@ -279,6 +279,13 @@ func (r *Recorder) startTrace() *trace.FlightRecorder {
 // request that ended it, if one did.
 func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *request {
 	w := r.windows[r.cur]
+	if w.full() {
+		// The window holds all the waits it keeps: what this stretch
+		// would read could not count, nor could its time.
+		st.fr.Stop()
+		r.cfg.Stats.Truncated.Add(1)
+		return wait(st.length)
+	}
 	rd := w.newReading(st.start)
 	end := st.start.Add(st.length)
 	var (
@@ -322,7 +329,7 @@ func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *reques
 				err, cut, stop = rerr, true, true
 			}
 		}
-		if c.full || rd.truncated || w.full() {
+		if c.full || rd.truncated {
 			// The stretch's budget is spent, or the window's waits: the
 			// stretch ends here, as though it were shorter.
 			cut, stop = true, true
