@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -41,6 +43,28 @@ func takeSnapshot() snapshot {
 		Sys:          ms.Sys,
 		CPUNanos:     ru.Utime.Nano() + ru.Stime.Nano(),
 		Work:         cpuWork.Load(),
+	}
+}
+
+// allocsProfileEnv names the file prefix to which the child writes its
+// allocation profile at each snapshot (PREFIX.1 at the start of the
+// measured interval, PREFIX.2 at its end), so that the difference shows
+// who allocated what while the load ran (perf.sh sets it).
+const allocsProfileEnv = "OVERHEAD_ALLOCS_PROFILE"
+
+func writeAllocsProfile(n int) {
+	prefix := os.Getenv(allocsProfileEnv)
+	if prefix == "" {
+		return
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", prefix, n))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "overhead child:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "overhead child:", err)
 	}
 }
 
@@ -81,7 +105,9 @@ func runChild(o childOptions) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/work", svc)
+	var snapshots atomic.Int32
 	mux.HandleFunc("/_bench/snapshot", func(w http.ResponseWriter, r *http.Request) {
+		writeAllocsProfile(int(snapshots.Add(1)))
 		json.NewEncoder(w).Encode(takeSnapshot())
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

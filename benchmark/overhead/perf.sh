@@ -8,6 +8,9 @@
 # Usage: ./perf.sh CONFIG [seconds [percent-limit [harness flags...]]]
 #   e.g. ./perf.sh pprofotel-continuous 15, or ./perf.sh pyroscope 60 0.01 for
 #   the smaller entries of a longer recording
+# With PERF_KEEP=DIR set, the recording (DIR/perf.data) and the child's
+# allocation profiles at the start and end of the measured load
+# (DIR/allocs.1, DIR/allocs.2) are kept there, for offcpu-split.sh.
 set -eu
 cd "$(dirname "$0")"
 cfg=${1:?configuration, e.g. pprofotel-continuous}
@@ -17,6 +20,10 @@ shift $(($# < 3 ? $# : 3))
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go build -o "$dir/overhead" .
+if [ -n "${PERF_KEEP:-}" ]; then
+	mkdir -p "$PERF_KEEP"
+	export OVERHEAD_ALLOCS_PROFILE="$PERF_KEEP/allocs"
+fi
 "$dir/overhead" "$@" -configs "$cfg" -rounds 1 -warmup 3s -duration "$((secs + 5))s" >/dev/null 2>"$dir/err" &
 harness=$!
 child=""
@@ -30,6 +37,7 @@ sleep 4
 perf record -q -F 499 -g -p "$child" -o "$dir/perf.data" -- sleep "$secs" 2>/dev/null
 wait "$harness"
 cat "$dir/err" >&2
+[ -z "${PERF_KEEP:-}" ] || cp "$dir/perf.data" "$PERF_KEEP/perf.data"
 # Inclusive share of the child's samples under each entry point of
 # profiling work, whichever profiler runs it: the runtime's sampling hooks
 # (sigprof for CPU, blockevent/mutexevent, mProf for heap), the profile

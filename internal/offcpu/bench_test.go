@@ -1,8 +1,11 @@
 package offcpu
 
 import (
+	"bytes"
+	"math"
 	"runtime"
 	"runtime/metrics"
+	"runtime/trace"
 	"testing"
 	"time"
 )
@@ -105,6 +108,54 @@ func BenchmarkStretch(b *testing.B) {
 			b.ReportMetric(float64(peak), "trace-B-peak")
 		})
 	}
+}
+
+// BenchmarkParse reads, again and again, a trace recorded once in memory
+// from a ping-pong pair (300 ms, as the flight recorder writes it): the
+// parser's speed alone, in trace bytes per second, and the bytes it
+// allocates per trace byte. Nothing else runs while it reads, unlike in
+// BenchmarkStretch, where the pair holds the processors.
+func BenchmarkParse(b *testing.B) {
+	data, start := recordPingPong(b, 300*time.Millisecond)
+	w := newWindow(math.MaxInt)
+	var waits int
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for b.Loop() {
+		w.reset()
+		rd := w.newReading(start)
+		if err := rd.read(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+		rd.finish()
+		waits = len(w.events)
+	}
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(len(data)), "alloc-B/trace-B")
+	b.ReportMetric(float64(waits), "waits/op")
+}
+
+// recordPingPong returns what the flight recorder holds after d of one
+// ping-pong pair, and when it started.
+func recordPingPong(b *testing.B, d time.Duration) ([]byte, time.Time) {
+	b.Helper()
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: time.Minute, MaxBytes: 1 << 30})
+	start := time.Now()
+	if err := fr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop := pingPong(1)
+	time.Sleep(d)
+	var buf bytes.Buffer
+	_, err := fr.WriteTo(&buf)
+	stop()
+	fr.Stop()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes(), start
 }
 
 // BenchmarkBurst starts the densest wait stream there is (pingPong) on a
