@@ -97,9 +97,9 @@ type Recorder struct {
 	rate float64
 	// poll is the time between two reads of a stretch.
 	poll time.Duration
-	// lastSize is the size of the last stretch read, in bytes, and
-	// maxRead the largest so far.
-	lastSize, maxRead int
+	// readTotal counts the trace bytes read so far, and maxRead is the
+	// most read in one stretch.
+	readTotal, maxRead int
 }
 
 type request struct {
@@ -341,7 +341,7 @@ func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *reques
 	st.fr.Stop()
 	elapsed := lastRead.Sub(st.start) // to the last read, not its parse
 	covered := rd.finish()
-	r.lastSize = read
+	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)
 	// A whole stretch covers its wall-clock time, start-up of the tracer
 	// included (a wait cannot begin unseen in it); a cut one only what was
