@@ -359,8 +359,6 @@ func (p *windowPrinter) printNew() {
 	}
 }
 
-// profileOrder is the order the summary lists the runtime profiles in.
-var profileOrder = []string{"cpu", "heap", "goroutine", "mutex", "block", "goroutineleak"}
 
 // summarize prints, per profile and sample type, the total and the three
 // functions with the most flat value: the value of the samples where the
@@ -372,7 +370,10 @@ func summarize(file string, reqs []pprofconv.Request) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	for _, name := range profileOrder {
+	// The summary lists the profiles in the order they are collected,
+	// the order of the ProfileType constants.
+	for t := profiler.CPUProfile; t <= profiler.GoroutineLeakProfile; t++ {
+		name := t.String()
 		p := profiles[name]
 		if p == nil {
 			continue
