@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +29,10 @@ type snapshot struct {
 	// Work counts the operations of the CPU-bound service (0 for the HTTP
 	// service, whose work is counted by the load generator).
 	Work int64
+	// LivePeak is the most heap the garbage collector found live since
+	// the previous snapshot: what a profiler holds on to shows here, not in
+	// HeapAlloc at one instant.
+	LivePeak uint64
 }
 
 func takeSnapshot() snapshot {
@@ -43,7 +48,32 @@ func takeSnapshot() snapshot {
 		Sys:          ms.Sys,
 		CPUNanos:     ru.Utime.Nano() + ru.Stime.Nano(),
 		Work:         cpuWork.Load(),
+		LivePeak:     livePeak.Swap(liveHeap()),
 	}
+}
+
+// livePeak is the most heap found live since the last snapshot, kept by
+// watchLiveHeap.
+var livePeak atomic.Uint64
+
+// watchLiveHeap reads the live heap every 10 ms, more often than the
+// service's collections run, and keeps its peak.
+func watchLiveHeap() {
+	for range time.Tick(10 * time.Millisecond) {
+		v := liveHeap()
+		for {
+			old := livePeak.Load()
+			if v <= old || livePeak.CompareAndSwap(old, v) {
+				break
+			}
+		}
+	}
+}
+
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // allocsProfileEnv names the file prefix to which the child writes its
@@ -93,6 +123,7 @@ func runChild(o childOptions) error {
 		svc = newService(o.liveMB, 2, o.hashRounds)
 	}
 	runtime.GC()
+	go watchLiveHeap()
 
 	stop, err := st.start(o.stubAddr, o.period)
 	if err != nil {

@@ -107,7 +107,7 @@ type runResult struct {
 	CPUPerReq  time.Duration // the child's CPU time over requests served
 	Uploads    int64
 	UploadKB   float64
-	HeapMB     float64 // HeapAlloc at the end of the run
+	LiveMB     float64 // the most heap the GC found live during the run
 }
 
 func (p *parent) run() error {
@@ -135,8 +135,8 @@ func (p *parent) run() error {
 				return fmt.Errorf("round %d, %s: %w", round, name, err)
 			}
 			p.results[name] = append(p.results[name], r)
-			fmt.Fprintf(os.Stderr, "round %d %-14s %8.0f req/s  p50 %6.2fms  p99 %6.2fms  GC %3d  CPU/req %6.1fµs  uploads %d (%.0f KB)  heap %.0f MB\n",
-				round, name, r.Throughput, ms(r.P50), ms(r.P99), r.GCs, us(r.CPUPerReq), r.Uploads, r.UploadKB, r.HeapMB)
+			fmt.Fprintf(os.Stderr, "round %d %-14s %8.0f req/s  p50 %6.2fms  p99 %6.2fms  GC %3d  CPU/req %6.1fµs  uploads %d (%.0f KB)  peak live %.0f MB\n",
+				round, name, r.Throughput, ms(r.P50), ms(r.P99), r.GCs, us(r.CPUPerReq), r.Uploads, r.UploadKB, r.LiveMB)
 		}
 	}
 	report(os.Stdout, p, time.Since(start))
@@ -218,7 +218,7 @@ func (p *parent) runOne(exe, name string, round int) (runResult, error) {
 		CPUPerReq:  time.Duration((after.CPUNanos - before.CPUNanos) / int64(load.Requests)),
 		Uploads:    p.stub.uploads.Load(),
 		UploadKB:   float64(p.stub.bytes.Load()) / 1024,
-		HeapMB:     float64(after.HeapAlloc) / (1 << 20),
+		LiveMB:     float64(after.LivePeak) / (1 << 20),
 	}
 	if r.Errors > 0 {
 		fmt.Fprintf(os.Stderr, "round %d %s: %d failed requests\n", round, name, r.Errors)
@@ -254,7 +254,7 @@ func (p *parent) measureCPUService(addr string, round int) (runResult, error) {
 		CPUPerReq:  time.Duration((after.CPUNanos - before.CPUNanos) / ops),
 		Uploads:    p.stub.uploads.Load(),
 		UploadKB:   float64(p.stub.bytes.Load()) / 1024,
-		HeapMB:     float64(after.HeapAlloc) / (1 << 20),
+		LiveMB:     float64(after.LivePeak) / (1 << 20),
 	}, nil
 }
 

@@ -85,8 +85,8 @@ func report(w io.Writer, p *parent, took time.Duration) {
 		service, p.rounds, len(p.names), p.duration, p.warmup, p.liveMB, p.hashRounds, p.period, describeRates(), goVersion, took.Round(time.Second))
 	fmt.Fprintln(w, "Medians across rounds; ratios are to \"no profiler\" and to the floor (the runtime's CPU profiler alone) in the same round, median (min–max). An op is a request (HTTP) or one hash-and-allocate step (CPU-bound).")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| configuration | ops/s | × none | p50 ms | p99 ms | p99 × none | CPU µs/op | CPU × none | CPU × floor | GC/run | uploads/run | KB uploaded/run |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| configuration | ops/s | × none | p50 ms | p99 ms | p99 × none | CPU µs/op | CPU × none | CPU × floor | GC/run | peak live MB | uploads/run | KB uploaded/run |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range p.names {
 		rs := p.results[name]
 		st, _ := setupByName(name)
@@ -101,12 +101,13 @@ func report(w io.Writer, p *parent, took time.Duration) {
 		if floor != nil && name != "floor" && name != "none" {
 			floorRatio = spreadOf(ratios(rs, floor, cpuPerReq)).ratio()
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %.2f | %s | %.1f | %s | %s | %.0f | %.0f | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %.2f | %s | %.1f | %s | %s | %.0f | %.1f | %.0f | %.0f |\n",
 			st.label,
 			median(column(rs, throughput)), thrRatio,
 			median(column(rs, p50)), median(column(rs, p99)), p99Ratio,
 			median(column(rs, cpuPerReq)), cpuRatio, floorRatio,
 			median(column(rs, gcs)),
+			median(column(rs, func(r runResult) float64 { return r.LiveMB })),
 			median(column(rs, func(r runResult) float64 { return float64(r.Uploads) })),
 			median(column(rs, func(r runResult) float64 { return r.UploadKB })))
 	}
@@ -115,7 +116,7 @@ func report(w io.Writer, p *parent, took time.Duration) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "<details><summary>Every run</summary>")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| round | configuration | ops/s | p50 ms | p99 ms | CPU µs/op | GC | GC pause ms | heap MB | uploads | KB | failed |")
+	fmt.Fprintln(w, "| round | configuration | ops/s | p50 ms | p99 ms | CPU µs/op | GC | GC pause ms | peak live MB | uploads | KB | failed |")
 	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for round := 1; round <= p.rounds; round++ {
 		for _, name := range p.names {
@@ -123,9 +124,9 @@ func report(w io.Writer, p *parent, took time.Duration) {
 				if r.Round != round {
 					continue
 				}
-				fmt.Fprintf(w, "| %d | %s | %.0f | %.2f | %.2f | %.1f | %d | %.1f | %.0f | %d | %.0f | %d |\n",
+				fmt.Fprintf(w, "| %d | %s | %.0f | %.2f | %.2f | %.1f | %d | %.1f | %.1f | %d | %.0f | %d |\n",
 					round, name, r.Throughput, ms(r.P50), ms(r.P99), us(r.CPUPerReq), r.GCs,
-					float64(r.PauseNs)/1e6, r.HeapMB, r.Uploads, r.UploadKB, r.Errors)
+					float64(r.PauseNs)/1e6, r.LiveMB, r.Uploads, r.UploadKB, r.Errors)
 			}
 		}
 	}
