@@ -48,11 +48,6 @@ type window struct {
 	functions []pprofdecode.Function
 	byFrame   map[trace.StackFrame]int32
 	byFunc    map[funcKey]int32
-
-	// profile is rebuilt from the above at every collection; its slices
-	// are reused.
-	profile pprofdecode.Profile
-	values  []int64
 }
 
 // kind is what waits of the same identity share: stack, reason, span.
@@ -421,11 +416,19 @@ func (w *window) stack(stk trace.Stack) stackLocations {
 // SampleType is the one sample type of the profile: nanoseconds waited.
 var SampleType = pprofdecode.ValueType{Type: "off_cpu", Unit: "nanoseconds"}
 
-// build returns the window as a profile: one sample per wait, its value
-// the wait's length times scale, its time the wait's start. The profile
-// is valid until the next build.
-func (w *window) build(start, end time.Time, scale float64) *pprofdecode.Profile {
-	p := &w.profile
+// built is a window built into a profile. Its slices, one entry per wait,
+// are the largest part of a window; the Recorder keeps one built for both
+// windows, since only the window last collected is needed built.
+type built struct {
+	profile pprofdecode.Profile
+	values  []int64
+}
+
+// build builds the window into b: one sample per wait, its value the
+// wait's length times scale, its time the wait's start. The profile is
+// valid until the next build into b, and while w is not reset.
+func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdecode.Profile {
+	p := &b.profile
 	p.SampleTypes = append(p.SampleTypes[:0], SampleType)
 	p.DefaultSampleType = SampleType.Type
 	p.PeriodType = pprofdecode.ValueType{}
@@ -436,10 +439,10 @@ func (w *window) build(start, end time.Time, scale float64) *pprofdecode.Profile
 	p.Functions = w.functions
 	p.Mappings = p.Mappings[:0]
 	p.Samples = p.Samples[:0]
-	if cap(w.values) < len(w.events) {
-		w.values = make([]int64, len(w.events))
+	if cap(b.values) < len(w.events) {
+		b.values = make([]int64, len(w.events))
 	}
-	w.values = w.values[:len(w.events)]
+	b.values = b.values[:len(w.events)]
 	lo, hi := start.UnixNano(), end.UnixNano()
 	for i, e := range w.events {
 		v := int64(float64(e.dur)*scale + 0.5)
@@ -449,11 +452,11 @@ func (w *window) build(start, end time.Time, scale float64) *pprofdecode.Profile
 		// The clocks of the trace and of the window are read apart:
 		// keep every timestamp inside the window.
 		ts := min(max(e.start, lo), hi-1)
-		w.values[i] = v
+		b.values[i] = v
 		k := &w.kinds[e.kind]
 		p.Samples = append(p.Samples, pprofdecode.Sample{
 			Locations: k.locations,
-			Values:    w.values[i : i+1 : i+1],
+			Values:    b.values[i : i+1 : i+1],
 			Labels:    k.labels,
 			TimeNanos: ts,
 		})

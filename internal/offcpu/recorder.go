@@ -86,6 +86,7 @@ type Recorder struct {
 
 	// Owned by the recorder's goroutine.
 	windows     [2]*window
+	built       built
 	cur         int
 	windowStart time.Time
 	cycle       time.Duration
@@ -374,7 +375,7 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 	if w.traced > 0 && length > w.traced {
 		scale = float64(length) / float64(w.traced)
 	}
-	p := w.build(r.windowStart, now, scale)
+	p := w.build(&r.built, r.windowStart, now, scale)
 	if length >= minCycle {
 		r.cycle = min(r.cfg.Cycle, length)
 	}
