@@ -359,7 +359,6 @@ func (p *windowPrinter) printNew() {
 	}
 }
 
-
 // summarize prints, per profile and sample type, the total and the three
 // functions with the most flat value: the value of the samples where the
 // function is on top of the stack (the innermost frame, inlined frames

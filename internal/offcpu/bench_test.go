@@ -104,7 +104,9 @@ func BenchmarkStretch(b *testing.B) {
 				// behind and the flight recorder dropped generations.
 				rate += r.rate
 				readBytes += float64(r.readTotal)
-				waits += float64(len(p.Samples))
+				for _, s := range p.Samples {
+					waits += float64(len(s.Events))
+				}
 				peak = max(peak, r.maxRead)
 			}
 			runtime.KeepAlive(peak)

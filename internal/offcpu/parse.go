@@ -416,17 +416,21 @@ func (w *window) stack(stk trace.Stack) stackLocations {
 // SampleType is the one sample type of the profile: nanoseconds waited.
 var SampleType = pprofdecode.ValueType{Type: "off_cpu", Unit: "nanoseconds"}
 
-// built is a window built into a profile. Its slices, one entry per wait,
-// are the largest part of a window; the Recorder keeps one built for both
+// built is a window built into a profile. Its events, one per wait, are
+// the largest part of a window; the Recorder keeps one built for both
 // windows, since only the window last collected is needed built.
 type built struct {
 	profile pprofdecode.Profile
+	events  []pprofdecode.Event
 	values  []int64
+	// first and next index events by kind while they are laid out.
+	first, next []int
 }
 
-// build builds the window into b: one sample per wait, its value the
-// wait's length times scale, its time the wait's start. The profile is
-// valid until the next build into b, and while w is not reset.
+// build builds the window into b: one sample per kind of wait, with an
+// event per wait, in the order the waits ended: its value the wait's
+// length times scale, its time the wait's start. The profile is valid
+// until the next build into b, and while w is not reset.
 func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdecode.Profile {
 	p := &b.profile
 	p.SampleTypes = append(p.SampleTypes[:0], SampleType)
@@ -439,26 +443,47 @@ func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdeco
 	p.Functions = w.functions
 	p.Mappings = p.Mappings[:0]
 	p.Samples = p.Samples[:0]
-	if cap(b.values) < len(w.events) {
-		b.values = make([]int64, len(w.events))
+
+	// Lay the events out kind by kind: count, then place.
+	n := len(w.kinds)
+	b.first = append(b.first[:0], make([]int, n+1)...)
+	scaled := func(e event) int64 { return int64(float64(e.dur)*scale + 0.5) }
+	for _, e := range w.events {
+		if scaled(e) > 0 {
+			b.first[e.kind+1]++
+		}
 	}
-	b.values = b.values[:len(w.events)]
+	for k := range n {
+		b.first[k+1] += b.first[k]
+	}
+	b.next = append(b.next[:0], b.first[:n]...)
+	b.events = append(b.events[:0], make([]pprofdecode.Event, b.first[n])...)
 	lo, hi := start.UnixNano(), end.UnixNano()
-	for i, e := range w.events {
-		v := int64(float64(e.dur)*scale + 0.5)
+	for _, e := range w.events {
+		v := scaled(e)
 		if v <= 0 {
 			continue
 		}
 		// The clocks of the trace and of the window are read apart:
 		// keep every timestamp inside the window.
-		ts := min(max(e.start, lo), hi-1)
-		b.values[i] = v
-		k := &w.kinds[e.kind]
+		b.events[b.next[e.kind]] = pprofdecode.Event{Value: v, TimeNanos: min(max(e.start, lo), hi-1)}
+		b.next[e.kind]++
+	}
+	b.values = append(b.values[:0], make([]int64, n)...)
+	for k := range n {
+		evs := b.events[b.first[k]:b.first[k+1]:b.first[k+1]]
+		if len(evs) == 0 {
+			continue
+		}
+		for _, e := range evs {
+			b.values[k] += e.Value
+		}
+		kd := &w.kinds[k]
 		p.Samples = append(p.Samples, pprofdecode.Sample{
-			Locations: k.locations,
-			Values:    b.values[i : i+1 : i+1],
-			Labels:    k.labels,
-			TimeNanos: ts,
+			Locations: kd.locations,
+			Values:    b.values[k : k+1 : k+1],
+			Labels:    kd.labels,
+			Events:    evs,
 		})
 	}
 	return p

@@ -92,8 +92,10 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 		}
 	}
 	for _, s := range p.Samples {
-		if s.TimeNanos < start.UnixNano() || s.TimeNanos >= end.UnixNano() {
-			t.Errorf("wait at %d outside the window [%d, %d)", s.TimeNanos, start.UnixNano(), end.UnixNano())
+		for _, e := range s.Events {
+			if e.TimeNanos < start.UnixNano() || e.TimeNanos >= end.UnixNano() {
+				t.Errorf("wait at %d outside the window [%d, %d)", e.TimeNanos, start.UnixNano(), end.UnixNano())
+			}
 		}
 		if fnIn(p, s, "InSleep") || fnIn(p, s, "OnChannel") || fnIn(p, s, "OnMutex") {
 			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids {

@@ -502,24 +502,32 @@ func (b *Builder) samples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
 	return out
 }
 
-// timed reports whether the samples of p carry times: then each is one
-// event, sent with its own value and timestamp.
+// timed reports whether the samples of p are events: then each event is
+// sent with its own value and timestamp.
 func timed(p *pprofdecode.Profile) bool {
-	return len(p.Samples) > 0 && p.Samples[0].TimeNanos != 0
+	return len(p.Samples) > 0 && p.Samples[0].Events != nil
 }
 
-// timedSamples is samples for a profile whose samples are events: the
+// timedSamples is samples for a profile whose samples record events: the
 // events of one identity become one OTLP sample with a value and a
-// timestamp per event, in the order of p.Samples, as profiles.proto asks
-// for timestamped values.
+// timestamp per event, in the order of p.Samples and of their events, as
+// profiles.proto asks for timestamped values. Events carry the value of
+// the profile's one sample type, so only t 0 has them.
 func (b *Builder) timedSamples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
+	if t != 0 {
+		return nil
+	}
 	count := b.acc
 	clear(count)
 	events := 0
 	for i := range p.Samples {
-		if r := b.rep[i]; r >= 0 && t < len(p.Samples[i].Values) && p.Samples[i].Values[t] != 0 {
-			count[r]++
-			events++
+		if r := b.rep[i]; r >= 0 {
+			for _, e := range p.Samples[i].Events {
+				if e.Value != 0 {
+					count[r]++
+					events++
+				}
+			}
 		}
 	}
 	if events == 0 {
@@ -545,28 +553,33 @@ func (b *Builder) timedSamples(p *pprofdecode.Profile, t int) []*profilespb.Samp
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		r := b.rep[i]
-		if r < 0 || t >= len(s.Values) || s.Values[t] == 0 {
+		if r < 0 {
 			continue
 		}
-		j, ok := slot[r]
-		if !ok {
-			j = len(out)
-			slot[r] = j
-			if b.stackIdx[r] < 0 {
-				b.resolveSample(p, int(r))
+		for _, e := range s.Events {
+			if e.Value == 0 {
+				continue
 			}
-			m := &msgs[j]
-			m.StackIndex = b.stackIdx[r]
-			m.AttributeIndices = b.attrs[r]
-			m.LinkIndex = b.linkIdx[r]
-			out = append(out, m)
-			first = append(first, count[r])
-			next = append(next, count[r])
+			j, ok := slot[r]
+			if !ok {
+				j = len(out)
+				slot[r] = j
+				if b.stackIdx[r] < 0 {
+					b.resolveSample(p, int(r))
+				}
+				m := &msgs[j]
+				m.StackIndex = b.stackIdx[r]
+				m.AttributeIndices = b.attrs[r]
+				m.LinkIndex = b.linkIdx[r]
+				out = append(out, m)
+				first = append(first, count[r])
+				next = append(next, count[r])
+			}
+			k := next[j]
+			values[k] = e.Value
+			times[k] = uint64(e.TimeNanos)
+			next[j]++
 		}
-		k := next[j]
-		values[k] = s.Values[t]
-		times[k] = uint64(s.TimeNanos)
-		next[j]++
 	}
 	for j, m := range out {
 		m.Values = values[first[j]:next[j]:next[j]]

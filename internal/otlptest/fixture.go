@@ -151,7 +151,8 @@ func program(reversed bool) *fixtureProgram {
 // OffCPUFixture returns an off-CPU profile of waits in the second after
 // start: chan receive waits of 300 and 50 ns on recv, one of 7 ns in
 // select on recv, a sleep of 100 ns, and a wait of 0 ns that is not sent.
-// Each sample is one wait, with its start time.
+// Each wait is an event with its start time; the chan receive waits come
+// in two samples of the same stack and labels, which are sent as one.
 func OffCPUFixture(start time.Time) *pprofdecode.Profile {
 	at := func(ms int64) int64 { return start.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
 	reason := func(r string) []pprofdecode.Label { return []pprofdecode.Label{{Key: "wait_reason", Str: r}} }
@@ -163,11 +164,14 @@ func OffCPUFixture(start time.Time) *pprofdecode.Profile {
 			{Mapping: -1, Address: 0x20, Lines: []pprofdecode.Line{{Function: 1}}},
 		},
 		Samples: []pprofdecode.Sample{
-			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{300}, TimeNanos: at(10)},
-			{Locations: []int32{1}, Labels: reason("sleep"), Values: []int64{100}, TimeNanos: at(20)},
-			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{50}, TimeNanos: at(30)},
-			{Locations: []int32{0}, Labels: reason("select"), Values: []int64{7}, TimeNanos: at(40)},
-			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{0}, TimeNanos: at(50)},
+			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{300},
+				Events: []pprofdecode.Event{{Value: 300, TimeNanos: at(10)}}},
+			{Locations: []int32{1}, Labels: reason("sleep"), Values: []int64{100},
+				Events: []pprofdecode.Event{{Value: 100, TimeNanos: at(20)}}},
+			{Locations: []int32{0}, Labels: reason("chan receive"), Values: []int64{50},
+				Events: []pprofdecode.Event{{Value: 50, TimeNanos: at(30)}, {Value: 0, TimeNanos: at(50)}}},
+			{Locations: []int32{0}, Labels: reason("select"), Values: []int64{7},
+				Events: []pprofdecode.Event{{Value: 7, TimeNanos: at(40)}}},
 		},
 	}
 }

@@ -37,12 +37,19 @@ type Sample struct {
 	// decodes them; the ids have not been checked.
 	PackedLocations []byte
 
-	// TimeNanos, when not 0, is when the event the sample records began,
-	// in Unix nanoseconds. runtime/pprof writes no times; samples the
-	// profiler records itself from the execution trace carry one each,
-	// and samples of the same stack and labels are then sent as one
-	// OTLP sample with a value and a timestamp per event.
-	TimeNanos int64
+	// Events, when not nil, are the events the sample records, each with
+	// its value of the profile's one sample type and the time it began;
+	// Values then holds their sum. runtime/pprof writes no events; the
+	// profiles the profiler records itself from the execution trace
+	// carry them, and each such sample is sent as one OTLP sample with a
+	// value and a timestamp per event.
+	Events []Event
+}
+
+// Event is one event of a sample: its value and when it began, in Unix
+// nanoseconds.
+type Event struct {
+	Value, TimeNanos int64
 }
 
 // Label is a pprof label: either a string label (Str set) or a numeric label
