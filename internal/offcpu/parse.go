@@ -107,16 +107,11 @@ type goroutine struct {
 	// goroutine was created in the stretch or logged a span change;
 	// until then its waits are pending, recorded without a link and
 	// linked to the span the first change names as the one before.
-	span    string
-	known   bool
-	pending []pendingWait
-}
-
-// pendingWait is a wait recorded before its goroutine's span was known.
-type pendingWait struct {
-	event  int
-	stack  trace.Stack
-	reason string
+	span  string
+	known bool
+	// pending are the window's events (indexes into window.events) of
+	// the waits recorded before the span was known.
+	pending []int32
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -251,12 +246,12 @@ func (s *reading) event(ev *trace.Event) {
 func (s *reading) spanSwitch(g *goroutine, msg string) {
 	now, before, _ := strings.Cut(msg, ";")
 	if !g.known {
-		for _, p := range g.pending {
-			if k := s.kind(p.stack, p.reason, before); k >= 0 {
-				s.w.events[p.event].kind = k
-			}
+		for _, i := range g.pending {
+			e := &s.w.events[i]
+			kd := &s.w.kinds[e.kind]
+			e.kind = s.kindOf(kd.locations, kd.labels[0].Str, before)
 		}
-		g.pending, g.known = g.pending[:0], true
+		g.pending, g.known = nil, true
 	}
 	g.span = now
 }
@@ -312,7 +307,7 @@ func (s *reading) add(g *goroutine, end trace.Time) {
 		return
 	}
 	if !g.known {
-		g.pending = append(g.pending, pendingWait{event: len(w.events), stack: g.stack, reason: g.reason})
+		g.pending = append(g.pending, int32(len(w.events)))
 	}
 	w.events = append(w.events, event{kind: k, start: s.wall(g.start), dur: int64(end.Sub(g.start))})
 	if w.full() {
@@ -342,7 +337,13 @@ func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 	if sl.recorder {
 		return -1
 	}
-	locs := sl.locs
+	return s.kindOf(sl.locs, reason, span)
+}
+
+// kindOf returns the index of the kind of a wait on the window's locations
+// locs, for reason, in span, adding it when new.
+func (s *reading) kindOf(locs []int32, reason, span string) int32 {
+	w := s.w
 	s.stackKey = s.stackKey[:0]
 	for _, l := range locs {
 		s.stackKey = binary.LittleEndian.AppendUint32(s.stackKey, uint32(l))
