@@ -7,9 +7,9 @@
 // the goroutine's stack and a timestamp. A Recorder runs the trace's flight
 // recorder (runtime/trace.FlightRecorder) for a share of every cycle, the
 // duty cycle, reads what it recorded with golang.org/x/exp/trace, and turns
-// each wait into one sample: the blocking stack, the reason as the trace
-// names it, the span active on the goroutine, the time the wait began and
-// how long it lasted.
+// each wait into an event, the time it began and how long it lasted, of
+// the sample of its kind: the blocking stack, the reason as the trace
+// names it, and the span active on the goroutine.
 //
 // What counts as a wait: a goroutine seen running inside a traced stretch
 // that then stops; the wait lasts until it runs again, so it includes the
