@@ -150,7 +150,7 @@ func TestCPUDutyCycleOnTheRuntime(t *testing.T) {
 		var cpu *profilespb.Profile
 		var start, end uint64
 		for _, sp := range req.GetResourceProfiles()[0].GetScopeProfiles() {
-			name := otlptest.ScopeName(sp.GetScope().GetAttributes())
+			name := otlptest.ScopeName(sp.GetScope())
 			for _, prof := range sp.GetProfiles() {
 				if name == "cpu" {
 					cpu = prof

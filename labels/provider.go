@@ -2,7 +2,6 @@ package labels
 
 import (
 	"context"
-	"encoding/hex"
 	"runtime/pprof"
 	rtrace "runtime/trace"
 
@@ -84,11 +83,8 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	// span, so label sets inherited by long-lived goroutines keep 48 bytes
 	// alive rather than the span and its attributes.
 	var buf [2*len(trace.TraceID{}) + 2*len(trace.SpanID{})]byte
-	tid, sid := sc.TraceID(), sc.SpanID()
-	hex.Encode(buf[:2*len(tid)], tid[:])
-	hex.Encode(buf[2*len(tid):], sid[:])
-	ids := string(buf[:])
-	traceID, spanID := ids[:2*len(tid)], ids[2*len(tid):]
+	ids := string(appendIDs(buf[:0], sc))
+	traceID, spanID := ids[:2*len(trace.TraceID{})], ids[2*len(trace.TraceID{}):]
 
 	// Keys are passed in sorted order, which spares pprof.Labels a sort.
 	var set pprof.LabelSet

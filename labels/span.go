@@ -152,7 +152,12 @@ func appendSpanIDs(dst []byte, s *labeledSpan) []byte {
 	if s == nil {
 		return dst
 	}
-	sc := s.SpanContext()
+	return appendIDs(dst, s.SpanContext())
+}
+
+// appendIDs appends sc's trace id and span id in hex, one after the other:
+// the labels' values and the trace records' spelling of a span.
+func appendIDs(dst []byte, sc trace.SpanContext) []byte {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	dst = hex.AppendEncode(dst, tid[:])
 	return hex.AppendEncode(dst, sid[:])

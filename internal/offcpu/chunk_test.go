@@ -5,6 +5,8 @@ import (
 	"runtime/trace"
 	"testing"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/waittest"
 )
 
 // TestChunksReadEachGenerationOnce reads one flight recorder three times,
@@ -129,5 +131,33 @@ func TestBurstStaysWithinBudget(t *testing.T) {
 	}
 	if len(p.Samples) == 0 {
 		t.Error("no waits kept from the burst")
+	}
+}
+
+// TestFullWindowIsNotTraced fills a window's few waits at once: the
+// stretch that filled it is cut there, the next ones are not traced at
+// all, both counted, and the window keeps exactly its limit of waits.
+func TestFullWindowIsNotTraced(t *testing.T) {
+	defer SetDutyCycle(100)()
+	const maxWaits = 3
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, MaxWaits: maxWaits})
+	for range 10 {
+		waittest.InSleep(time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range p.Samples {
+		n += len(s.Events)
+	}
+	if n != maxWaits {
+		t.Errorf("%d waits kept, want the limit, %d", n, maxWaits)
+	}
+	if got := stats.Truncated.Load(); got < 2 {
+		t.Errorf("Truncated = %d, want the cut stretch and at least one not traced", got)
 	}
 }

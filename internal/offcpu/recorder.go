@@ -173,6 +173,12 @@ type stretch struct {
 func (r *Recorder) startStretch() stretch {
 	st := stretch{start: time.Now()}
 	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes, r.rate)
+	if r.windows[r.cur].full() {
+		// The window holds all the waits it keeps: what this stretch
+		// would read could not count, nor could its time. It rests.
+		r.cfg.Stats.Truncated.Add(1)
+		return st
+	}
 	st.fr = r.startTrace()
 	return st
 }
@@ -280,13 +286,6 @@ func (r *Recorder) startTrace() *trace.FlightRecorder {
 // request that ended it, if one did.
 func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *request {
 	w := r.windows[r.cur]
-	if w.full() {
-		// The window holds all the waits it keeps: what this stretch
-		// would read could not count, nor could its time.
-		st.fr.Stop()
-		r.cfg.Stats.Truncated.Add(1)
-		return wait(st.length)
-	}
 	rd := w.newReading(st.start)
 	end := st.start.Add(st.length)
 	var (

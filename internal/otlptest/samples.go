@@ -11,6 +11,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 
@@ -47,7 +48,7 @@ func Samples(req *collectorpb.ExportProfilesServiceRequest, name, sampleType str
 	str := d.GetStringTable()
 	var out []Sample
 	for _, sp := range req.GetResourceProfiles()[0].GetScopeProfiles() {
-		if ScopeName(sp.GetScope().GetAttributes()) != name {
+		if ScopeName(sp.GetScope()) != name {
 			continue
 		}
 		for _, p := range sp.GetProfiles() {
@@ -76,14 +77,10 @@ func Samples(req *collectorpb.ExportProfilesServiceRequest, name, sampleType str
 	return out
 }
 
-// ScopeName returns the pprofotel.profile.name of a scope's attributes.
-func ScopeName(attrs []*commonpb.KeyValue) string {
-	for _, kv := range attrs {
-		if kv.GetKey() == "pprofotel.profile.name" {
-			return kv.GetValue().GetStringValue()
-		}
-	}
-	return ""
+// ScopeName returns the runtime profile a scope holds, its
+// pprofotel.profile.name attribute.
+func ScopeName(s *commonpb.InstrumentationScope) string {
+	return scopeAttribute(s, otlpattr.ProfileName).GetStringValue()
 }
 
 // ReadDir reads the requests the file exporter wrote into dir, in the
