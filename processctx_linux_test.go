@@ -55,6 +55,17 @@ func TestProcessContextIsTheOTLPResource(t *testing.T) {
 	if !proto.Equal(first.Resource, sent) {
 		t.Errorf("process context\n%v\nOTLP resource\n%v", first.Resource, sent)
 	}
+	// OTEP 4947: a Go program's readers take the thread context from the
+	// pprof labels, and the schema version says so.
+	var schema []string
+	for _, kv := range first.ExtraAttributes {
+		if kv.GetKey() == "threadlocal.schema_version" {
+			schema = append(schema, kv.GetValue().GetStringValue())
+		}
+	}
+	if len(schema) != 1 || schema[0] != "go_pprof_labels_v1" {
+		t.Errorf("threadlocal.schema_version %q in the context's attributes, want exactly [go_pprof_labels_v1]", schema)
+	}
 	if got := first.Resource.GetAttributes(); len(got) < 5 {
 		t.Errorf("process context holds %d attributes, want the detected ones besides service.name", len(got))
 	}

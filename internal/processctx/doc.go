@@ -14,7 +14,10 @@
 //
 // in a mapping named OTEL_CTX, and a payload elsewhere: the protobuf
 // message ProcessContext whose field 1 is the opentelemetry.proto
-// Resource. The publication time is written last and is zero while the
+// Resource and whose field 2, its attributes, holds the thread-local
+// reference data of OTEP 4947 for Go: threadlocal.schema_version
+// "go_pprof_labels_v1", which tells a reader to take a goroutine's trace
+// context from its pprof labels. The publication time is written last and is zero while the
 // header changes, so that a reader who sees the same non-zero time before
 // and after reading the payload has read a consistent copy.
 //

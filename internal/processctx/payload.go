@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -13,10 +14,39 @@ import (
 // it ignores a context whose payload is larger.
 const MaxPayloadSize = 64 << 10
 
-// resourceField is the number of ProcessContext.resource.
-const resourceField = 1
+// Field numbers of ProcessContext.
+const (
+	resourceField   = 1
+	attributesField = 2
+)
 
-// encode returns the payload for res: ProcessContext{resource: res}. When
+// Thread-local reference data of OTEP 4947, published in the process
+// context's attributes. Goroutines move between threads, so a Go program
+// has no thread-local record for a reader to find; the OTEP's alternative
+// for Go is that readers take the context from the goroutine's pprof
+// labels, which the labels package sets (trace_id and span_id, see its
+// documentation). The schema version tells a reader so; the attribute key
+// map stays out, as the OTEP asks for Go.
+const (
+	SchemaVersionKey = "threadlocal.schema_version"
+	SchemaVersionGo  = "go_pprof_labels_v1"
+)
+
+// threadLocalAttributes is ProcessContext.attributes, encoded once: the
+// same for every process this package publishes.
+var threadLocalAttributes = func() []byte {
+	kv, err := proto.Marshal(&commonpb.KeyValue{
+		Key:   SchemaVersionKey,
+		Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: SchemaVersionGo}},
+	})
+	if err != nil {
+		panic(err) // a constant message: cannot fail
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, attributesField, protowire.BytesType), kv)
+}()
+
+// encode returns the payload for res: ProcessContext{resource: res,
+// attributes: the thread-local reference data}. When
 // that exceeds MaxPayloadSize, it leaves out attributes, the largest first,
 // until the rest fits, adds their number to dropped_attributes_count, and
 // returns their keys. A huge resource is almost always one or two huge
@@ -37,13 +67,14 @@ func encode(res *resourcepb.Resource) (payload []byte, dropped []string, err err
 		return nil, nil, err
 	}
 	payload = protowire.AppendTag(make([]byte, 0, payloadSize(len(body))), resourceField, protowire.BytesType)
-	return protowire.AppendBytes(payload, body), dropped, nil
+	payload = protowire.AppendBytes(payload, body)
+	return append(payload, threadLocalAttributes...), dropped, nil
 }
 
-// payloadSize is the size of ProcessContext{resource} for a resource of
-// resourceSize bytes.
+// payloadSize is the size of the payload for a resource of resourceSize
+// bytes.
 func payloadSize(resourceSize int) int {
-	return protowire.SizeTag(resourceField) + protowire.SizeBytes(resourceSize)
+	return protowire.SizeTag(resourceField) + protowire.SizeBytes(resourceSize) + len(threadLocalAttributes)
 }
 
 // fit drops the largest attributes of res until its payload fits

@@ -16,7 +16,9 @@ func str(key, value string) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: key, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: value}}}
 }
 
-// decodePayload undoes encode: one ProcessContext.resource field.
+// decodePayload undoes encode: one ProcessContext.resource field, then
+// the attributes, which must be the thread-local reference data of a Go
+// program and nothing else.
 func decodePayload(t *testing.T, payload []byte) *resourcepb.Resource {
 	t.Helper()
 	num, typ, n := protowire.ConsumeTag(payload)
@@ -24,12 +26,32 @@ func decodePayload(t *testing.T, payload []byte) *resourcepb.Resource {
 		t.Fatalf("payload starts with field %d type %d, want ProcessContext.resource", num, typ)
 	}
 	body, m := protowire.ConsumeBytes(payload[n:])
-	if m < 0 || n+m != len(payload) {
-		t.Fatalf("payload of %d bytes holds more than the resource", len(payload))
+	if m < 0 {
+		t.Fatalf("payload's resource field is truncated")
 	}
 	res := new(resourcepb.Resource)
 	if err := proto.Unmarshal(body, res); err != nil {
 		t.Fatal(err)
+	}
+	var attrs []string
+	for rest := payload[n+m:]; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || num != 2 || typ != protowire.BytesType {
+			t.Fatalf("after the resource: field %d type %d, want ProcessContext.attributes", num, typ)
+		}
+		field, m := protowire.ConsumeBytes(rest[n:])
+		if m < 0 {
+			t.Fatalf("attribute field is truncated")
+		}
+		kv := new(commonpb.KeyValue)
+		if err := proto.Unmarshal(field, kv); err != nil {
+			t.Fatal(err)
+		}
+		attrs = append(attrs, kv.GetKey()+"="+kv.GetValue().GetStringValue())
+		rest = rest[n+m:]
+	}
+	if want := []string{"threadlocal.schema_version=go_pprof_labels_v1"}; !slices.Equal(attrs, want) {
+		t.Errorf("process context attributes %q, want %q", attrs, want)
 	}
 	return res
 }
@@ -37,7 +59,7 @@ func decodePayload(t *testing.T, payload []byte) *resourcepb.Resource {
 // valueFilling returns the length of a value that, next to service.name,
 // makes the payload exactly size bytes.
 func valueFilling(size int) int {
-	for l := size - 64; ; l++ {
+	for l := size - 64 - len(threadLocalAttributes); ; l++ {
 		res := &resourcepb.Resource{Attributes: []*commonpb.KeyValue{str("service.name", "svc"), str("big", strings.Repeat("v", l))}}
 		if payloadSize(proto.Size(res)) >= size {
 			return l

@@ -131,8 +131,9 @@ func TestPublishedContextReadsBack(t *testing.T) {
 	if got.Mappings != 1 {
 		t.Errorf("%d context mappings in /proc/self/maps, want 1", got.Mappings)
 	}
-	if got.ExtraAttributes != nil {
-		t.Errorf("extra attributes %v, want none", got.ExtraAttributes)
+	if len(got.ExtraAttributes) != 1 || got.ExtraAttributes[0].GetKey() != processctx.SchemaVersionKey ||
+		got.ExtraAttributes[0].GetValue().GetStringValue() != processctx.SchemaVersionGo {
+		t.Errorf("attributes %v, want only %s=%s", got.ExtraAttributes, processctx.SchemaVersionKey, processctx.SchemaVersionGo)
 	}
 
 	// This kernel lacks CONFIG_ANON_VMA_NAME, so the memfd's name is what
