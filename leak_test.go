@@ -228,3 +228,42 @@ func checkLeakProfileRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestLeakOnlyRunSendsOneRequestPerRead checks that with the goroutine-leak
+// profile alone, the windows between two of its reads send nothing: one
+// request per read (the first window, every third, the last), and no
+// request holding only the resource. Where this Go lacks the profile,
+// TestGoroutineLeakProfile checks the refusal and TestEmptyWindowSendsNothing
+// the pipeline's rule.
+func TestLeakOnlyRunSendsOneRequestPerRead(t *testing.T) {
+	if GoroutineLeakProfile.Available() != nil {
+		return
+	}
+	dir := t.TempDir()
+	p, err := Start(WithPeriod(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
+		WithProfileTypes(GoroutineLeakProfile), WithExporter(ExporterFile), WithFileDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "three leak reads", func() bool { return p.Stats().WindowsExported >= 3 })
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
+	var reqs []pprofconv.Request
+	for _, f := range files {
+		r, err := pprofconv.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r...)
+	}
+	if int64(len(reqs)) != p.Stats().WindowsExported || len(reqs) < 4 {
+		t.Fatalf("%d requests written, %d windows exported; want equal and at least 4 (3 reads and Stop's)", len(reqs), p.Stats().WindowsExported)
+	}
+	for i, r := range reqs {
+		if got := scopeNames(r.Request); !slices.Equal(got, []string{"goroutineleak"}) {
+			t.Errorf("request %d holds scopes %q, want [goroutineleak]", i, got)
+		}
+	}
+}

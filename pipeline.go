@@ -153,6 +153,12 @@ type otlpPipeline struct {
 }
 
 func (o *otlpPipeline) send(w collect.Window) (bool, error) {
+	if len(w.Profiles) == 0 {
+		// A window between two reads of a profile taken less often than
+		// every window (the goroutine-leak profile alone): a request would
+		// hold the resource and nothing else.
+		return false, nil
+	}
 	inputs := make([]otlp.Input, len(w.Profiles))
 	for i, prof := range w.Profiles {
 		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data, Start: prof.Start, End: prof.End}

@@ -12,12 +12,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/delivery"
 	"github.com/pprofotel/profiler/internal/export"
 )
 
@@ -95,5 +98,35 @@ func TestRetryConfigDocNamesTheRetryableCodes(t *testing.T) {
 		if s := strconv.Itoa(code); retry != named(s) && http.StatusText(code) != "" {
 			t.Errorf("HTTP %d: retryable %v, named in RetryConfig's documentation %v", code, retry, named(s))
 		}
+	}
+}
+
+// TestEmptyWindowSendsNothing checks that a window without a profile (one
+// between two reads of the goroutine-leak profile, when it is the only type
+// asked for) is not queued: its request would hold the resource alone.
+func TestEmptyWindowSendsNothing(t *testing.T) {
+	for _, name := range []string{"otlp", "file", "splunk"} {
+		t.Run(name, func(t *testing.T) {
+			c, err := newConfig([]Option{WithExporter(ExporterKind(name)), WithFileDir(t.TempDir())}, envOf(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stats delivery.Outcomes
+			pipe, err := newPipeline(c, &stats, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			queued, err := pipe.send(collect.Window{Start: now.Add(-time.Minute), End: now})
+			if queued || err != nil {
+				t.Errorf("send of an empty window = %v, %v; want false, nil", queued, err)
+			}
+			if err := pipe.shutdown(context.Background()); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+			if got := stats.Exported.Load() + stats.Failed.Load(); got != 0 {
+				t.Errorf("%d windows delivered or failed, want none", got)
+			}
+		})
 	}
 }
