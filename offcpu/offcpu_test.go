@@ -2,6 +2,8 @@ package offcpu_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/pprofconv"
 	_ "github.com/pprofotel/profiler/offcpu" // what this package is for
 )
 
@@ -44,6 +47,77 @@ func offCPUWaits(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) []
 		}
 	}
 	return out
+}
+
+// checkExecutableMapped checks that every location of req's off-CPU
+// samples has a mapping, and that the mapping of Go code is the main
+// executable with its Go build id, as in the runtime's own profiles.
+func checkExecutableMapped(t *testing.T, req *collectorpb.ExportProfilesServiceRequest) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := req.GetDictionary()
+	str := d.GetStringTable()
+	for _, rp := range req.GetResourceProfiles() {
+		for _, sp := range rp.GetScopeProfiles() {
+			if otlptest.ScopeName(sp.GetScope()) != "offcpu" {
+				continue
+			}
+			for _, prof := range sp.GetProfiles() {
+				for _, s := range prof.GetSamples() {
+					for _, li := range d.GetStackTable()[s.GetStackIndex()].GetLocationIndices() {
+						mi := d.GetLocationTable()[li].GetMappingIndex()
+						if mi == 0 {
+							t.Fatalf("off-CPU location %d has no mapping", li)
+						}
+						m := d.GetMappingTable()[mi]
+						if file := str[m.GetFilenameStrindex()]; file != exe {
+							t.Fatalf("off-CPU location %d maps to %q, want the executable %q", li, file, exe)
+						}
+						var buildID string
+						for _, ai := range m.GetAttributeIndices() {
+							if a := d.GetAttributeTable()[ai]; str[a.GetKeyStrindex()] == "process.executable.build_id.go" {
+								buildID = a.GetValue().GetStringValue()
+							}
+						}
+						if buildID == "" {
+							t.Fatalf("the executable's mapping carries no process.executable.build_id.go")
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkConvertedNamesBinary checks that the off-CPU profile converted to
+// pprof names the main binary, which go tool pprof needs. (pprof's BuildID
+// is the GNU one, which a test binary lacks.)
+func checkConvertedNamesBinary(t *testing.T, dir string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
+	var reqs []pprofconv.Request
+	for _, f := range files {
+		r, err := pprofconv.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, r...)
+	}
+	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"offcpu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := profiles["offcpu"]
+	exe, _ := os.Executable()
+	if p == nil || len(p.Mapping) == 0 {
+		t.Fatal("converted off-CPU profile has no mapping")
+	}
+	if p.Mapping[0].File != exe {
+		t.Fatalf("converted off-CPU profile's main mapping is %q, want %q", p.Mapping[0].File, exe)
+	}
 }
 
 // TestOffCPUWaitsByStackReasonAndSpan is the off-CPU profile end to end: a
@@ -85,7 +159,9 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	var got []offCPUWait
 	for _, req := range otlptest.ReadDir(t, dir) {
 		got = append(got, offCPUWaits(t, req)...)
+		checkExecutableMapped(t, req)
 	}
+	checkConvertedNamesBinary(t, dir)
 	sc := span.SpanContext()
 	for _, w := range waits {
 		var total time.Duration

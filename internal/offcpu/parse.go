@@ -403,7 +403,7 @@ func (w *window) stack(stk trace.Stack) stackLocations {
 			}
 			l = int32(len(w.locations))
 			w.locations = append(w.locations, pprofdecode.Location{
-				Mapping: -1,
+				Mapping: exeMappingIndex(f.PC),
 				Address: f.PC,
 				Lines:   []pprofdecode.Line{{Function: fn, Line: int64(f.Line)}},
 			})
@@ -442,7 +442,7 @@ func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdeco
 	p.DurationNanos = int64(end.Sub(start))
 	p.Locations = w.locations
 	p.Functions = w.functions
-	p.Mappings = p.Mappings[:0]
+	p.Mappings = append(p.Mappings[:0], executableMapping())
 	p.Samples = p.Samples[:0]
 
 	// Lay the events out kind by kind: count, then place.
