@@ -14,8 +14,8 @@ import (
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
-	"github.com/pprofotel/profiler/pprofconv"
 	_ "github.com/pprofotel/profiler/offcpu" // what this package is for
+	"github.com/pprofotel/profiler/pprofconv"
 )
 
 // offCPUWait is one wait of an exported off-CPU profile.
