@@ -13,10 +13,11 @@
 //
 // The pprof subcommand writes DIR/cpu.pb.gz, DIR/heap.pb.gz, and so on, each
 // holding all the sample types of its runtime profile, the selected windows
-// merged. With -http it then opens one of them in go tool pprof's web UI,
-// which starts on the flame graph:
+// merged. With -http it then serves one of them (-open, cpu by default) in
+// pprof's web UI from the command itself, and prints the URL of its flame
+// graph; it opens no browser, so it works on a server too:
 //
-//	go run ./cmd/pprofotel pprof -http=: /tmp/profiles
+//	go run ./cmd/pprofotel pprof -http=127.0.0.1:0 /tmp/profiles
 //	go tool pprof -sample_index=inuse_space pprof/heap.pb.gz
 //	go tool pprof -tagfocus span_id=00f067aa0ba902b7 pprof/cpu.pb.gz
 //
@@ -27,15 +28,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	pprof "github.com/google/pprof/profile"
@@ -163,7 +166,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pprofotel pprof", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	out := fs.String("o", "pprof", "directory to write the profiles to, created if needed")
-	http := fs.String("http", "", "then open a profile in go tool pprof's web UI at this address (\":\" picks a free port), on its flame graph")
+	http := fs.String("http", "", "then serve a profile in pprof's web UI at this address (host:port; \":\" or port 0 picks a free port on localhost) and print its URL; runs until interrupted")
 	open := fs.String("open", "cpu", "with -http, the profile to open")
 	var sel selection
 	sel.register(fs, true)
@@ -187,9 +190,9 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if *http == "" {
 		return nil
 	}
-	cmd := exec.Command("go", "tool", "pprof", "-http="+*http, filepath.Join(*out, pprofconv.FileName(*open)))
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	return cmd.Run()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveWeb(ctx, *http, *open, profiles[*open], stdout, stderr)
 }
 
 func runPGO(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
