@@ -17,7 +17,9 @@ type Exporter = Sender[*collectorpb.ExportProfilesServiceRequest]
 // Sender delivers requests of one kind: OTLP profiles requests, or the OTLP
 // logs requests of the Splunk encoding. Retries and queueing work on any
 // Sender, so both encodings share one delivery path. Export must honour
-// ctx's deadline and must not retain req after it returns. Implementations
+// ctx's deadline and must not retain req after it returns; when it does
+// not return (an application's transport may ignore ctx), the delivery
+// queue gives it up at its shutdown deadline. Implementations
 // are safe for use by one goroutine at a time; the profiler serialises calls.
 type Sender[R any] interface {
 	Export(ctx context.Context, req R) error
