@@ -63,7 +63,7 @@ func TestNewConfigDefaults(t *testing.T) {
 		t.Errorf("exporter = %q, want otlp", c.exporter)
 	}
 	wantFile := export.FileConfig{Dir: filepath.Join(os.TempDir(), "pprofotel-profiles")}
-	if c.file != wantFile {
+	if !reflect.DeepEqual(c.file, wantFile) {
 		t.Errorf("file = %+v, want %+v", c.file, wantFile)
 	}
 	wantOTLP := export.OTLPConfig{

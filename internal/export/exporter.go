@@ -90,4 +90,17 @@ type FileConfig struct {
 	Dir string
 	// JSON writes OTLP/JSON (protojson) instead of binary protobuf.
 	JSON bool
+	// MaxFiles and MaxBytes bound the exporter's files in Dir, counted
+	// by number and by summed size: after each write, the oldest are
+	// removed until both bounds hold. Zero sets no bound; the root
+	// package defaults them to DefaultFileMaxFiles and
+	// DefaultFileMaxBytes. Files from earlier runs and other processes
+	// count when their names are the exporter's; nothing else in Dir is
+	// counted or removed.
+	MaxFiles int
+	MaxBytes int64
+	// OnRemove, if set, is called by Export after it removed files, with
+	// their number and summed size, or met an error removing one (err,
+	// the first). The export itself succeeded either way.
+	OnRemove func(files int, bytes int64, err error)
 }
