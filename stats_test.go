@@ -163,7 +163,7 @@ func checkNoProfilerGoroutines(t *testing.T) {
 	for range 300 {
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		if !strings.Contains(stacks, "profiler.(*Profiler).loop") &&
-			!strings.Contains(stacks, "delivery.(*Sender).run") &&
+			!strings.Contains(stacks, "delivery.(*Queue[...]).run") &&
 			!strings.Contains(stacks, "(*persistConn)") {
 			return
 		}

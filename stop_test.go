@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,12 +89,6 @@ func (h *countingHandler) snapshot() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.records...)
-}
-
-// queueGoroutineRunning reports whether a delivery queue's goroutine runs.
-func queueGoroutineRunning() bool {
-	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "delivery.(*Queue[...]).run")
 }
 
 // TestStopWithATransportThatIgnoresItsContext has the application's HTTP
@@ -196,7 +189,7 @@ func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
 
 			close(deaf.release)
 			<-deaf.returned
-			poll(t, "the goroutine of the call given up to end", func() bool { return !queueGoroutineRunning() })
+			checkNoProfilerGoroutines(t)
 			if after := p.Stats(); after != stats {
 				t.Errorf("Stats changed after Stop:\n got %+v\nwant %+v", after, stats)
 			}
