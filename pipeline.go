@@ -3,6 +3,7 @@ package profiler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -53,7 +54,9 @@ var exporters = []struct {
 		return newProfilesPipeline(cfg, r, export.WithRetry(e, cfg.retry, export.OnRetry(r.onRetry))), nil
 	}},
 	{ExporterFile, false, func(cfg *config, r reports) (pipeline, error) {
-		e, err := export.NewFile(cfg.file)
+		fc := cfg.file
+		fc.OnRemove = fileRemovals(cfg, r)
+		e, err := export.NewFile(fc)
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +130,37 @@ func otlpConfig(cfg *config, r reports) export.OTLPConfig {
 		})
 	}
 	return c
+}
+
+// fileRemovals is the file exporter's report of the files it removed to
+// keep within its retention bounds, which goes through r's gate: each
+// removal is counted; the first is logged at Info, as the directory is
+// then full and stays so, the later ones at Debug. A failure to remove is
+// a warning the first time, then Debug, as it recurs every window.
+func fileRemovals(cfg *config, r reports) func(int, int64, error) {
+	var removedBefore, failedBefore bool
+	return func(files int, bytes int64, err error) {
+		r.gate.Run(func() {
+			total := r.stats.FilesRemoved.Add(int64(files))
+			if files > 0 {
+				level := slog.LevelDebug
+				if !removedBefore {
+					level, removedBefore = slog.LevelInfo, true
+				}
+				cfg.logger.Log(context.Background(), level, "pprofotel: oldest profile files removed to keep within the retention bounds",
+					"dir", cfg.file.Dir, "removed", files, "bytes", bytes, "removed_total", total,
+					"max_files", cfg.file.MaxFiles, "max_bytes", cfg.file.MaxBytes)
+			}
+			if err != nil {
+				level := slog.LevelDebug
+				if !failedBefore {
+					level, failedBefore = slog.LevelWarn, true
+				}
+				cfg.logger.Log(context.Background(), level, "pprofotel: profile file not removed; the directory may exceed its retention bounds",
+					"dir", cfg.file.Dir, "error", err)
+			}
+		})
+	}
 }
 
 // newProfilesPipeline sends OTLP profiles requests through exp.

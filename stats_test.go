@@ -72,6 +72,7 @@ func asMetrics(s Stats) map[string]float64 {
 		metricCollectionTime:   s.CollectionTime.Seconds(),
 		metricConversionTime:   s.ConversionTime.Seconds(),
 		metricGoroutinesLeaked: float64(s.GoroutinesLeaked),
+		metricFilesRemoved:     float64(s.FilesRemoved),
 	}
 }
 
@@ -101,7 +102,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
 		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
 		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
-		metricGoroutinesLeaked: "{goroutine}",
+		metricGoroutinesLeaked: "{goroutine}", metricFilesRemoved: "{file}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]

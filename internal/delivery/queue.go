@@ -57,6 +57,10 @@ type Outcomes struct {
 	// BytesSent sums the protobuf sizes of the requests the exporter
 	// accepted, before any compression.
 	BytesSent atomic.Int64
+	// FilesRemoved counts files the file exporter removed to keep its
+	// directory within its retention bounds. The Queue removes nothing;
+	// whoever receives the file exporter's reports adds to it.
+	FilesRemoved atomic.Int64
 }
 
 // Config configures a Queue.
