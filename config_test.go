@@ -180,6 +180,8 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithOffCPUDutyCycle(101), "profiler: WithOffCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
 		{WithExporter("stdout"), `profiler: WithExporter("stdout"): exporter must be "otlp", "file", "none" or "splunk"`},
 		{WithFileDir(""), `profiler: WithFileDir(""): directory must not be empty`},
+		{WithFileRetention(-1, 0), "profiler: WithFileRetention(-1, 0): bounds must not be negative (0: no bound)"},
+		{WithFileRetention(10, -1), "profiler: WithFileRetention(10, -1): bounds must not be negative (0: no bound)"},
 		{WithServiceName(" "), `profiler: WithServiceName(" "): service name must not be empty`},
 		{WithProtocol("HTTP"), `profiler: WithProtocol("HTTP"): protocol must be "grpc", "http/protobuf" or "http/json"`},
 		{WithCompression("br"), `profiler: WithCompression("br"): compression must be "gzip" or "none"`},
