@@ -45,6 +45,11 @@ const (
 	envExporter   = "PPROFOTEL_EXPORTER"
 	envFileDir    = "PPROFOTEL_FILE_DIR"
 	envFileFormat = "PPROFOTEL_FILE_FORMAT"
+
+	// The file exporter's retention; see WithFileRetention.
+	envFileMaxFiles = "PPROFOTEL_FILE_MAX_FILES"
+	envFileMaxBytes = "PPROFOTEL_FILE_MAX_BYTES"
+
 	envProcessCtx = "PPROFOTEL_PROCESS_CONTEXT"
 
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
@@ -316,6 +321,17 @@ func (c *config) resolveFile(o *options, env *envconfig.Reader) {
 		c.file.JSON = *o.fileJSON
 	} else if f, ok := env.Enum("format", []string{"proto", "json"}, envFileFormat); ok {
 		c.file.JSON = f == "json"
+	}
+	c.file.MaxFiles, c.file.MaxBytes = export.DefaultFileMaxFiles, export.DefaultFileMaxBytes
+	if r := o.fileRetention; r != nil {
+		c.file.MaxFiles, c.file.MaxBytes = int(r[0]), r[1]
+	} else {
+		if n, ok := env.IntAtLeast(envFileMaxFiles, 0, "must be a whole number of files, 0 for no limit"); ok {
+			c.file.MaxFiles = n
+		}
+		if n, ok := env.IntAtLeast(envFileMaxBytes, 0, "must be a whole number of bytes, 0 for no limit"); ok {
+			c.file.MaxBytes = int64(n)
+		}
 	}
 }
 

@@ -62,8 +62,8 @@ func TestNewConfigDefaults(t *testing.T) {
 	if c.exporter != ExporterOTLP {
 		t.Errorf("exporter = %q, want otlp", c.exporter)
 	}
-	wantFile := export.FileConfig{Dir: filepath.Join(os.TempDir(), "pprofotel-profiles")}
-	if c.file != wantFile {
+	wantFile := export.FileConfig{Dir: filepath.Join(os.TempDir(), "pprofotel-profiles"), MaxFiles: 1000, MaxBytes: 1 << 30}
+	if !reflect.DeepEqual(c.file, wantFile) {
 		t.Errorf("file = %+v, want %+v", c.file, wantFile)
 	}
 	wantOTLP := export.OTLPConfig{
@@ -134,6 +134,12 @@ func TestNewConfigEnv(t *testing.T) {
 			func(c *config) any { return c.file.JSON }, true},
 		{"file format proto", map[string]string{"PPROFOTEL_FILE_FORMAT": "Proto"},
 			func(c *config) any { return c.file.JSON }, false},
+		{"file max files", map[string]string{"PPROFOTEL_FILE_MAX_FILES": "50"},
+			func(c *config) any { return [2]int64{int64(c.file.MaxFiles), c.file.MaxBytes} }, [2]int64{50, 1 << 30}},
+		{"file max bytes", map[string]string{"PPROFOTEL_FILE_MAX_BYTES": "1048576"},
+			func(c *config) any { return [2]int64{int64(c.file.MaxFiles), c.file.MaxBytes} }, [2]int64{1000, 1 << 20}},
+		{"file retention off", map[string]string{"PPROFOTEL_FILE_MAX_FILES": "0", "PPROFOTEL_FILE_MAX_BYTES": "0"},
+			func(c *config) any { return [2]int64{int64(c.file.MaxFiles), c.file.MaxBytes} }, [2]int64{0, 0}},
 		{"protocol grpc", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
 			func(c *config) any { return [2]string{c.otlp.Protocol, c.otlp.Endpoint} }, [2]string{"grpc", "localhost:4317"}},
 		{"protocol http/json", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
@@ -174,6 +180,8 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithOffCPUDutyCycle(101), "profiler: WithOffCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
 		{WithExporter("stdout"), `profiler: WithExporter("stdout"): exporter must be "otlp", "file", "none" or "splunk"`},
 		{WithFileDir(""), `profiler: WithFileDir(""): directory must not be empty`},
+		{WithFileRetention(-1, 0), "profiler: WithFileRetention(-1, 0): bounds must not be negative (0: no bound)"},
+		{WithFileRetention(10, -1), "profiler: WithFileRetention(10, -1): bounds must not be negative (0: no bound)"},
 		{WithServiceName(" "), `profiler: WithServiceName(" "): service name must not be empty`},
 		{WithProtocol("HTTP"), `profiler: WithProtocol("HTTP"): protocol must be "grpc", "http/protobuf" or "http/json"`},
 		{WithCompression("br"), `profiler: WithCompression("br"): compression must be "gzip" or "none"`},
@@ -238,6 +246,8 @@ func TestOptionsWinOverEnv(t *testing.T) {
 		"PPROFOTEL_EXPORTER":       "none",
 		"PPROFOTEL_FILE_DIR":       "/from/env",
 		"PPROFOTEL_FILE_FORMAT":    "json",
+		"PPROFOTEL_FILE_MAX_FILES": "5",
+		"PPROFOTEL_FILE_MAX_BYTES": "6",
 
 		"PPROFOTEL_GOROUTINELEAK_INTERVAL": "1m",
 	}
@@ -249,12 +259,13 @@ func TestOptionsWinOverEnv(t *testing.T) {
 		WithExporter(ExporterFile),
 		WithFileDir("/from/code"),
 		WithFileJSON(false),
+		WithFileRetention(7, 0),
 		WithGoroutineLeakInterval(time.Hour),
 	}, env)
 	got := []any{c.period, c.profileTypes, c.rates[MutexProfile], c.rates[BlockProfile], c.exporter, c.file,
 		c.intervals[GoroutineLeakProfile]}
 	want := []any{7 * time.Second, []ProfileType{HeapProfile, BlockProfile}, 100, 1000000, ExporterFile,
-		export.FileConfig{Dir: "/from/code", JSON: false}, time.Hour}
+		export.FileConfig{Dir: "/from/code", JSON: false, MaxFiles: 7, MaxBytes: 0}, time.Hour}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}

@@ -122,6 +122,10 @@
 //     "pprofotel-profiles" under the temporary directory ([WithFileDir]).
 //   - PPROFOTEL_FILE_FORMAT: "proto" or "json". Default "proto"
 //     ([WithFileJSON]).
+//   - PPROFOTEL_FILE_MAX_FILES, PPROFOTEL_FILE_MAX_BYTES: the file
+//     exporter's retention; the oldest of its files are removed beyond
+//     this many files or bytes, 0 for no limit. Default 1000 files and
+//     1073741824 bytes (1 GiB) ([WithFileRetention]).
 //   - PPROFOTEL_CPU_DURATION: how long the CPU profile records in each
 //     window, a Go duration up to the period, which records continuously.
 //     Default a sixth of the period, at a random offset in each window

@@ -374,6 +374,12 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 			return wantEqual("exporter", c.exporter, ExporterSplunk)
 		}},
 		{"PPROFOTEL_FILE_FORMAT", "yaml", nil, true, func(c *config) error { return wantEqual("json", c.file.JSON, false) }},
+		{"PPROFOTEL_FILE_MAX_FILES", "-1", nil, true, func(c *config) error {
+			return wantEqual("max files", c.file.MaxFiles, export.DefaultFileMaxFiles)
+		}},
+		{"PPROFOTEL_FILE_MAX_BYTES", "1GiB", nil, true, func(c *config) error {
+			return wantEqual("max bytes", c.file.MaxBytes, int64(export.DefaultFileMaxBytes))
+		}},
 		{"PPROFOTEL_PROCESS_CONTEXT", "no", nil, true, func(c *config) error { return wantEqual("process context", c.processContext, true) }},
 		{"SPLUNK_PROFILER_CALL_STACK_INTERVAL", "often", map[string]string{"PPROFOTEL_EXPORTER": "splunk"}, true, func(c *config) error {
 			return wantEqual("period", c.period, 10*time.Second)

@@ -24,7 +24,8 @@ const (
 	// ExporterOTLP sends profiles to an OTLP endpoint (the default).
 	ExporterOTLP ExporterKind = "otlp"
 	// ExporterFile writes one file per window into a directory; see
-	// WithFileDir and WithFileJSON.
+	// WithFileDir, WithFileJSON and WithFileRetention (the oldest files go
+	// beyond 1000 files or 1 GiB).
 	ExporterFile ExporterKind = "file"
 	// ExporterNone collects profiles and discards them. It measures the
 	// profiler's own overhead without a collector.
@@ -98,6 +99,8 @@ type options struct {
 	exporter *ExporterKind
 	fileDir  *string
 	fileJSON *bool
+	// fileRetention is set by WithFileRetention: files, then bytes.
+	fileRetention *[2]int64
 	// processContext is set by WithProcessContext.
 	processContext *bool
 
@@ -279,6 +282,28 @@ func WithFileDir(dir string) Option {
 // PPROFOTEL_FILE_FORMAT=json.
 func WithFileJSON(json bool) Option {
 	return optionFunc(func(o *options) { o.fileJSON = &json })
+}
+
+// WithFileRetention bounds the file exporter's directory: after each
+// window is written, the oldest of the exporter's files are removed until
+// at most files of them remain, taking at most bytes in all; 0 sets no
+// bound on either. The newest file always stays, even when it alone
+// exceeds bytes. Only files named as the exporter names them
+// (profiles-<time>-<pid>.pb or .json) are counted and removed, those of
+// earlier runs and of other processes sharing the directory included;
+// nothing else in the directory is touched. Removals are counted
+// (Stats.FilesRemoved) and logged. The defaults are 1000 files, 16 h 40 min
+// of windows at the default period, and 1 GiB, which caps the disk when
+// windows are large; they are overridden by PPROFOTEL_FILE_MAX_FILES and
+// PPROFOTEL_FILE_MAX_BYTES.
+func WithFileRetention(files int, bytes int64) Option {
+	return optionFunc(func(o *options) {
+		if files < 0 || bytes < 0 {
+			o.fail("WithFileRetention", fmt.Sprintf("%d, %d", files, bytes), "bounds must not be negative (0: no bound)")
+			return
+		}
+		o.fileRetention = &[2]int64{int64(files), bytes}
+	})
 }
 
 // WithProcessContext turns on or off the publication of the profiler's

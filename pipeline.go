@@ -3,6 +3,7 @@ package profiler
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -43,24 +44,26 @@ var exporters = []struct {
 	// grpcOnly exporters speak OTLP/gRPC whatever the protocol settings
 	// say, which are then not read.
 	grpcOnly bool
-	build    func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error)
+	build    func(cfg *config, r reports) (pipeline, error)
 }{
-	{ExporterOTLP, false, func(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
-		e, err := export.NewOTLP(otlpConfig(cfg))
+	{ExporterOTLP, false, func(cfg *config, r reports) (pipeline, error) {
+		e, err := export.NewOTLP(otlpConfig(cfg, r))
 		if err != nil {
 			return nil, err
 		}
-		return newProfilesPipeline(cfg, stats, export.WithRetry(e, cfg.retry, export.OnRetry(onRetry))), nil
+		return newProfilesPipeline(cfg, r, export.WithRetry(e, cfg.retry, export.OnRetry(r.onRetry))), nil
 	}},
-	{ExporterFile, false, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
-		e, err := export.NewFile(cfg.file)
+	{ExporterFile, false, func(cfg *config, r reports) (pipeline, error) {
+		fc := cfg.file
+		fc.OnRemove = fileRemovals(cfg, r)
+		e, err := export.NewFile(fc)
 		if err != nil {
 			return nil, err
 		}
-		return newProfilesPipeline(cfg, stats, e), nil
+		return newProfilesPipeline(cfg, r, e), nil
 	}},
-	{ExporterNone, false, func(cfg *config, stats *delivery.Outcomes, _ func(int, time.Duration, error)) (pipeline, error) {
-		return newProfilesPipeline(cfg, stats, export.NewNone()), nil
+	{ExporterNone, false, func(cfg *config, r reports) (pipeline, error) {
+		return newProfilesPipeline(cfg, r, export.NewNone()), nil
 	}},
 	{ExporterSplunk, true, newSplunkPipeline},
 }
@@ -84,57 +87,108 @@ func grpcOnly(k ExporterKind) bool {
 	return false
 }
 
+// reports is where a pipeline's queue and exporter report what they did:
+// the counts that Stats reads and the retry callback, both behind one
+// gate. The queue's Shutdown closes the gate, so that an export it gave
+// up on at Stop's deadline, still blocked in the application's transport,
+// counts, logs and calls back nothing when it returns.
+type reports struct {
+	stats *delivery.Outcomes
+	gate  *delivery.Gate
+	// onRetry is called before each retry; it goes through gate.
+	onRetry func(int, time.Duration, error)
+}
+
 // newPipeline builds the configured encoding with its exporter and queue.
 // Exports over the network retry as cfg.retry says, calling onRetry before
-// each retry.
+// each retry; onRetry may be nil.
 func newPipeline(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
+	r := reports{stats: stats, gate: new(delivery.Gate)}
+	if onRetry != nil {
+		r.onRetry = func(attempt int, wait time.Duration, err error) {
+			r.gate.Run(func() { onRetry(attempt, wait, err) })
+		}
+	}
 	for _, e := range exporters {
 		if e.kind == cfg.exporter {
-			return e.build(cfg, stats, onRetry)
+			return e.build(cfg, r)
 		}
 	}
 	return nil, fmt.Errorf("profiler: no exporter %q", cfg.exporter)
 }
 
 // otlpConfig is the OTLP transport configuration with its report of
-// partial successes.
-func otlpConfig(cfg *config) export.OTLPConfig {
+// partial successes, which goes through r's gate.
+func otlpConfig(cfg *config, r reports) export.OTLPConfig {
 	c := cfg.otlp
 	// A partial success is not an error, so neither the retries nor the
 	// queue see it; without this the receiver's rejections would vanish.
 	c.OnPartialSuccess = func(rejected int64, message string) {
-		cfg.logger.Error("pprofotel: the receiver accepted the request in part",
-			"rejected", rejected, "message", message)
+		r.gate.Run(func() {
+			cfg.logger.Error("pprofotel: the receiver accepted the request in part",
+				"rejected", rejected, "message", message)
+		})
 	}
 	return c
 }
 
+// fileRemovals is the file exporter's report of the files it removed to
+// keep within its retention bounds, which goes through r's gate: each
+// removal is counted; the first is logged at Info, as the directory is
+// then full and stays so, the later ones at Debug. A failure to remove is
+// a warning the first time, then Debug, as it recurs every window.
+func fileRemovals(cfg *config, r reports) func(int, int64, error) {
+	var removedBefore, failedBefore bool
+	return func(files int, bytes int64, err error) {
+		r.gate.Run(func() {
+			total := r.stats.FilesRemoved.Add(int64(files))
+			if files > 0 {
+				level := slog.LevelDebug
+				if !removedBefore {
+					level, removedBefore = slog.LevelInfo, true
+				}
+				cfg.logger.Log(context.Background(), level, "pprofotel: oldest profile files removed to keep within the retention bounds",
+					"dir", cfg.file.Dir, "removed", files, "bytes", bytes, "removed_total", total,
+					"max_files", cfg.file.MaxFiles, "max_bytes", cfg.file.MaxBytes)
+			}
+			if err != nil {
+				level := slog.LevelDebug
+				if !failedBefore {
+					level, failedBefore = slog.LevelWarn, true
+				}
+				cfg.logger.Log(context.Background(), level, "pprofotel: profile file not removed; the directory may exceed its retention bounds",
+					"dir", cfg.file.Dir, "error", err)
+			}
+		})
+	}
+}
+
 // newProfilesPipeline sends OTLP profiles requests through exp.
-func newProfilesPipeline(cfg *config, stats *delivery.Outcomes, exp export.Exporter) pipeline {
+func newProfilesPipeline(cfg *config, r reports, exp export.Exporter) pipeline {
 	return &otlpPipeline{
 		builder: otlp.NewBuilder(toProtoResource(cfg.resource),
 			&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
 			otlp.WithExecutable(executable())),
-		queue: newQueue(cfg, stats, exp, otlp.Split),
+		queue: newQueue(cfg, r, exp, otlp.Split),
 	}
 }
 
 // newSplunkPipeline sends Splunk profiling logs over OTLP/gRPC.
-func newSplunkPipeline(cfg *config, stats *delivery.Outcomes, onRetry func(int, time.Duration, error)) (pipeline, error) {
-	exp, err := export.NewLogsGRPC(otlpConfig(cfg))
+func newSplunkPipeline(cfg *config, r reports) (pipeline, error) {
+	exp, err := export.NewLogsGRPC(otlpConfig(cfg, r))
 	if err != nil {
 		return nil, err
 	}
 	return &splunkPipeline{
 		resource: toProtoResource(cfg.resource),
 		options:  cfg.splunk.EncodeOptions(),
-		queue:    newQueue(cfg, stats, export.WithRetry(exp, cfg.retry, export.OnRetry(onRetry)), splunk.Split),
+		queue:    newQueue(cfg, r, export.WithRetry(exp, cfg.retry, export.OnRetry(r.onRetry)), splunk.Split),
 	}, nil
 }
 
 // newQueue queues the requests of one encoding within the configured
-// limits and exports them through exp.
-func newQueue[R proto.Message](cfg *config, stats *delivery.Outcomes, exp export.Sender[R], split func(R, int) ([]R, error)) *delivery.Queue[R] {
+// limits and exports them through exp, reporting to r.
+func newQueue[R proto.Message](cfg *config, r reports, exp export.Sender[R], split func(R, int) ([]R, error)) *delivery.Queue[R] {
 	return delivery.New(delivery.Config[R]{
 		Exporter:        exp,
 		Split:           split,
@@ -142,7 +196,8 @@ func newQueue[R proto.Message](cfg *config, stats *delivery.Outcomes, exp export
 		MaxBytes:        cfg.delivery.maxBytes,
 		MaxRequestBytes: cfg.delivery.maxRequestBytes,
 		Logger:          cfg.logger,
-		Outcomes:        stats,
+		Outcomes:        r.stats,
+		Gate:            r.gate,
 	})
 }
 

@@ -322,9 +322,16 @@ func (p *Profiler) restoreRuntime() {
 // than ctx allows. When ctx is done first, the export in flight is
 // cancelled, the rest is given up, and the error, which holds an
 // [*UndeliveredError], lists every window that was not delivered, by its
-// time range, and why. Stop restores the
-// runtime's mutex and block profile rates, frees the CPU profiler, and
-// returns only when the profiler's goroutines have ended.
+// time range, and why. Stop restores the runtime's mutex and block profile
+// rates, frees the CPU profiler, and returns when the profiler's goroutines
+// have ended.
+//
+// Stop returns by ctx's deadline even when the application's transport
+// (WithHTTPClient's RoundTripper, WithGRPCConn's interceptors) ignores the
+// cancellation of the export in flight. That export's window is then
+// reported undelivered, and the profiler's goroutine that made the call is
+// left blocked in the transport: when the call returns, it ends without
+// counting, logging or calling anything.
 //
 // With a ctx that never ends, Stop waits until every queued window is
 // delivered or given up by the retry policy (see WithRetry), which can take

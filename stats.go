@@ -41,6 +41,9 @@ type Stats struct {
 	// BytesSent sums the protobuf sizes of the requests the receiver
 	// accepted, before compression.
 	BytesSent int64
+	// FilesRemoved counts the file exporter's files removed from its
+	// directory, oldest first, to keep within WithFileRetention.
+	FilesRemoved int64
 	// CollectionTime is the time spent reading the runtime's profiles and
 	// computing their deltas, summed over windows.
 	CollectionTime time.Duration
@@ -91,6 +94,7 @@ func (p *Profiler) Stats() Stats {
 		WindowsQueued:    int64(queued),
 		ExportRetries:    p.sent.Retries.Load(),
 		BytesSent:        p.sent.BytesSent.Load(),
+		FilesRemoved:     p.sent.FilesRemoved.Load(),
 		CollectionTime:   time.Duration(p.collectNanos.Load()),
 		ConversionTime:   time.Duration(p.convertNanos.Load()),
 
@@ -138,6 +142,7 @@ const (
 	metricGoroutinesLeaked = "pprofotel.goroutines.leaked"
 	metricOffCPUSkipped    = "pprofotel.offcpu.skipped"
 	metricOffCPUTruncated  = "pprofotel.offcpu.truncated"
+	metricFilesRemoved     = "pprofotel.files.removed"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -170,7 +175,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
 	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
 	goroutineSkipped, err15 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15} {
+	filesRemoved, err16 := counter(metricFilesRemoved, "{file}", "Files the file exporter removed, oldest first, to keep within its retention bounds.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16} {
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +198,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveInt64(offCPUSkipped, s.OffCPUSkipped)
 		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
 		o.ObserveInt64(goroutineSkipped, s.GoroutineProfilesSkipped)
+		o.ObserveInt64(filesRemoved, s.FilesRemoved)
 		return nil
 	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked,
-		offCPUSkipped, offCPUTruncated, goroutineSkipped)
+		offCPUSkipped, offCPUTruncated, goroutineSkipped, filesRemoved)
 }

@@ -72,6 +72,7 @@ func asMetrics(s Stats) map[string]float64 {
 		metricCollectionTime:   s.CollectionTime.Seconds(),
 		metricConversionTime:   s.ConversionTime.Seconds(),
 		metricGoroutinesLeaked: float64(s.GoroutinesLeaked),
+		metricFilesRemoved:     float64(s.FilesRemoved),
 	}
 }
 
@@ -101,7 +102,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
 		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
 		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
-		metricGoroutinesLeaked: "{goroutine}",
+		metricGoroutinesLeaked: "{goroutine}", metricFilesRemoved: "{file}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]
@@ -163,7 +164,7 @@ func checkNoProfilerGoroutines(t *testing.T) {
 	for range 300 {
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		if !strings.Contains(stacks, "profiler.(*Profiler).loop") &&
-			!strings.Contains(stacks, "delivery.(*Sender).run") &&
+			!strings.Contains(stacks, "delivery.(*Queue[...]).run") &&
 			!strings.Contains(stacks, "(*persistConn)") {
 			return
 		}

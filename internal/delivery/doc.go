@@ -12,5 +12,9 @@
 // One goroutine exports the queue in order. A request larger than the
 // receiver's limit is split into valid requests that each fit (see
 // otlp.Split). Shutdown exports what is queued within its context's
-// deadline and reports, window by window, what it could not deliver.
+// deadline and reports, window by window, what it could not deliver. It
+// returns by that deadline even when an export ignores its context (an
+// application's transport can): the export is given up, and a Gate keeps
+// the goroutine left blocked in it from touching the application's state
+// when it returns.
 package delivery

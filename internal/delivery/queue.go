@@ -57,6 +57,10 @@ type Outcomes struct {
 	// BytesSent sums the protobuf sizes of the requests the exporter
 	// accepted, before any compression.
 	BytesSent atomic.Int64
+	// FilesRemoved counts files the file exporter removed to keep its
+	// directory within its retention bounds. The Queue removes nothing;
+	// whoever receives the file exporter's reports adds to it.
+	FilesRemoved atomic.Int64
 }
 
 // Config configures a Queue.
@@ -88,6 +92,12 @@ type Config[R proto.Message] struct {
 	Outcomes *Outcomes
 	// Now reads the clock for the rate limits; nil is time.Now.
 	Now func() time.Time
+	// Gate guards the exporting goroutine's counts and logs; nil makes
+	// the Queue its own. Shutdown closes it before it returns. Callbacks
+	// the exporter makes from within Export (retries, partial successes)
+	// should run through it too (Gate.Run), so that an export Shutdown
+	// gave up on touches nothing of the application when it returns.
+	Gate *Gate
 }
 
 // Queue queues windows and exports them from its own goroutine. Its
@@ -100,6 +110,9 @@ type Queue[R proto.Message] struct {
 	maxRequest int
 	logger     *slog.Logger
 	stats      *Outcomes
+	// gate guards every effect of the exporting goroutine on stats and
+	// logger; see Gate.
+	gate *Gate
 
 	// wake tells the exporting goroutine that the queue or closing changed.
 	wake chan struct{}
@@ -112,6 +125,7 @@ type Queue[R proto.Message] struct {
 	mu       sync.Mutex
 	queue    []queued[R] // oldest first
 	bytes    int64
+	inFlight *Window[R] // the window being exported, nil between exports
 	closing  bool
 	stopCtx  context.Context // Shutdown's, set with closing
 	dropLog  rateLimit
@@ -136,6 +150,7 @@ func New[R proto.Message](cfg Config[R]) *Queue[R] {
 		maxRequest: cfg.MaxRequestBytes,
 		logger:     cfg.Logger,
 		stats:      cfg.Outcomes,
+		gate:       cfg.Gate,
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 	}
@@ -153,6 +168,9 @@ func New[R proto.Message](cfg Config[R]) *Queue[R] {
 	}
 	if s.stats == nil {
 		s.stats = new(Outcomes)
+	}
+	if s.gate == nil {
+		s.gate = new(Gate)
 	}
 	interval := cfg.LogInterval
 	if interval <= 0 {
@@ -218,7 +236,8 @@ func (s *Queue[R]) drop(n int, why string) {
 	}
 }
 
-// run exports the queue, oldest first, until Shutdown.
+// run exports the queue, oldest first, until Shutdown has nothing more
+// for it or has given up on it.
 func (s *Queue[R]) run() {
 	defer close(s.done)
 	for {
@@ -236,6 +255,7 @@ func (s *Queue[R]) run() {
 		s.queue[0] = queued[R]{}
 		s.queue = s.queue[1:]
 		s.bytes -= w.size
+		s.inFlight = &w.Window
 		ctx := s.running
 		if s.closing {
 			// Exports started by Shutdown see its deadline, so that a
@@ -243,31 +263,34 @@ func (s *Queue[R]) run() {
 			ctx = s.stopCtx
 		}
 		s.mu.Unlock()
-		s.send(ctx, w)
+		if !s.send(ctx, w) {
+			return
+		}
 	}
 }
 
 // send exports w, split into parts if needed, and accounts for the result.
-func (s *Queue[R]) send(ctx context.Context, q queued[R]) {
+// It reports false when Shutdown has given up on the export meanwhile (the
+// gate is closed): Shutdown has accounted for w, and the goroutine must end
+// without touching anything more.
+func (s *Queue[R]) send(ctx context.Context, q queued[R]) (open bool) {
 	w := q.Window
 	// A panic here, in splitting or in an exporter, is the profiler's bug;
 	// on this goroutine it would end the application. Lose the window
 	// instead, and say so.
 	defer func() {
 		if r := recover(); r != nil {
-			s.fail(w, fmt.Errorf("internal error: %v", r))
+			open = s.fail(w, fmt.Errorf("internal error: %v", r))
 		}
 	}()
 	if err := s.running.Err(); err != nil {
-		s.fail(w, fmt.Errorf("not attempted: %w", err))
-		return
+		return s.fail(w, fmt.Errorf("not attempted: %w", err))
 	}
 	parts := []R{w.Request}
 	if s.split != nil && q.size > int64(s.maxRequest) {
 		var err error
 		if parts, err = s.split(w.Request, s.maxRequest); err != nil {
-			s.fail(w, err)
-			return
+			return s.fail(w, err)
 		}
 	}
 	for i, part := range parts {
@@ -275,41 +298,64 @@ func (s *Queue[R]) send(ctx context.Context, q queued[R]) {
 			if len(parts) > 1 {
 				err = fmt.Errorf("part %d of %d (%d arrived): %w", i+1, len(parts), i, err)
 			}
-			s.fail(w, err)
-			return
+			return s.fail(w, err)
 		}
-		if len(parts) == 1 {
-			s.stats.BytesSent.Add(q.size) // measured once, at Enqueue
-		} else {
-			s.stats.BytesSent.Add(int64(proto.Size(part)))
+		size := q.size // measured once, at Enqueue
+		if len(parts) > 1 {
+			size = int64(proto.Size(part))
+		}
+		if !s.gate.Run(func() { s.stats.BytesSent.Add(size) }) {
+			return false
 		}
 	}
-	s.stats.Exported.Add(1)
-	s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
+	return s.gate.Run(func() {
+		s.settle()
+		s.stats.Exported.Add(1)
+		s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
+	})
 }
 
-func (s *Queue[R]) fail(w Window[R], err error) {
-	total := s.stats.Failed.Add(1)
+// fail accounts for the window in flight, w, as not delivered, unless
+// Shutdown has given up on it; it reports whether it did.
+func (s *Queue[R]) fail(w Window[R], err error) bool {
+	return s.gate.Run(func() {
+		s.settle()
+		total := s.stats.Failed.Add(1)
+		s.mu.Lock()
+		if s.closing {
+			s.unsent = append(s.unsent, Undelivered{Start: w.Start, End: w.End, Err: err})
+		}
+		since, ok := s.failLog.note(1)
+		s.mu.Unlock()
+		if ok {
+			s.logger.Error("pprofotel: profile window not delivered",
+				"start", w.Start, "end", w.End, "error", err,
+				"failed", since, "failed_total", total)
+		}
+	})
+}
+
+// settle marks the window in flight as accounted for.
+func (s *Queue[R]) settle() {
 	s.mu.Lock()
-	if s.closing {
-		s.unsent = append(s.unsent, Undelivered{Start: w.Start, End: w.End, Err: err})
-	}
-	since, ok := s.failLog.note(1)
+	s.inFlight = nil
 	s.mu.Unlock()
-	if ok {
-		s.logger.Error("pprofotel: profile window not delivered",
-			"start", w.Start, "end", w.End, "error", err,
-			"failed", since, "failed_total", total)
-	}
 }
 
 // Shutdown stops accepting windows, exports the queued ones within ctx's
 // deadline, then shuts the exporter down. When ctx is done first, the
 // export in flight is cancelled and the rest of the queue is given up.
-// Shutdown returns once the exporting goroutine has ended; the error, an
-// *UndeliveredError when windows were lost, lists every window that was
-// queued or in flight and did not arrive. Later calls return the same
-// result.
+//
+// Shutdown returns by ctx's deadline whatever the exporter does. An export
+// that does not return when cancelled (a transport of the application's
+// that ignores its context) is given up: its window is reported
+// undelivered, and the goroutine blocked in it is left to the transport,
+// with the gate closed, so that it counts, logs and calls back nothing once
+// the call returns, and then ends.
+//
+// The error, an *UndeliveredError when windows were lost, lists every
+// window that was queued or in flight and did not arrive. Later calls
+// return the same result.
 func (s *Queue[R]) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.mu.Lock()
@@ -321,15 +367,35 @@ func (s *Queue[R]) Shutdown(ctx context.Context) error {
 		default:
 		}
 		stop := context.AfterFunc(ctx, s.stopRunning)
-		<-s.done
+		ended := true
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			// An export that honours its context has been cancelled
+			// and may have ended at the same moment.
+			select {
+			case <-s.done:
+			default:
+				ended = false
+			}
+		}
 		stop()
 		s.stopRunning()
+		s.gate.Close()
 
 		s.mu.Lock()
+		inFlight := s.inFlight
+		if !ended {
+			s.abandon(ctx.Err())
+		}
 		unsent := s.unsent
 		dropsSince := s.dropLog.flush()
 		failsSince := s.failLog.flush()
 		s.mu.Unlock()
+		if !ended && inFlight != nil {
+			s.logger.Warn("pprofotel: export given up at the shutdown deadline; if the transport ignores the cancellation, the call goes on in it, and its outcome is not counted",
+				"start", inFlight.Start, "end", inFlight.End, "error", ctx.Err())
+		}
 		if dropsSince > 0 || failsSince > 0 {
 			s.logger.Error("pprofotel: profile windows lost since the last report",
 				"dropped", dropsSince, "failed", failsSince,
@@ -350,6 +416,27 @@ func (s *Queue[R]) Shutdown(ctx context.Context) error {
 		s.shutErr = errors.Join(errs...)
 	})
 	return s.shutErr
+}
+
+// abandon accounts, on behalf of the goroutine Shutdown gives up on, for
+// the window it was exporting and for those still queued: each is
+// undelivered because of cause, counted as failed and carried by the final
+// report. The caller holds s.mu and has closed the gate.
+func (s *Queue[R]) abandon(cause error) {
+	var lost []Undelivered
+	if w := s.inFlight; w != nil {
+		lost = append(lost, Undelivered{Start: w.Start, End: w.End,
+			Err: fmt.Errorf("export in flight given up: %w", cause)})
+		s.inFlight = nil
+	}
+	for i, q := range s.queue {
+		lost = append(lost, Undelivered{Start: q.Start, End: q.End, Err: fmt.Errorf("not attempted: %w", cause)})
+		s.queue[i] = queued[R]{}
+	}
+	s.queue, s.bytes = nil, 0
+	s.unsent = append(s.unsent, lost...)
+	s.stats.Failed.Add(int64(len(lost)))
+	s.failLog.postpone(len(lost))
 }
 
 // Undelivered is a window that Shutdown could not deliver.
@@ -426,6 +513,9 @@ func (r *rateLimit) note(n int) (int, bool) {
 	r.pending = 0
 	return since, true
 }
+
+// postpone adds n events to the next report without logging now.
+func (r *rateLimit) postpone(n int) { r.pending += n }
 
 // flush returns the events not reported yet.
 func (r *rateLimit) flush() int {

@@ -362,10 +362,14 @@ func TestShutdownGivesUpAtTheDeadline(t *testing.T) {
 	if err2 := s.Shutdown(context.Background()); err2 != err {
 		t.Errorf("second Shutdown: %v, want %v", err2, err)
 	}
-	// The failures after the first were not logged individually; the
-	// final report carries them.
-	if got := logs.find("lost since the last report", "failed"); len(got) != 1 || got[0] != 2 {
-		t.Errorf("final report carries failed=%v, want [2]", got)
+	// One failure line per interval at most, and the final report carries
+	// the rest. Which of the goroutine or Shutdown settles the window in
+	// flight depends on which sees the deadline first: the exporter returns
+	// as soon as it is cancelled.
+	individual := logs.find("profile window not delivered", "failed")
+	final := logs.find("lost since the last report", "failed")
+	if len(individual) > 1 || len(final) != 1 || sum(individual)+final[0] != 3 {
+		t.Errorf("failure lines carry failed=%v, the final report %v; want at most one line, then the rest, 3 in all", individual, final)
 	}
 }
 
@@ -519,4 +523,141 @@ func TestSenderSurvivesAPanickingExporter(t *testing.T) {
 	if got := stats.Exported.Load(); got != 1 {
 		t.Errorf("Exported = %d, want 1: the sender must go on after a panic", got)
 	}
+}
+
+// deafExporter is a transport that ignores its context: each Export waits
+// for release whatever its context says, then reports the outcome it was
+// given (a panic when panics is set), after a callback made through gate as
+// an exporter's partial-success or retry report is.
+type deafExporter struct {
+	started  chan struct{}
+	release  chan struct{}
+	returned chan struct{} // closed when an Export returns
+	outcome  error
+	panics   bool
+	gate     *Gate
+	callback atomic.Int64
+}
+
+func (e *deafExporter) Export(context.Context, *collectorpb.ExportProfilesServiceRequest) error {
+	e.started <- struct{}{}
+	<-e.release
+	defer close(e.returned)
+	e.gate.Run(func() { e.callback.Add(1) })
+	if e.panics {
+		panic("transport bug after the deadline")
+	}
+	return e.outcome
+}
+
+func (e *deafExporter) Shutdown(context.Context) error { return nil }
+
+// TestShutdownLeavesAStuckExportBehind has the export in flight ignore its
+// context. Shutdown must return by its deadline, while the export is still
+// blocked, reporting the window in flight and the queued ones; when the
+// export returns later, whatever its outcome, the goroutine must count,
+// log and call back nothing, and end.
+func TestShutdownLeavesAStuckExportBehind(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		outcome error
+		panics  bool
+		cancel  bool // a cancelled context rather than a deadline
+	}{
+		{name: "succeeds after the deadline"},
+		{name: "fails after the deadline", outcome: errors.New("HTTP 503")},
+		{name: "panics after the deadline", panics: true},
+		{name: "cancelled context", cancel: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gate := new(Gate)
+			exp := &deafExporter{started: make(chan struct{}, 10), release: make(chan struct{}),
+				returned: make(chan struct{}), outcome: tt.outcome, panics: tt.panics, gate: gate}
+			stats := &Outcomes{}
+			logs := &logRecorder{}
+			s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, Logger: slog.New(logs), Gate: gate})
+			for i := range 3 {
+				s.Enqueue(window(i))
+			}
+			<-exp.started
+
+			// The guard releases the export if Shutdown does not return
+			// first, so that a regression fails instead of hanging.
+			var releasedByGuard atomic.Bool
+			guard := time.AfterFunc(10*time.Second, func() {
+				releasedByGuard.Store(true)
+				close(exp.release)
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			if tt.cancel {
+				cancel()
+			}
+			defer cancel()
+			err := s.Shutdown(ctx)
+			if !guard.Stop() || releasedByGuard.Load() {
+				t.Fatal("Shutdown returned only once the transport was released")
+			}
+
+			want := context.DeadlineExceeded
+			if tt.cancel {
+				want = context.Canceled
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("Shutdown: %v; want %v in the chain", err, want)
+			}
+			var ue *UndeliveredError
+			if !errors.As(err, &ue) || len(ue.Windows) != 3 {
+				t.Fatalf("Shutdown: %v; want the 3 windows undelivered", err)
+			}
+			for i, w := range ue.Windows {
+				if want := window(i); !w.Start.Equal(want.Start) || !w.End.Equal(want.End) {
+					t.Errorf("undelivered[%d] = [%v, %v), want [%v, %v)", i, w.Start, w.End, want.Start, want.End)
+				}
+			}
+			if !strings.Contains(ue.Windows[0].Err.Error(), "in flight") {
+				t.Errorf("the window in flight is reported as %q", ue.Windows[0].Err)
+			}
+			if got := stats.Failed.Load(); got != 3 {
+				t.Errorf("Failed = %d, want 3", got)
+			}
+			if got := logs.find("lost since the last report", "failed"); len(got) != 1 || got[0] != 3 {
+				t.Errorf("the final report carries failed=%v, want [3]", got)
+			}
+			if n, _ := s.Len(); n != 0 {
+				t.Errorf("%d windows still queued after Shutdown", n)
+			}
+			logs.mu.Lock()
+			nLogs := len(logs.records)
+			logs.mu.Unlock()
+
+			close(exp.release)
+			<-exp.returned
+			checkNoGoroutine(t)
+			if got := stats.Exported.Load() + stats.BytesSent.Load(); got != 0 {
+				t.Errorf("the export given up was counted when it returned: exported+bytes = %d", got)
+			}
+			if got := stats.Failed.Load(); got != 3 {
+				t.Errorf("Failed = %d after the export returned, want 3", got)
+			}
+			if got := exp.callback.Load(); got != 0 {
+				t.Errorf("the exporter's callback ran %d times after Shutdown", got)
+			}
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			if len(logs.records) != nLogs {
+				t.Errorf("logged after Shutdown returned: %v", logs.records[nLogs:])
+			}
+			if got := len(exp.started); got != 0 {
+				t.Errorf("%d more exports started after Shutdown", got)
+			}
+		})
+	}
+}
+
+func sum(v []int64) int64 {
+	var n int64
+	for _, x := range v {
+		n += x
+	}
+	return n
 }

@@ -17,7 +17,9 @@ type Exporter = Sender[*collectorpb.ExportProfilesServiceRequest]
 // Sender delivers requests of one kind: OTLP profiles requests, or the OTLP
 // logs requests of the Splunk encoding. Retries and queueing work on any
 // Sender, so both encodings share one delivery path. Export must honour
-// ctx's deadline and must not retain req after it returns. Implementations
+// ctx's deadline and must not retain req after it returns; when it does
+// not return (an application's transport may ignore ctx), the delivery
+// queue gives it up at its shutdown deadline. Implementations
 // are safe for use by one goroutine at a time; the profiler serialises calls.
 type Sender[R any] interface {
 	Export(ctx context.Context, req R) error
@@ -88,4 +90,17 @@ type FileConfig struct {
 	Dir string
 	// JSON writes OTLP/JSON (protojson) instead of binary protobuf.
 	JSON bool
+	// MaxFiles and MaxBytes bound the exporter's files in Dir, counted
+	// by number and by summed size: after each write, the oldest are
+	// removed until both bounds hold. Zero sets no bound; the root
+	// package defaults them to DefaultFileMaxFiles and
+	// DefaultFileMaxBytes. Files from earlier runs and other processes
+	// count when their names are the exporter's; nothing else in Dir is
+	// counted or removed.
+	MaxFiles int
+	MaxBytes int64
+	// OnRemove, if set, is called by Export after it removed files, with
+	// their number and summed size, or met an error removing one (err,
+	// the first). The export itself succeeded either way.
+	OnRemove func(files int, bytes int64, err error)
 }

@@ -352,7 +352,8 @@ func mediaType(contentType string, requestJSON bool) string {
 
 // Shutdown closes the idle connections of the exporter's own transport,
 // and leaves those of a client the application gave alone. A request in
-// flight is not interrupted: its context bounds it.
+// flight is not interrupted: its context bounds it, or, with a transport
+// that ignores its context, the delivery queue gives it up.
 func (e *httpExporter) Shutdown(ctx context.Context) error {
 	e.shutdown.Store(true)
 	if e.transport != nil {
