@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"google.golang.org/grpc"
 
 	"github.com/pprofotel/profiler/internal/envconfig"
@@ -549,4 +550,28 @@ func ResolveRetry(rc *export.RetryConfig) export.RetryConfig {
 		}
 	}
 	return out
+}
+
+// NewExporter resolves s over the environment seen through getenv, logs the
+// warnings about variables through logger (nil: slog.Default()), builds
+// the transport with newTransport and wraps it in the retry policy and the
+// splitting of large requests. A partial success goes to otel.Handle: it
+// is not an error of Export, since the rejected profiles must not be sent
+// again, but the receiver's rejections must not vanish either.
+func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
+	newTransport func(export.OTLPConfig) (export.Exporter, error)) (*export.SplittingExporter, error) {
+	cfg, warnings, err := s.Resolve(getenv)
+	if err != nil {
+		return nil, err
+	}
+	Warn(logger, warnings)
+	pkg := s.pkg
+	cfg.OTLP.OnPartialSuccess = func(rejected int64, message string) {
+		otel.Handle(fmt.Errorf("%s: the receiver accepted the request in part: %d profiles rejected: %s", pkg, rejected, message))
+	}
+	t, err := newTransport(cfg.OTLP)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", pkg, err)
+	}
+	return export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes), nil
 }
