@@ -22,6 +22,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -181,9 +182,38 @@ type GRPCReceiver struct {
 	collectorpb.UnimplementedProfilesServiceServer
 	Respond func(n int) (*collectorpb.ExportProfilesServiceResponse, error)
 
-	mu       sync.Mutex
-	requests []*collectorpb.ExportProfilesServiceRequest
-	md       []metadata.MD
+	mu          sync.Mutex
+	requests    []*collectorpb.ExportProfilesServiceRequest
+	md          []metadata.MD
+	compression []string
+}
+
+// The stats.Handler methods record the compression of each incoming call,
+// which the server does not expose as metadata.
+
+// TagRPC implements stats.Handler.
+func (g *GRPCReceiver) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+
+// HandleRPC implements stats.Handler.
+func (g *GRPCReceiver) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if h, ok := s.(*stats.InHeader); ok {
+		g.mu.Lock()
+		g.compression = append(g.compression, h.Compression)
+		g.mu.Unlock()
+	}
+}
+
+// TagConn implements stats.Handler.
+func (g *GRPCReceiver) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+
+// HandleConn implements stats.Handler.
+func (g *GRPCReceiver) HandleConn(context.Context, stats.ConnStats) {}
+
+// Compression returns the grpc-encoding of each call received so far.
+func (g *GRPCReceiver) Compression() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.compression...)
 }
 
 // Export records the call and answers it.
@@ -222,7 +252,7 @@ func StartGRPC(t testing.TB, g *GRPCReceiver, opts ...grpc.ServerOption) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(opts...)
+	srv := grpc.NewServer(append(opts, grpc.StatsHandler(g))...)
 	collectorpb.RegisterProfilesServiceServer(srv, g)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
