@@ -389,3 +389,29 @@ func TestPartialSuccessGoesToOtelHandle(t *testing.T) {
 		t.Errorf("otel.Handle got %v", handled)
 	}
 }
+
+func TestDialOption(t *testing.T) {
+	var rcv receivertest.GRPCReceiver
+	addr := receivertest.StartGRPC(t, &rcv)
+	var mu sync.Mutex
+	var methods []string
+	count := grpc.WithUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		mu.Lock()
+		methods = append(methods, method)
+		mu.Unlock()
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	e, err := newExporter(env(nil), nil, []Option{WithEndpointURL("http://" + addr), WithDialOption(count)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown(context.Background())
+	if err := e.Export(context.Background(), receivertest.Request(1)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(methods) != 1 || methods[0] != "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export" {
+		t.Errorf("calls through the dial option's interceptor: %q", methods)
+	}
+}

@@ -395,15 +395,33 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// countingTransport counts the requests sent through it and the calls
+// that close its idle connections.
+type countingTransport struct {
+	mu                  sync.Mutex
+	requests, closeIdle int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.requests++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *countingTransport) CloseIdleConnections() {
+	c.mu.Lock()
+	c.closeIdle++
+	c.mu.Unlock()
+}
+
+// TestHTTPClient sends through the application's client and checks that
+// Shutdown leaves its connections alone and its redirect policy as it was.
 func TestHTTPClient(t *testing.T) {
 	var rcv receivertest.HTTPReceiver
 	ts := receivertest.StartHTTP(t, &rcv)
-	var used sync.WaitGroup
-	used.Add(1)
-	client := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		used.Done()
-		return http.DefaultTransport.RoundTrip(r)
-	})}
+	transport := new(countingTransport)
+	client := &http.Client{Transport: transport}
 	e, err := newExporter(env(nil), nil, []Option{WithEndpointURL(ts.URL), WithHTTPClient(client)})
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +429,14 @@ func TestHTTPClient(t *testing.T) {
 	if err := e.Export(context.Background(), receivertest.Request(1)); err != nil {
 		t.Fatal(err)
 	}
-	used.Wait()
+	if err := e.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	transport.mu.Lock()
+	defer transport.mu.Unlock()
+	if transport.requests != 1 || transport.closeIdle != 0 {
+		t.Errorf("%d requests through the client, %d closings of its idle connections; want 1, 0", transport.requests, transport.closeIdle)
+	}
 	if client.CheckRedirect != nil {
 		t.Error("the application's client was modified")
 	}
