@@ -1,6 +1,7 @@
 package otlpprofilegrpc
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -128,9 +129,13 @@ func TestGRPCConn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	// The endpoint variable is not used with an application's connection.
-	e, err := newExporter(env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}), nil,
-		[]Option{WithGRPCConn(conn), WithCompressor("gzip")})
+	// The variables that make a connection are not read with the
+	// application's: an invalid one is not even warned about.
+	logger, buf := logBuffer()
+	e, err := newExporter(env(map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":    "ftp://127.0.0.1:1",
+		"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent",
+	}), logger, []Option{WithGRPCConn(conn), WithCompressor("gzip")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +151,15 @@ func TestGRPCConn(t *testing.T) {
 	if got := rcv.Compression(); len(got) != 1 || got[0] != "gzip" {
 		t.Errorf("compression %q, want gzip asked for per call", got)
 	}
+	if buf.Len() != 0 {
+		t.Errorf("warnings about variables not used: %s", buf)
+	}
+}
+
+// logBuffer is a logger whose output a test reads.
+func logBuffer() (*slog.Logger, *bytes.Buffer) {
+	var b bytes.Buffer
+	return slog.New(slog.NewTextHandler(&b, nil)), &b
 }
 
 func TestNewRejectsOptions(t *testing.T) {

@@ -44,6 +44,8 @@
 //     PEM files of the client's certificate and private key, for mutual
 //     TLS. Option: WithTLSClientConfig.
 //
-// The proxy is chosen by http.ProxyFromEnvironment (HTTPS_PROXY,
-// HTTP_PROXY, NO_PROXY) unless WithProxy or WithHTTPClient says otherwise.
+// With WithHTTPClient the certificate variables are not read: the client's
+// transport has its own TLS configuration. The proxy is chosen by
+// http.ProxyFromEnvironment (HTTPS_PROXY, HTTP_PROXY, NO_PROXY) unless
+// WithProxy or WithHTTPClient says otherwise.
 package otlpprofilehttp

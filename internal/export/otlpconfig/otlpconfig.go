@@ -284,7 +284,10 @@ func (s *Settings) Resolve(getenv func(string) string) (Config, []error, error) 
 	} else if s.json != nil {
 		cfg.Protocol = export.ProtocolHTTPJSON
 	}
-	cfg.Endpoint, cfg.Insecure = s.resolveEndpoint(env)
+	if s.grpcConn == nil {
+		// The application's connection has its own endpoint.
+		cfg.Endpoint, cfg.Insecure = s.resolveEndpoint(env)
+	}
 
 	if s.headersSet {
 		cfg.Headers = s.headers
