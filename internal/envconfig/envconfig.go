@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Reader reads variables through a getenv function and collects warnings
@@ -61,7 +62,24 @@ func (r *Reader) First(names ...string) (name, value string, ok bool) {
 // Invalid records that name's value is not valid, why, and that it is
 // ignored. It is the one place that decides what an invalid value does.
 func (r *Reader) Invalid(name, value string, err error) {
-	r.Warn(fmt.Errorf("%s=%q: %w; ignored", name, value, err))
+	r.Warn(fmt.Errorf("%s=%q: %w; ignored", name, Shown(value), err))
+}
+
+// maxShown bounds the part of a value that a warning quotes.
+const maxShown = 128
+
+// Shown returns v as a warning quotes it: whole up to 128 bytes, else its
+// first 125 bytes (cut at a character boundary) followed by "...", so that
+// a mistaken variable cannot flood the log.
+func Shown(v string) string {
+	if len(v) <= maxShown {
+		return v
+	}
+	cut := maxShown - 3
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "..."
 }
 
 // Warn records a warning about the configuration, e.g. one that involves
@@ -114,7 +132,7 @@ func (r *Reader) Bool(names ...string) (value, ok bool) {
 		return true, true
 	}
 	if !strings.EqualFold(v, "false") {
-		r.Warn(fmt.Errorf(`%s=%q: value must be "true" or "false"; read as false`, name, v))
+		r.Warn(fmt.Errorf(`%s=%q: value must be "true" or "false"; read as false`, name, Shown(v)))
 	}
 	return false, true
 }
@@ -254,7 +272,7 @@ func (r *Reader) KeyValues(keepUndecoded bool, check func(KeyValue) error, names
 		if len(kvs) > 0 {
 			what = "left out, the other entries stand"
 		}
-		r.Warn(fmt.Errorf("%s=%q: %w; %s", name, v, errors.Join(errs...), what))
+		r.Warn(fmt.Errorf("%s=%q: %w; %s", name, Shown(v), errors.Join(errs...), what))
 	}
 	return kvs, true
 }

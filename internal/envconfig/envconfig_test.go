@@ -131,3 +131,20 @@ func TestEndpointForms(t *testing.T) {
 		}
 	}
 }
+
+func TestShown(t *testing.T) {
+	long := strings.Repeat("a", 124) + "éé" + strings.Repeat("b", 10)
+	for _, tt := range []struct{ in, want string }{
+		{"", ""},
+		{"short", "short"},
+		{strings.Repeat("x", 128), strings.Repeat("x", 128)},
+		{strings.Repeat("x", 129), strings.Repeat("x", 125) + "..."},
+		// The cut falls inside "é": it moves back to the character's start.
+		{long, strings.Repeat("a", 124) + "..."},
+	} {
+		got := Shown(tt.in)
+		if got != tt.want || len(got) > 128 {
+			t.Errorf("Shown(%d bytes) = %q, want %q", len(tt.in), got, tt.want)
+		}
+	}
+}

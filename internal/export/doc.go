@@ -10,9 +10,12 @@
 // exponential backoff, honouring the delays the collector asks for.
 //
 // Every exporter implements one interface, Sender[R], for the request type
-// R of its encoding (Exporter for OTLP profiles). The root package picks
-// one by name from a single table (kind -> constructor), so adding an
-// exporter is one constructor and one row there.
+// R of its encoding (Exporter for OTLP profiles). The public exporter
+// packages exporters/otlpprofilehttp and exporters/otlpprofilegrpc build
+// their transport with NewHTTP or NewGRPC from a configuration resolved by
+// package otlpconfig, and wrap it in a SplittingExporter: requests cut to
+// the size limit, retries by WithRetry, bytes and retries reported to the
+// profiler through package report.
 //
 // The interface is internal on purpose, unlike otel-go's otlptrace.Client:
 // its requests are the OTLP profiles v1development messages, which are

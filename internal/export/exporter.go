@@ -77,6 +77,11 @@ type OTLPConfig struct {
 	// Proxy chooses the proxy of the exporter's own HTTP transport; nil
 	// means http.ProxyFromEnvironment.
 	Proxy func(*http.Request) (*url.URL, error)
+	// JSON, if set, makes the HTTP exporter send OTLP/JSON bodies with it
+	// (the http/json protocol). It is a value rather than a flag so that
+	// the JSON codec, and protojson with it, is linked only into programs
+	// that ask for it: see OTLPJSON.
+	JSON *JSONCodec
 	// OnPartialSuccess, if set, is called synchronously by Export when the
 	// collector accepted the request but rejected some profiles or attached
 	// a warning. A partial success is not an error: the rejected profiles

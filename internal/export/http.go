@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
-	"github.com/pprofotel/profiler/internal/otlpjson"
 	"io"
 	"mime"
 	"net"
@@ -21,7 +21,6 @@ import (
 	"github.com/pprofotel/profiler/internal/otlp"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -49,7 +48,8 @@ type httpExporter struct {
 	// client.
 	transport *http.Transport
 	url       string
-	json      bool
+	// json is the OTLP/JSON codec, nil for binary protobuf bodies.
+	json      *JSONCodec
 	gzip      bool
 	header    http.Header
 	timeout   time.Duration
@@ -96,7 +96,7 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 	}
 	e := &httpExporter{
 		url:       u.String(),
-		json:      cfg.Protocol == ProtocolHTTPJSON,
+		json:      cfg.JSON,
 		gzip:      cfg.Compression == compressionGzip,
 		header:    make(http.Header),
 		timeout:   cfg.Timeout,
@@ -120,7 +120,7 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 		e.header.Set("User-Agent", cfg.UserAgent)
 	}
 	e.header.Set("Content-Type", contentTypeProtobuf)
-	if e.json {
+	if e.json != nil {
 		e.header.Set("Content-Type", contentTypeJSON)
 	}
 	e.header.Del("Content-Encoding")
@@ -188,7 +188,7 @@ func (e *httpExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 		return fmt.Errorf("otlp endpoint %q: %w", e.url, err)
 	}
 	hreq.Header = e.header.Clone()
-	resp, err := e.client.Do(hreq)
+	resp, err := do(ctx, e.client, hreq)
 	if err != nil {
 		return &ExportError{Protocol: e.protocol(), Err: err, ctxErr: ctx.Err()}
 	}
@@ -223,8 +223,38 @@ func (e *httpExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 	}
 }
 
+// do sends hreq with client and returns when the response arrives or ctx
+// is done, whichever comes first. A client's transport that ignores the
+// request's context (an application's http.RoundTripper can) would
+// otherwise keep Export past its deadline, and with it the profiler's
+// Stop. The round trip is then left to finish on its own goroutine; its
+// late response is closed unread. The body is a buffer of this request
+// alone, so nothing the exporter reuses is read after do returns.
+func do(ctx context.Context, client *http.Client, hreq *http.Request) (*http.Response, error) {
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := client.Do(hreq)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.resp != nil {
+				_ = r.resp.Body.Close()
+			}
+		}()
+		return nil, fmt.Errorf("%w (the HTTP client did not return)", ctx.Err())
+	}
+}
+
 func (e *httpExporter) protocol() string {
-	if e.json {
+	if e.json != nil {
 		return ProtocolHTTPJSON
 	}
 	return ProtocolHTTPProtobuf
@@ -239,8 +269,8 @@ func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]
 	var body []byte
 	var err error
 	switch {
-	case e.json:
-		body, err = otlpjson.Marshal(req, false)
+	case e.json != nil:
+		body, err = e.json.Marshal(req)
 	case e.gzip:
 		// Only the compressed copy leaves encode, so the encoding can be
 		// marshalled into the buffer kept for that, with room for an
@@ -257,7 +287,7 @@ func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]
 		}
 	}
 	if err != nil {
-		if !e.json {
+		if e.json == nil {
 			err = fmt.Errorf("otlp protobuf: %w", err)
 		}
 		return nil, err
@@ -270,16 +300,20 @@ func (e *httpExporter) encode(req *collectorpb.ExportProfilesServiceRequest) ([]
 
 // decodeResponse decodes a success body in the format its Content-Type
 // names, or in the request's format when none is named. It returns nil for
-// an empty or undecodable body.
+// an empty or undecodable body, and for a JSON body when the exporter sends
+// protobuf and so has no JSON codec.
 func (e *httpExporter) decodeResponse(contentType string, data []byte) *collectorpb.ExportProfilesServiceResponse {
 	if len(data) == 0 {
 		return nil
 	}
 	resp := new(collectorpb.ExportProfilesServiceResponse)
 	var err error
-	switch mediaType(contentType, e.json) {
+	switch mediaType(contentType, e.json != nil) {
 	case contentTypeJSON:
-		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(data, resp)
+		if e.json == nil {
+			return nil
+		}
+		err = e.json.Unmarshal(data, resp)
 	case contentTypeProtobuf:
 		err = proto.Unmarshal(data, resp)
 	default:
@@ -308,8 +342,13 @@ func errorMessage(contentType string, data []byte) string {
 			return st.GetMessage()
 		}
 	case contentTypeJSON:
-		if (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, st) == nil {
-			return st.GetMessage()
+		// Only the message is wanted, which encoding/json reads without
+		// linking protojson into programs that send protobuf.
+		var js struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(data, &js) == nil {
+			return truncate(js.Message)
 		}
 	}
 	if !utf8.Valid(data) {

@@ -27,19 +27,53 @@ var errNilRequest = errors.New("export: nil request")
 // with cfg.Protocol. It does not touch the network: a gRPC connection is
 // established on first use, HTTP connections per request. Every invalid
 // setting is reported with its name and value.
+//
+// NewOTLP links the OTLP/JSON codec whatever the protocol; the exporter
+// packages call NewHTTP and NewGRPC, so that only a program that asks for
+// JSON links it.
 func NewOTLP(cfg OTLPConfig) (Exporter, error) {
-	if err := checkCommon(cfg); err != nil {
-		return nil, err
-	}
-	tlsConfig := privateTLS(cfg.TLS)
 	switch cfg.Protocol {
 	case ProtocolGRPC:
-		return newGRPCExporter(cfg, tlsConfig)
-	case ProtocolHTTPProtobuf, ProtocolHTTPJSON:
-		return newHTTPExporter(cfg, tlsConfig)
+		return NewGRPC(cfg)
+	case ProtocolHTTPJSON:
+		if cfg.JSON == nil {
+			cfg.JSON = OTLPJSON()
+		}
+		return NewHTTP(cfg)
+	case ProtocolHTTPProtobuf:
+		return NewHTTP(cfg)
 	}
 	return nil, fmt.Errorf("otlp protocol %q: want %q, %q or %q",
 		cfg.Protocol, ProtocolGRPC, ProtocolHTTPProtobuf, ProtocolHTTPJSON)
+}
+
+// NewGRPC returns an exporter that calls ProfilesService/Export over gRPC;
+// cfg.Protocol is ignored. It does not touch the network: the connection is
+// established on first use.
+func NewGRPC(cfg OTLPConfig) (Exporter, error) {
+	if err := checkCommon(cfg); err != nil {
+		return nil, err
+	}
+	cfg.Protocol = ProtocolGRPC
+	return newGRPCExporter(cfg, privateTLS(cfg.TLS))
+}
+
+// NewHTTP returns an exporter that POSTs each request over OTLP/HTTP:
+// binary protobuf bodies, or OTLP/JSON ones when cfg.JSON is set (then
+// cfg.Protocol must not say http/protobuf, and is set to http/json).
+func NewHTTP(cfg OTLPConfig) (Exporter, error) {
+	if err := checkCommon(cfg); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Protocol == ProtocolHTTPJSON && cfg.JSON == nil:
+		return nil, errors.New("otlp protocol http/json: no JSON codec")
+	case cfg.JSON != nil:
+		cfg.Protocol = ProtocolHTTPJSON
+	default:
+		cfg.Protocol = ProtocolHTTPProtobuf
+	}
+	return newHTTPExporter(cfg, privateTLS(cfg.TLS))
 }
 
 // privateTLS returns a TLS configuration for one exporter: the transports
@@ -80,14 +114,16 @@ func checkCommon(cfg OTLPConfig) error {
 // CheckHeader reports whether name: value can be sent as an HTTP header
 // and, with grpc, as gRPC metadata, which refuses keys outside
 // [0-9a-z-_.] once lower-cased and non-printable values on non-binary
-// keys. It is the one check of headers, for options, variables and the
+// keys. Its errors name the header, never its value, which is often a
+// credential. It is the one check of headers, for options, variables and the
 // exporters.
 func CheckHeader(grpc bool, name, value string) error {
 	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("otlp header %q: invalid name", name)
 	}
 	if !httpguts.ValidHeaderFieldValue(value) {
-		return fmt.Errorf("otlp header %q: invalid value %q", name, value)
+		// The value is not shown: headers often carry credentials.
+		return fmt.Errorf("otlp header %q: invalid value (not shown)", name)
 	}
 	if !grpc {
 		return nil

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/export/report"
 )
 
 // RetryConfig is the retry policy of WithRetry.
@@ -102,6 +104,9 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 // errors.As finds its *ExportError. An Export that the collector's delay
 // keeps from starting before ctx's deadline returns an error wrapping
 // ErrThrottled without an attempt.
+//
+// Each retry is counted in the report.Report of ctx, if any, just before
+// its wait.
 //
 // Shutdown interrupts a wait or an attempt in flight, then shuts e down.
 // It wraps any Sender, so profiles and logs requests share one policy.
@@ -248,6 +253,7 @@ func (r *retryExporter[R]) Export(ctx context.Context, req R) error {
 		if r.onRetry != nil {
 			r.onRetry(attempt, delay, err)
 		}
+		report.FromContext(ctx).Retried()
 		if sleepErr := r.sleep(ctx, delay); sleepErr != nil {
 			if r.stopping.Err() != nil {
 				sleepErr = ErrShutdown
