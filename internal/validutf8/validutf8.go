@@ -1,0 +1,46 @@
+// Package validutf8 makes the strings the profiler sends valid UTF-8.
+//
+// proto3 requires every string field to hold valid UTF-8, and protobuf
+// encoders (protobuf-go, protojson, a Collector decoding the request)
+// refuse a message with one that does not. The strings the profiler sends
+// come from the application (pprof label keys and values), the environment
+// (OTEL_RESOURCE_ATTRIBUTES) and the binary (function and file names, which
+// are the bytes the compiler saw): one invalid byte among them would cost
+// the whole request, every window, for as long as the string is around. So
+// each string is repaired, once, where it enters the request's string
+// tables or the resource, and the repairs are counted.
+package validutf8
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Replacement is what each run of invalid bytes becomes: U+FFFD, the
+// Unicode replacement character.
+const Replacement = "\uFFFD"
+
+// Repairs repairs strings and counts those it had to change.
+type Repairs struct {
+	// N counts the strings that were not valid UTF-8.
+	N int64
+	// First is the first of them, as repaired, for a log message that
+	// helps find where it came from.
+	First string
+}
+
+// String returns s if it is valid UTF-8, and otherwise s with each run of
+// invalid bytes replaced by Replacement, as strings.ToValidUTF8 does,
+// counting it. Valid strings, nearly all of them, cost one
+// utf8.ValidString and are returned as they are.
+func (r *Repairs) String(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, Replacement)
+	if r.N == 0 {
+		r.First = s
+	}
+	r.N++
+	return s
+}
