@@ -103,7 +103,10 @@ type config struct {
 	// delivery holds the queue and request limits and the MeterProvider.
 	delivery deliverySettings
 	resource *resource.Resource
-	logger   *slog.Logger
+	// resourceRepairs is what buildResource made valid UTF-8 in the
+	// resource; Start counts and logs it.
+	resourceRepairs resourceRepairs
+	logger          *slog.Logger
 	// processContext publishes the resource for readers outside the
 	// process (OTEP 4719); see WithProcessContext.
 	processContext bool
@@ -178,7 +181,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		return nil, errors.Join(o.errs...)
 	}
 	c.warnings = env.Warnings()
-	c.resource = buildResource(context.Background(), in, c.logger)
+	c.resource, c.resourceRepairs = buildResource(context.Background(), in, c.logger)
 	return c, nil
 }
 

@@ -74,6 +74,16 @@ type Stats struct {
 	// than a window keeps, or a trace unreadable past some point. Values
 	// are scaled by the time actually read.
 	OffCPUTruncated int64
+	// StringsRepaired counts strings that were not valid UTF-8, which
+	// proto3 requires of every string a request carries, and were sent
+	// with U+FFFD in place of each run of invalid bytes rather than
+	// costing their window: pprof label keys and values set by the
+	// application, function, file and mapping names, and resource
+	// attributes (OTEL_RESOURCE_ATTRIBUTES, WithResource), counted once
+	// at Start. A profile's string counts once per window it is sent in,
+	// however many samples cite it. The first repair of the resource and
+	// the first of the profiles are logged, the rest only counted.
+	StringsRepaired int64
 }
 
 // Stats returns the profiler's counts so far. It may be called at any time,
@@ -101,6 +111,7 @@ func (p *Profiler) Stats() Stats {
 		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
+		StringsRepaired:  p.repaired.Load(),
 	}
 }
 
@@ -138,6 +149,7 @@ const (
 	metricGoroutinesLeaked = "pprofotel.goroutines.leaked"
 	metricOffCPUSkipped    = "pprofotel.offcpu.skipped"
 	metricOffCPUTruncated  = "pprofotel.offcpu.truncated"
+	metricStringsRepaired  = "pprofotel.strings.repaired"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -170,7 +182,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
 	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
 	goroutineSkipped, err15 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15} {
+	repaired, err16 := counter(metricStringsRepaired, "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16} {
 		if err != nil {
 			return nil, err
 		}
@@ -192,7 +205,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveInt64(offCPUSkipped, s.OffCPUSkipped)
 		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
 		o.ObserveInt64(goroutineSkipped, s.GoroutineProfilesSkipped)
+		o.ObserveInt64(repaired, s.StringsRepaired)
 		return nil
 	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked,
-		offCPUSkipped, offCPUTruncated, goroutineSkipped)
+		offCPUSkipped, offCPUTruncated, goroutineSkipped, repaired)
 }

@@ -72,6 +72,7 @@ func asMetrics(s Stats) map[string]float64 {
 		metricCollectionTime:   s.CollectionTime.Seconds(),
 		metricConversionTime:   s.ConversionTime.Seconds(),
 		metricGoroutinesLeaked: float64(s.GoroutinesLeaked),
+		metricStringsRepaired:  float64(s.StringsRepaired),
 	}
 }
 
@@ -101,7 +102,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
 		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
 		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
-		metricGoroutinesLeaked: "{goroutine}",
+		metricGoroutinesLeaked: "{goroutine}", metricStringsRepaired: "{string}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]

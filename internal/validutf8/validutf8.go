@@ -12,6 +12,7 @@
 package validutf8
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -25,7 +26,7 @@ type Repairs struct {
 	// N counts the strings that were not valid UTF-8.
 	N int64
 	// First is the first of them, as repaired, for a log message that
-	// helps find where it came from.
+	// helps find where it came from (cut it with Clip).
 	First string
 }
 
@@ -43,4 +44,20 @@ func (r *Repairs) String(s string) string {
 	}
 	r.N++
 	return s
+}
+
+// Clip returns s if it is at most max bytes long, and otherwise its first
+// max bytes or fewer, cut at a character boundary, followed by
+// "…(N bytes)", N being len(s): a log must not carry a megabyte that an
+// application or an operator put in a string, yet must say that it was
+// cut and how long the string was.
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
