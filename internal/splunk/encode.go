@@ -171,7 +171,7 @@ func (e *encoder) cpu(p *pprofdecode.Profile) (*logspb.LogRecord, error) {
 	if p.Period > 0 && p.PeriodType.Unit == "nanoseconds" {
 		periodMs = max((p.Period+int64(time.Millisecond)/2)/int64(time.Millisecond), 1)
 	}
-	w := newPprofWriter(p, &e.repairs)
+	w := newPprofWriter(p)
 	for _, vt := range p.SampleTypes {
 		w.valueType(fieldProfileSampleType, vt)
 	}
@@ -235,7 +235,7 @@ func (e *encoder) allocation(p *pprofdecode.Profile) (*logspb.LogRecord, error) 
 	if spaceIdx < 0 {
 		return nil, fmt.Errorf("no alloc_space sample type among %d", len(p.SampleTypes))
 	}
-	w := newPprofWriter(p, &e.repairs)
+	w := newPprofWriter(p)
 	w.valueType(fieldProfileSampleType, allocationSampleType)
 	var (
 		frames int64
@@ -294,6 +294,7 @@ func (e *encoder) record(dataType string, w *pprofWriter, periodType pprofdecode
 		period:            period,
 		defaultSampleType: defaultType,
 	})
+	e.repairs.Add(w.repairs)
 	var buf bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)

@@ -74,7 +74,7 @@ type pprofWriter struct {
 	strings map[string]int64
 	table   []string
 	// repairs counts the strings that were not valid UTF-8.
-	repairs *validutf8.Repairs
+	repairs validutf8.Repairs
 
 	// New ids, 1-based, of the source's locations, functions and mappings
 	// by index; 0 for the ones not (yet) used.
@@ -88,10 +88,9 @@ type pprofWriter struct {
 	packed  []byte
 }
 
-func newPprofWriter(src *pprofdecode.Profile, repairs *validutf8.Repairs) *pprofWriter {
+func newPprofWriter(src *pprofdecode.Profile) *pprofWriter {
 	w := &pprofWriter{
 		src:         src,
-		repairs:     repairs,
 		strings:     map[string]int64{"": 0},
 		table:       []string{""},
 		locationIDs: make([]uint64, len(src.Locations)),

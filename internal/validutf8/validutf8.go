@@ -46,6 +46,14 @@ func (r *Repairs) String(s string) string {
 	return s
 }
 
+// Add counts into r what o counted.
+func (r *Repairs) Add(o Repairs) {
+	if r.N == 0 {
+		r.First = o.First
+	}
+	r.N += o.N
+}
+
 // Clip returns s if it is at most max bytes long, and otherwise its first
 // max bytes or fewer, cut at a character boundary, followed by
 // "…(N bytes)", N being len(s): a log must not carry a megabyte that an
