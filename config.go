@@ -213,7 +213,7 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 	c.period = defaultPeriod
 	if o.period != nil {
 		c.period, periodSet = *o.period, true
-	} else if d, ok := env.Duration(envPeriod, "period"); ok {
+	} else if d, ok := env.Duration(envPeriod, "period", minPeriod); ok {
 		c.period, periodSet = d, true
 	}
 
@@ -244,7 +244,7 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 			c.intervals[t] = iv.Default
 			if o.intervals[t] != 0 {
 				c.intervals[t] = o.intervals[t]
-			} else if d, ok := env.Duration(iv.Env, "interval"); ok {
+			} else if d, ok := env.Duration(iv.Env, "interval", 0); ok {
 				c.intervals[t] = d
 			}
 		}
@@ -272,7 +272,7 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 		} else {
 			c.cpuDuration = *d
 		}
-	} else if d, ok := env.Duration(envCPUDuration, "CPU profile duration"); ok {
+	} else if d, ok := env.Duration(envCPUDuration, "CPU profile duration", minCPUDuration); ok {
 		if d > c.period {
 			v, _ := env.Lookup(envCPUDuration)
 			env.Invalid(envCPUDuration, v, errors.New(tooLong))

@@ -162,8 +162,10 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		opt  Option
 		want string
 	}{
-		{WithPeriod(-time.Second), "profiler: WithPeriod(-1s): period must be positive"},
-		{WithPeriod(0), "profiler: WithPeriod(0s): period must be positive"},
+		{WithPeriod(-time.Second), "profiler: WithPeriod(-1s): period must be at least 1s"},
+		{WithPeriod(0), "profiler: WithPeriod(0s): period must be at least 1s"},
+		{WithPeriod(1), "profiler: WithPeriod(1ns): period must be at least 1s"},
+		{WithPeriod(999 * time.Millisecond), "profiler: WithPeriod(999ms): period must be at least 1s"},
 		{WithProfileTypes(), "profiler: WithProfileTypes(): at least one profile type is required"},
 		{WithProfileTypes(CPUProfile, ProfileType(42)), "profiler: WithProfileTypes(ProfileType(42)): unknown profile type"},
 		{WithMutexProfileFraction(0), "profiler: WithMutexProfileFraction(0): fraction must be positive"},

@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/envconfig"
 )
 
@@ -164,12 +165,47 @@ func WithResource(r *resource.Resource) Option {
 	return optionFunc(func(o *options) { o.resource = r })
 }
 
+// MinPeriod is the shortest period WithPeriod and PPROFOTEL_PERIOD accept
+// (and SPLUNK_PROFILER_CALL_STACK_INTERVAL, as in Splunk's profilers).
+//
+// Every window reads the heap, goroutine, mutex and block profiles,
+// converts them and sends a request: a few milliseconds of work, more on a
+// large heap or with many goroutines (the goroutine profile holds the
+// application back for about 6 µs per goroutine), so that windows a
+// millisecond apart took half a core. The data do not change faster
+// anyway: the heap profile is that of the last completed garbage
+// collection, usually seconds old, and the CPU profiler samples a busy
+// thread 100 times a second, so that a window under a second would hold
+// fewer than 100 samples of it, and under the default CPU duty cycle (a
+// sixth of the window) fewer than 17. At a second the off-CPU profile's
+// least duty cycle, 1 %, still leaves it its shortest stretch, 10 ms, and
+// a goroutine-leak interval shorter than the period reads that profile
+// once a window, no more.
+const MinPeriod = collect.MinPeriod
+
+// MinCPUProfileDuration is the shortest CPU profile recording that
+// WithCPUProfileDuration and PPROFOTEL_CPU_DURATION accept: ten sampling
+// intervals of the runtime's CPU profiler (10 ms each), which is also how
+// often runtime/pprof reads the samples out. A shorter recording would
+// hold fewer than ten samples of a busy thread, or none, while its
+// profile claimed to cover the time.
+const MinCPUProfileDuration = collect.MinCPUDuration
+
+// Floors the options and the variables apply: MinPeriod and
+// MinCPUProfileDuration, which the package's tests lower to run windows
+// of milliseconds.
+var (
+	minPeriod      = MinPeriod
+	minCPUDuration = MinCPUProfileDuration
+)
+
 // WithPeriod sets the length of one collection window; one request is
-// exported per window. The default is 60s, overridden by PPROFOTEL_PERIOD.
+// exported per window. It must be at least MinPeriod (1s), which says why.
+// The default is 60s, overridden by PPROFOTEL_PERIOD.
 func WithPeriod(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		if d <= 0 {
-			o.fail("WithPeriod", d, "period must be positive")
+		if d < minPeriod {
+			o.fail("WithPeriod", d, fmt.Sprintf("period must be at least %s", minPeriod))
 			return
 		}
 		o.period = &d

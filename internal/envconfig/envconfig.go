@@ -154,9 +154,9 @@ func (r *Reader) IntAtLeast(name string, least int, want string) (int, bool) {
 	})
 }
 
-// Duration reads name as a positive Go duration ("30s", "2m"); what names
-// the quantity in messages.
-func (r *Reader) Duration(name, what string) (time.Duration, bool) {
+// Duration reads name as a Go duration ("30s", "2m") of at least least,
+// or positive when least is 0; what names the quantity in messages.
+func (r *Reader) Duration(name, what string, least time.Duration) (time.Duration, bool) {
 	return firstValid(r, []string{name}, func(v string) (time.Duration, error) {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -164,6 +164,8 @@ func (r *Reader) Duration(name, what string) (time.Duration, bool) {
 			return 0, err
 		case d <= 0:
 			return 0, fmt.Errorf("%s must be positive", what)
+		case d < least:
+			return 0, fmt.Errorf("%s must be at least %s", what, least)
 		}
 		return d, nil
 	})

@@ -69,12 +69,13 @@ func TestParseKeyValuesKeepsTheReadableEntries(t *testing.T) {
 // falls back to the next variable in line.
 func TestReaderWarningsNameVariableAndValue(t *testing.T) {
 	env := map[string]string{
-		"B": "yes", "N": "0", "D": "soon", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ", "GOOD": "GZIP",
+		"B": "yes", "N": "0", "D": "soon", "S": "1ns", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ", "GOOD": "GZIP",
 	}
 	r := New(func(k string) string { return env[k] }, "p: ")
 	r.Bool("BLANK", "B")
 	r.PositiveInt("N", "n must be positive")
-	r.Duration("D", "period")
+	r.Duration("D", "period", 0)
+	r.Duration("S", "period", time.Second)
 	r.Millis("timeout", time.Second, "M")
 	r.Enum("compression", []string{"gzip", "none"}, "E")
 	r.KeyValues(false, nil, "KV")
@@ -89,6 +90,7 @@ func TestReaderWarningsNameVariableAndValue(t *testing.T) {
 		`p: B="yes": value must be "true" or "false"; read as false`,
 		`p: N="0": n must be positive; ignored`,
 		`p: D="soon": time: invalid duration "soon"; ignored`,
+		`p: S="1ns": period must be at least 1s; ignored`,
 		`p: M="10s": timeout must be an integer number of milliseconds; ignored`,
 		`p: E="zstd": compression must be "gzip" or "none"; ignored`,
 		`p: KV="novalue": entry "novalue" is not key=value; left out`,
