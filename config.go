@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -369,6 +370,16 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 
 	if o.headersSet {
 		cfg.Headers = o.headers
+		if cfg.Protocol == export.ProtocolGRPC {
+			// WithHeaders checked what HTTP can send; gRPC metadata
+			// allows less, and only now is the protocol known.
+			for _, k := range slices.Sorted(maps.Keys(o.headers)) {
+				if err := export.CheckHeader(true, k, o.headers[k]); err != nil {
+					o.failHeaders(o.headers, err)
+					break
+				}
+			}
+		}
 	} else {
 		cfg.Headers = headersFromEnv(env, cfg.Protocol == export.ProtocolGRPC)
 	}

@@ -187,7 +187,7 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithEndpointURL("collector:4318"), `profiler: WithEndpointURL("collector:4318"): endpoint URL scheme must be http or https`},
 		{WithEndpointURL("https://"), `profiler: WithEndpointURL("https://"): endpoint URL must name a host`},
 		{WithEndpointURL("http://a b/"), `profiler: WithEndpointURL("http://a b/"): parse`},
-		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map[:v]): header names must not be empty`},
+		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map["":…]): otlp header name must not be empty`},
 		{WithLogger(nil), "profiler: WithLogger(nil): logger must not be nil"},
 		{WithTLSClientConfig(nil), "profiler: WithTLSClientConfig(nil): TLS configuration must not be nil"},
 		{WithRetry(RetryConfig{Enabled: true, InitialInterval: -time.Second}),

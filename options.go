@@ -15,6 +15,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/envconfig"
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // ExporterKind selects where profiles go.
@@ -378,19 +379,36 @@ func WithProtocol(p Protocol) Option {
 // WithHeaders sets the headers (gRPC metadata over gRPC) sent with every
 // OTLP request. They replace, rather than add to, the headers of
 // OTEL_EXPORTER_OTLP_PROFILES_HEADERS and OTEL_EXPORTER_OTLP_HEADERS. The
-// map is copied.
+// map is copied. A header that HTTP, or gRPC when the protocol is gRPC,
+// cannot send makes Start fail, naming the header but not showing any
+// value, as values often are credentials.
 func WithHeaders(headers map[string]string) Option {
 	headers = maps.Clone(headers)
 	return optionFunc(func(o *options) {
-		for k := range headers {
-			if strings.TrimSpace(k) == "" {
-				o.fail("WithHeaders", headers, "header names must not be empty")
+		for _, k := range slices.Sorted(maps.Keys(headers)) {
+			if err := export.CheckHeader(false, k, headers[k]); err != nil {
+				o.failHeaders(headers, err)
 				return
 			}
 		}
 		o.headers = headers
 		o.headersSet = true
 	})
+}
+
+// failHeaders records that the headers of WithHeaders cannot be sent, and
+// why, showing the headers' names and none of their values.
+func (o *options) failHeaders(headers map[string]string, err error) {
+	var b strings.Builder
+	b.WriteString("map[")
+	for i, k := range slices.Sorted(maps.Keys(headers)) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Quote(k) + ":…")
+	}
+	b.WriteByte(']')
+	o.fail("WithHeaders", b.String(), err.Error())
 }
 
 // WithInsecure disables TLS for an endpoint given as host:port, by

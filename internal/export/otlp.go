@@ -81,13 +81,17 @@ func checkCommon(cfg OTLPConfig) error {
 // and, with grpc, as gRPC metadata, which refuses keys outside
 // [0-9a-z-_.] once lower-cased and non-printable values on non-binary
 // keys. It is the one check of headers, for options, variables and the
-// exporters.
+// exporters. Its errors name the header, never its value: header values
+// carry credentials (Authorization, API keys), and errors end up in logs.
 func CheckHeader(grpc bool, name, value string) error {
+	if name == "" {
+		return errors.New("otlp header name must not be empty")
+	}
 	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("otlp header %q: invalid name", name)
 	}
 	if !httpguts.ValidHeaderFieldValue(value) {
-		return fmt.Errorf("otlp header %q: invalid value %q", name, value)
+		return fmt.Errorf("otlp header %q: invalid value, with a control character (the value is not shown: it may be a secret)", name)
 	}
 	if !grpc {
 		return nil
@@ -102,7 +106,7 @@ func CheckHeader(grpc bool, name, value string) error {
 	if !strings.HasSuffix(key, "-bin") {
 		for i := 0; i < len(value); i++ {
 			if value[i] < 0x20 || value[i] > 0x7e {
-				return fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII", name)
+				return fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII (the value is not shown: it may be a secret)", name)
 			}
 		}
 	}
