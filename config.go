@@ -333,7 +333,7 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	in.envServiceName, _ = env.Lookup(envServiceName)
 	// An undecodable value is kept as written, as otel-go's resource
 	// detector keeps it.
-	if kvs, ok := env.KeyValues(true, nil, envResourceAttributes); ok {
+	if kvs, ok := env.KeyValues(envconfig.List{KeepUndecoded: true}, envResourceAttributes); ok {
 		for _, kv := range kvs {
 			in.envAttrs = append(in.envAttrs, attribute.String(kv.Key, kv.Value))
 		}
@@ -415,12 +415,13 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 
 // headersFromEnv reads the HEADERS variables. An entry that cannot be read,
 // or that the protocol could not send (a name that is not an HTTP token,
-// a gRPC metadata key outside [0-9a-z-_.]), is left out and warned about;
-// the others are sent, as otel-go's exporters do.
+// a gRPC metadata key outside [0-9a-z-_.]), is left out and warned about,
+// without showing any value, as values are often credentials; the others
+// are sent, as otel-go's exporters do.
 func headersFromEnv(env *envconfig.Reader, grpc bool) map[string]string {
-	kvs, ok := env.KeyValues(false, func(kv envconfig.KeyValue) error {
+	kvs, ok := env.KeyValues(envconfig.List{Secret: true, Check: func(kv envconfig.KeyValue) error {
 		return export.CheckHeader(grpc, kv.Key, kv.Value)
-	}, otlpVar("HEADERS")...)
+	}}, otlpVar("HEADERS")...)
 	if !ok {
 		return nil
 	}

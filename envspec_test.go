@@ -335,7 +335,7 @@ func TestOTELVariablesFollowTheSpecification(t *testing.T) {
 			if tt.warn {
 				want = 1
 			}
-			if n := strings.Count(logs.String(), tt.name+`=\"`); n != want {
+			if n := strings.Count(logs.String(), tt.name+`=`); n != want {
 				t.Errorf("Start logged %d warnings about %s, want %d:\n%s", n, tt.name, want, logs.String())
 			}
 		})

@@ -1,7 +1,9 @@
 package envconfig
 
 import (
+	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +80,7 @@ func TestReaderWarningsNameVariableAndValue(t *testing.T) {
 	r.Duration("S", "period", time.Second)
 	r.Millis("timeout", time.Second, "M")
 	r.Enum("compression", []string{"gzip", "none"}, "E")
-	r.KeyValues(false, nil, "KV")
+	r.KeyValues(List{}, "KV")
 	r.Bool("B") // read twice, warned once
 	if v, ok := r.Enum("compression", []string{"gzip", "none"}, "E", "GOOD"); !ok || v != "gzip" {
 		t.Errorf("Enum fell back to %q, %v; want the next variable's gzip", v, ok)
@@ -131,5 +133,84 @@ func TestEndpointForms(t *testing.T) {
 		if err != nil || got != tt.want || plaintext != tt.plaintext {
 			t.Errorf("GRPCEndpoint(%q) = %q, %v, %v; want %q, %v", tt.v, got, plaintext, err, tt.want, tt.plaintext)
 		}
+	}
+}
+
+// TestWarningsCutLongValues checks that a huge value is shown cut, with
+// its length, however the warning quotes it: once as NAME="value", and
+// again where a parser's error repeats it.
+func TestWarningsCutLongValues(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name string
+		read func(r *Reader)
+		want string
+	}{
+		{"duration, quoted again by time.ParseDuration", func(r *Reader) { r.Duration("V", "period", 0) },
+			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": time: invalid duration "` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)"; ignored`},
+		{"integer", func(r *Reader) { r.PositiveInt("V", "n must be positive") },
+			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": n must be positive; ignored`},
+		{"boolean", func(r *Reader) { r.Bool("V") },
+			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": value must be "true" or "false"; read as false`},
+		{"list", func(r *Reader) { r.KeyValues(List{}, "V") },
+			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": entry "` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)" is not key=value; left out`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(func(string) string { return huge }, "p: ")
+			tt.read(r)
+			ws := r.Warnings()
+			if len(ws) != 1 || ws[0].Error() != tt.want {
+				t.Errorf("warnings %q, want %q", ws, tt.want)
+			}
+		})
+	}
+
+	// A value at the limit is shown whole; a character is not cut in two.
+	r := New(func(string) string { return strings.Repeat("y", MaxShown) }, "p: ")
+	r.PositiveInt("V", "bad")
+	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", MaxShown)+`": bad; ignored`; got != want {
+		t.Errorf("at the limit: %q, want %q", got, want)
+	}
+	r = New(func(string) string { return strings.Repeat("y", MaxShown-1) + "é" + huge }, "p: ")
+	r.PositiveInt("V", "bad")
+	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", MaxShown-1)+`…(1048705 bytes)": bad; ignored`; got != want {
+		t.Errorf("a character across the limit: %q, want %q", got, want)
+	}
+}
+
+// TestSecretListShowsNoValue checks that a warning about a list of
+// credentials (the HEADERS variables) names the entries it leaves out by
+// key or position and shows no value, neither the variable's nor an
+// entry's.
+func TestSecretListShowsNoValue(t *testing.T) {
+	const secret = "s3cr3t"
+	tests := []struct {
+		name, value string
+		check       func(KeyValue) error
+		want        string
+	}{
+		{"entry without =", "authorization: Bearer " + secret + ",k=v",
+			nil, `p: H=(32 bytes, not shown: it may hold credentials): entry number 1 is not key=value; left out, the other entries stand`},
+		{"empty key", "=" + secret,
+			nil, `p: H=(7 bytes, not shown: it may hold credentials): entry number 1 has an empty key; left out`},
+		{"bad escape", "k=%zz" + secret,
+			nil, `p: H=(11 bytes, not shown: it may hold credentials): value of "k" is not percent-encoded correctly; left out`},
+		{"refused by check", "k=" + secret,
+			func(kv KeyValue) error { return errors.New("header " + strconv.Quote(kv.Key) + " refused") },
+			`p: H=(8 bytes, not shown: it may hold credentials): header "k" refused; left out`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(func(string) string { return tt.value }, "p: ")
+			r.KeyValues(List{Secret: true, Check: tt.check}, "H")
+			ws := r.Warnings()
+			if len(ws) != 1 || ws[0].Error() != tt.want {
+				t.Fatalf("warnings %q, want %q", ws, tt.want)
+			}
+			if strings.Contains(ws[0].Error(), secret) {
+				t.Errorf("the warning shows a value: %v", ws[0])
+			}
+		})
 	}
 }
