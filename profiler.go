@@ -307,10 +307,6 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 	return nil
 }
 
-// maxLoggedString is the most bytes of a string from the application that a
-// log message quotes.
-const maxLoggedString = 128
-
 // countRepairs counts the strings of a window that were repaired into valid
 // UTF-8, and logs the first window that had any: a label that is not valid
 // UTF-8 usually comes back in every window, and the count says how often.
@@ -325,7 +321,7 @@ func (p *Profiler) countRepairs(r validutf8.Repairs) {
 	p.repairsLogged = true
 	p.cfg.logger.Warn("pprofotel: strings of the profiles that were not valid UTF-8 (pprof labels, function or file names) "+
 		"are sent with U+FFFD in place of the invalid bytes; later ones are counted in Stats.StringsRepaired, not logged",
-		"strings", r.N, "first", validutf8.Clip(r.First, maxLoggedString))
+		"strings", r.N, "first", validutf8.Clip(r.First, validutf8.LogLimit))
 }
 
 // changeCPU starts or stops the CPU profile of the duty cycle. Like a

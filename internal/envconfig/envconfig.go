@@ -3,8 +3,8 @@
 // and holds the endpoint forms that variables and options share.
 //
 // Every message about a variable names it and its value:
-// NAME="value": reason; what is done instead. A value longer than MaxShown
-// bytes is cut, and the values of lists that may hold credentials (the
+// NAME="value": reason; what is done instead. A value longer than
+// validutf8.LogLimit bytes is cut, and the values of lists that may hold credentials (the
 // HEADERS variables, List.Secret) are not shown at all. The Reader is the one place
 // that applies the rule for invalid values, which is the OpenTelemetry
 // specification's (Environment Variable Specification, and the otel-go
@@ -70,11 +70,11 @@ func (r *Reader) Invalid(name, value string, err error) {
 
 // Warn records a warning about the configuration, e.g. one that involves
 // more than one variable. A warning recorded before is not recorded again.
-// Every quoted string in it longer than MaxShown bytes is cut (see
-// clipQuoted).
+// Every quoted string in it longer than validutf8.LogLimit bytes is cut
+// (see clipQuoted).
 func (r *Reader) Warn(err error) {
 	err = fmt.Errorf("%s%w", r.prefix, err)
-	if msg := err.Error(); len(msg) > MaxShown {
+	if msg := err.Error(); len(msg) > validutf8.LogLimit {
 		if clipped := clipQuoted(msg); clipped != msg {
 			err = errors.New(clipped)
 		}
@@ -89,14 +89,11 @@ func (r *Reader) Warn(err error) {
 	r.warnings = append(r.warnings, err)
 }
 
-// MaxShown is the most bytes of a value a warning shows. A variable can hold
-// a megabyte (a file pasted in by mistake), which a log must not repeat,
-// in full or twice, as a parser's error quoting it again would.
-const MaxShown = 128
-
 // clipQuoted cuts every Go-quoted string in msg whose text is longer than
-// MaxShown bytes to its first MaxShown bytes and "…(N bytes)", N being the
-// whole text's length (validutf8.Clip). Values appear in warnings quoted
+// validutf8.LogLimit bytes to its first LogLimit bytes and "…(N bytes)", N
+// being the whole text's length (validutf8.Clip). A variable can hold a
+// megabyte (a file pasted in by mistake), which a log must not repeat, in
+// full or twice, as a parser's error quoting it again would. Values appear in warnings quoted
 // (NAME="value", and the standard library's parsers quote what they
 // refuse), so this one pass bounds every value a warning shows, wherever
 // the text came from.
@@ -116,8 +113,8 @@ func clipQuoted(msg string) string {
 			continue
 		}
 		msg = msg[i+len(q):]
-		if text, err := strconv.Unquote(q); err == nil && len(text) > MaxShown {
-			q = strconv.Quote(validutf8.Clip(text, MaxShown))
+		if text, err := strconv.Unquote(q); err == nil && len(text) > validutf8.LogLimit {
+			q = strconv.Quote(validutf8.Clip(text, validutf8.LogLimit))
 		}
 		b.WriteString(q)
 	}

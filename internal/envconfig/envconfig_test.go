@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 func TestParseKeyValues(t *testing.T) {
@@ -147,13 +149,13 @@ func TestWarningsCutLongValues(t *testing.T) {
 		want string
 	}{
 		{"duration, quoted again by time.ParseDuration", func(r *Reader) { r.Duration("V", "period", 0) },
-			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": time: invalid duration "` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)"; ignored`},
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": time: invalid duration "` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)"; ignored`},
 		{"integer", func(r *Reader) { r.PositiveInt("V", "n must be positive") },
-			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": n must be positive; ignored`},
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": n must be positive; ignored`},
 		{"boolean", func(r *Reader) { r.Bool("V") },
-			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": value must be "true" or "false"; read as false`},
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": value must be "true" or "false"; read as false`},
 		{"list", func(r *Reader) { r.KeyValues(List{}, "V") },
-			`p: V="` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)": entry "` + strings.Repeat("x", MaxShown) + `…(1048576 bytes)" is not key=value; left out`},
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": entry "` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)" is not key=value; left out`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,14 +169,14 @@ func TestWarningsCutLongValues(t *testing.T) {
 	}
 
 	// A value at the limit is shown whole; a character is not cut in two.
-	r := New(func(string) string { return strings.Repeat("y", MaxShown) }, "p: ")
+	r := New(func(string) string { return strings.Repeat("y", validutf8.LogLimit) }, "p: ")
 	r.PositiveInt("V", "bad")
-	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", MaxShown)+`": bad; ignored`; got != want {
+	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", validutf8.LogLimit)+`": bad; ignored`; got != want {
 		t.Errorf("at the limit: %q, want %q", got, want)
 	}
-	r = New(func(string) string { return strings.Repeat("y", MaxShown-1) + "é" + huge }, "p: ")
+	r = New(func(string) string { return strings.Repeat("y", validutf8.LogLimit-1) + "é" + huge }, "p: ")
 	r.PositiveInt("V", "bad")
-	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", MaxShown-1)+`…(1048705 bytes)": bad; ignored`; got != want {
+	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", validutf8.LogLimit-1)+`…(1048705 bytes)": bad; ignored`; got != want {
 		t.Errorf("a character across the limit: %q, want %q", got, want)
 	}
 }

@@ -54,6 +54,11 @@ func (r *Repairs) Add(o Repairs) {
 	r.N += o.N
 }
 
+// LogLimit is the most bytes of a string from outside the profiler (the
+// application's labels, an environment variable) that a log message shows,
+// cut by Clip.
+const LogLimit = 128
+
 // Clip returns s if it is at most max bytes long, and otherwise its first
 // max bytes or fewer, cut at a character boundary, followed by
 // "…(N bytes)", N being len(s): a log must not carry a megabyte that an
