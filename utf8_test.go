@@ -71,7 +71,7 @@ func TestInvalidUTF8IsRepaired(t *testing.T) {
 
 			logs := &warnings{}
 			opts, delivered := tt.start(t)
-			p, err := Start(append(opts, WithPeriod(20*time.Millisecond), WithProfileTypes(GoroutineProfile),
+			p, err := Start(append(opts, WithPeriod(50*time.Millisecond), WithProfileTypes(GoroutineProfile),
 				WithLogger(slog.New(logs)))...)
 			if err != nil {
 				t.Fatal(err)
@@ -82,8 +82,11 @@ func TestInvalidUTF8IsRepaired(t *testing.T) {
 				t.Fatalf("Stop: %v", err)
 			}
 			s := checkAccounting(t, p)
-			if s.WindowsFailed != 0 || s.WindowsDropped != 0 {
-				t.Errorf("%d windows failed, %d dropped, want none", s.WindowsFailed, s.WindowsDropped)
+			// A window refused for its strings fails; windows dropped to
+			// bound the queue, when the machine is slow to send them, are
+			// not this test's concern.
+			if s.WindowsFailed != 0 {
+				t.Errorf("%d windows failed, want none", s.WindowsFailed)
 			}
 			// The resource's attribute once, at Start, and the label in
 			// the goroutine profile of every window.
