@@ -77,7 +77,10 @@ type Profiler struct {
 // An invalid option makes Start fail with an error that names it and its
 // value. An invalid environment variable does not: as the OpenTelemetry
 // specification asks, it is ignored (a boolean reads as false) and a
-// warning naming it and its value is logged, once. When profiling is
+// warning naming it and its value is logged, once: the value cut to its
+// first 128 bytes when longer, and not shown at all for the HEADERS
+// variables, which hold credentials. A resource attribute or a pprof label
+// that is not valid UTF-8 is repaired, not refused (Stats.StringsRepaired). When profiling is
 // disabled through PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true,
 // Start returns a Profiler that does nothing, and no error. Only one profiler may run at a
 // time in a process; Start fails with [ErrAlreadyRunning] while another
