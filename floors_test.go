@@ -5,25 +5,25 @@ import (
 	"time"
 )
 
-// allowShortPeriods lowers the floors of the period and of the CPU
-// profile's duration for the rest of t, so that a test runs its windows in
-// milliseconds. TestDurationFloors checks the floors themselves. The
-// package's tests do not run in parallel, so nothing else reads the floors
-// meanwhile.
-func allowShortPeriods(t *testing.T) {
+// allowShortDurations lowers the floors of the period, of the CPU
+// profile's duration and of the retry intervals for the rest of t, so that
+// a test runs its windows and retries in milliseconds. TestDurationFloors
+// checks the floors themselves. The package's tests do not run in
+// parallel, so nothing else reads the floors meanwhile.
+func allowShortDurations(t *testing.T) {
 	t.Helper()
-	period, cpu := minPeriod, minCPUDuration
-	minPeriod, minCPUDuration = time.Millisecond, time.Millisecond
-	t.Cleanup(func() { minPeriod, minCPUDuration = period, cpu })
+	period, cpu, retry := minPeriod, minCPUDuration, minRetryInterval
+	minPeriod, minCPUDuration, minRetryInterval = time.Millisecond, time.Millisecond, time.Millisecond
+	t.Cleanup(func() { minPeriod, minCPUDuration, minRetryInterval = period, cpu, retry })
 }
 
 // TestDurationFloors checks MinPeriod and MinCPUProfileDuration at their
 // edges, through an option (Start fails, naming it and its value) and
 // through the variable (warned about, and the default applies).
 func TestDurationFloors(t *testing.T) {
-	if minPeriod != MinPeriod || minCPUDuration != MinCPUProfileDuration {
-		t.Fatalf("floors %s and %s, want MinPeriod %s and MinCPUProfileDuration %s: a test lowered them and did not restore them",
-			minPeriod, minCPUDuration, MinPeriod, MinCPUProfileDuration)
+	if minPeriod != MinPeriod || minCPUDuration != MinCPUProfileDuration || minRetryInterval != MinRetryInterval {
+		t.Fatalf("floors %s, %s and %s, want %s, %s and %s: a test lowered them and did not restore them",
+			minPeriod, minCPUDuration, minRetryInterval, MinPeriod, MinCPUProfileDuration, MinRetryInterval)
 	}
 	tests := []struct {
 		name    string
@@ -47,6 +47,12 @@ func TestDurationFloors(t *testing.T) {
 		{name: "CPU duration variable below the floor", env: map[string]string{"PPROFOTEL_CPU_DURATION": "10ms"},
 			warning: `profiler: PPROFOTEL_CPU_DURATION="10ms": CPU profile duration must be at least 100ms; ignored`,
 			period:  defaultPeriod, cpu: defaultPeriod / defaultCPUShare},
+		{name: "retry intervals at the floor", opts: []Option{WithRetry(RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: 100 * time.Millisecond})},
+			period: defaultPeriod, cpu: defaultPeriod / defaultCPUShare},
+		{name: "retry intervals of a nanosecond", opts: []Option{WithRetry(RetryConfig{Enabled: true, InitialInterval: 1, MaxInterval: 1})},
+			wantErr: "profiler: WithRetry({Enabled:true InitialInterval:1ns MaxInterval:1ns MaxElapsedTime:0s}): InitialInterval and MaxInterval must be 0 (the default) or at least 100ms"},
+		{name: "retry cap below the floor", opts: []Option{WithRetry(RetryConfig{Enabled: true, MaxInterval: 99 * time.Millisecond})},
+			wantErr: "profiler: WithRetry({Enabled:true InitialInterval:0s MaxInterval:99ms MaxElapsedTime:0s}): InitialInterval and MaxInterval must be 0 (the default) or at least 100ms"},
 		{name: "Splunk's interval below the floor", env: map[string]string{"PPROFOTEL_EXPORTER": "splunk", "SPLUNK_PROFILER_CALL_STACK_INTERVAL": "999"},
 			warning: `profiler: SPLUNK_PROFILER_CALL_STACK_INTERVAL="999": the call stack interval must be at least 1000 milliseconds; ignored`,
 			period:  10 * time.Second, cpu: 10 * time.Second / defaultCPUShare},

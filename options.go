@@ -192,12 +192,22 @@ const MinPeriod = collect.MinPeriod
 // profile claimed to cover the time.
 const MinCPUProfileDuration = collect.MinCPUDuration
 
-// Floors the options and the variables apply: MinPeriod and
-// MinCPUProfileDuration, which the package's tests lower to run windows
-// of milliseconds.
+// MinRetryInterval is the shortest RetryConfig.InitialInterval and
+// MaxInterval that WithRetry accepts (0 still means the default). A retry
+// that soon after a failure seldom finds the receiver recovered, and only
+// multiplies its load: with both at a nanosecond, a receiver that answers
+// 503 at once got a new request for every round trip, for all of
+// MaxElapsedTime. At 100ms one window's retries come at most about 20
+// times a second (each wait is drawn from the upper half of the interval).
+const MinRetryInterval = 100 * time.Millisecond
+
+// Floors the options and the variables apply: MinPeriod,
+// MinCPUProfileDuration and MinRetryInterval, which the package's tests
+// lower to run windows and retries of milliseconds.
 var (
-	minPeriod      = MinPeriod
-	minCPUDuration = MinCPUProfileDuration
+	minPeriod        = MinPeriod
+	minCPUDuration   = MinCPUProfileDuration
+	minRetryInterval = MinRetryInterval
 )
 
 // WithPeriod sets the length of one collection window; one request is
@@ -475,11 +485,11 @@ type RetryConfig struct {
 	// Enabled turns retrying on. When false every export is attempted
 	// once.
 	Enabled bool
-	// InitialInterval is the longest wait before the first retry. Zero
-	// means 5s.
+	// InitialInterval is the longest wait before the first retry, at
+	// least MinRetryInterval. Zero means 5s.
 	InitialInterval time.Duration
 	// MaxInterval caps the interval, which grows by half after each
-	// retry. Zero means 30s. It does not shorten a delay named by the
+	// retry, at least MinRetryInterval. Zero means 30s. It does not shorten a delay named by the
 	// collector.
 	MaxInterval time.Duration
 	// MaxElapsedTime bounds the time spent on one request, retries
@@ -500,6 +510,9 @@ func WithRetry(rc RetryConfig) Option {
 			return
 		case rc.MaxInterval > 0 && rc.MaxInterval < rc.InitialInterval:
 			o.fail("WithRetry", fmt.Sprintf("%+v", rc), "MaxInterval must not be less than InitialInterval")
+			return
+		case rc.InitialInterval > 0 && rc.InitialInterval < minRetryInterval, rc.MaxInterval > 0 && rc.MaxInterval < minRetryInterval:
+			o.fail("WithRetry", fmt.Sprintf("%+v", rc), fmt.Sprintf("InitialInterval and MaxInterval must be 0 (the default) or at least %s", minRetryInterval))
 			return
 		}
 		o.retry = &rc

@@ -104,7 +104,7 @@ func TestCollectSettingsErrors(t *testing.T) {
 // skips every goroutine profile and counts it in Stats and in the metric,
 // the second skips none.
 func TestGoroutineProfilesSkipped(t *testing.T) {
-	allowShortPeriods(t)
+	allowShortDurations(t)
 	for _, tt := range []struct {
 		name        string
 		limit       int

@@ -77,7 +77,7 @@ func asMetrics(s Stats) map[string]float64 {
 }
 
 func TestStatsAndMetrics(t *testing.T) {
-	allowShortPeriods(t)
+	allowShortDurations(t)
 	r := newReceiver()
 	endpoint := startReceiver(t, "http", r)
 	reader := sdkmetric.NewManualReader()
@@ -194,7 +194,7 @@ func TestStatsOfDisabledProfiler(t *testing.T) {
 // and they must not count as collected windows that never end, while the
 // OTLP encoding still sends (and counts) every window.
 func TestWindowsWithNothingToSend(t *testing.T) {
-	allowShortPeriods(t)
+	allowShortDurations(t)
 	for _, tt := range []struct {
 		exporter      ExporterKind
 		wantCollected bool

@@ -35,7 +35,7 @@ const (
 // the repaired strings, counted, and logged once each however many windows
 // repeat them.
 func TestInvalidUTF8IsRepaired(t *testing.T) {
-	allowShortPeriods(t)
+	allowShortDurations(t)
 	tests := []struct {
 		name string
 		// start returns the options of the exporter and a function that
