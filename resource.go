@@ -46,9 +46,10 @@ type resourceInputs struct {
 // detection; when that fails the name is "unknown_service", and the failure
 // is logged at debug level.
 //
-// Keys and string values that are not valid UTF-8, which proto3 requires
-// of every string and whose absence would cost every request, are repaired
-// (see validUTF8Resource); buildResource returns what it repaired.
+// Keys and string values that are not valid UTF-8 are repaired (see
+// validUTF8Resource): proto3 requires valid UTF-8 of every string, and one
+// invalid attribute would cost every request. buildResource returns what
+// it repaired.
 func buildResource(ctx context.Context, in resourceInputs, logger *slog.Logger) (*resource.Resource, resourceRepairs) {
 	detected := resource.NewSchemaless(
 		semconv.TelemetrySDKNameKey.String("pprofotel"),

@@ -4,9 +4,9 @@
 //
 // Every message about a variable names it and its value:
 // NAME="value": reason; what is done instead. A value longer than
-// validutf8.LogLimit bytes is cut, and the values of lists that may hold credentials (the
-// HEADERS variables, List.Secret) are not shown at all. The Reader is the one place
-// that applies the rule for invalid values, which is the OpenTelemetry
+// validutf8.LogLimit bytes is cut, and the values of lists that may hold
+// credentials (the HEADERS variables, List.Secret) are not shown at all.
+// The Reader is the one place that applies the rule for invalid values, which is the OpenTelemetry
 // specification's (Environment Variable Specification, and the otel-go
 // SDK's reading of it): an invalid value is warned about, once, and
 // ignored, as if unset, so that the next variable in line or the default
@@ -93,10 +93,10 @@ func (r *Reader) Warn(err error) {
 // validutf8.LogLimit bytes to its first LogLimit bytes and "…(N bytes)", N
 // being the whole text's length (validutf8.Clip). A variable can hold a
 // megabyte (a file pasted in by mistake), which a log must not repeat, in
-// full or twice, as a parser's error quoting it again would. Values appear in warnings quoted
-// (NAME="value", and the standard library's parsers quote what they
-// refuse), so this one pass bounds every value a warning shows, wherever
-// the text came from.
+// full or twice, as a parser's error quoting it again would. Values appear
+// in warnings quoted (NAME="value", and the standard library's parsers
+// quote what they refuse), so this one pass bounds every value a warning
+// shows, wherever the text came from.
 func clipQuoted(msg string) string {
 	var b strings.Builder
 	for {
