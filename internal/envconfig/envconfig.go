@@ -6,9 +6,9 @@
 // NAME="value": reason; what is done instead. A value longer than
 // validutf8.LogLimit bytes is cut, and the values of lists that may hold
 // credentials (the HEADERS variables, List.Secret) are not shown at all.
-// The Reader is the one place that applies the rule for invalid values, which is the OpenTelemetry
-// specification's (Environment Variable Specification, and the otel-go
-// SDK's reading of it): an invalid value is warned about, once, and
+// The Reader is the one place that applies the rule for invalid values,
+// which is the OpenTelemetry specification's (Environment Variable
+// Specification, and the otel-go SDK's reading of it): an invalid value is warned about, once, and
 // ignored, as if unset, so that the next variable in line or the default
 // applies (Reader.Invalid); a boolean that is not "true" reads as false
 // (Reader.Bool); a list keeps the entries it can read (Reader.KeyValues).
