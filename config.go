@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,7 +109,10 @@ type config struct {
 	// delivery holds the queue and request limits and the MeterProvider.
 	delivery deliverySettings
 	resource *resource.Resource
-	logger   *slog.Logger
+	// resourceRepairs is what buildResource made valid UTF-8 in the
+	// resource; Start counts and logs it.
+	resourceRepairs resourceRepairs
+	logger          *slog.Logger
 	// processContext publishes the resource for readers outside the
 	// process (OTEP 4719); see WithProcessContext.
 	processContext bool
@@ -183,7 +187,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		return nil, errors.Join(o.errs...)
 	}
 	c.warnings = env.Warnings()
-	c.resource = buildResource(context.Background(), in, c.logger)
+	c.resource, c.resourceRepairs = buildResource(context.Background(), in, c.logger)
 	return c, nil
 }
 
@@ -215,7 +219,7 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 	c.period = defaultPeriod
 	if o.period != nil {
 		c.period, periodSet = *o.period, true
-	} else if d, ok := env.Duration(envPeriod, "period"); ok {
+	} else if d, ok := env.Duration(envPeriod, "period", minPeriod); ok {
 		c.period, periodSet = d, true
 	}
 
@@ -246,7 +250,7 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) (periodSet, 
 			c.intervals[t] = iv.Default
 			if o.intervals[t] != 0 {
 				c.intervals[t] = o.intervals[t]
-			} else if d, ok := env.Duration(iv.Env, "interval"); ok {
+			} else if d, ok := env.Duration(iv.Env, "interval", 0); ok {
 				c.intervals[t] = d
 			}
 		}
@@ -274,7 +278,7 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 		} else {
 			c.cpuDuration = *d
 		}
-	} else if d, ok := env.Duration(envCPUDuration, "CPU profile duration"); ok {
+	} else if d, ok := env.Duration(envCPUDuration, "CPU profile duration", minCPUDuration); ok {
 		if d > c.period {
 			v, _ := env.Lookup(envCPUDuration)
 			env.Invalid(envCPUDuration, v, errors.New(tooLong))
@@ -345,7 +349,7 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	in.envServiceName, _ = env.Lookup(envServiceName)
 	// An undecodable value is kept as written, as otel-go's resource
 	// detector keeps it.
-	if kvs, ok := env.KeyValues(true, nil, envResourceAttributes); ok {
+	if kvs, ok := env.KeyValues(envconfig.List{KeepUndecoded: true}, envResourceAttributes); ok {
 		for _, kv := range kvs {
 			in.envAttrs = append(in.envAttrs, attribute.String(kv.Key, kv.Value))
 		}
@@ -382,6 +386,16 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 
 	if o.headersSet {
 		cfg.Headers = o.headers
+		if cfg.Protocol == export.ProtocolGRPC {
+			// WithHeaders checked what HTTP can send; gRPC metadata
+			// allows less, and only now is the protocol known.
+			for _, k := range slices.Sorted(maps.Keys(o.headers)) {
+				if err := export.CheckHeader(true, k, o.headers[k]); err != nil {
+					o.failHeaders(o.headers, err)
+					break
+				}
+			}
+		}
 	} else {
 		cfg.Headers = headersFromEnv(env, cfg.Protocol == export.ProtocolGRPC)
 	}
@@ -417,12 +431,13 @@ func resolveOTLP(o *options, env *envconfig.Reader, grpcOnly bool) export.OTLPCo
 
 // headersFromEnv reads the HEADERS variables. An entry that cannot be read,
 // or that the protocol could not send (a name that is not an HTTP token,
-// a gRPC metadata key outside [0-9a-z-_.]), is left out and warned about;
-// the others are sent, as otel-go's exporters do.
+// a gRPC metadata key outside [0-9a-z-_.]), is left out and warned about,
+// without showing any value, as values are often credentials; the others
+// are sent, as otel-go's exporters do.
 func headersFromEnv(env *envconfig.Reader, grpc bool) map[string]string {
-	kvs, ok := env.KeyValues(false, func(kv envconfig.KeyValue) error {
+	kvs, ok := env.KeyValues(envconfig.List{Secret: true, Check: func(kv envconfig.KeyValue) error {
 		return export.CheckHeader(grpc, kv.Key, kv.Value)
-	}, otlpVar("HEADERS")...)
+	}}, otlpVar("HEADERS")...)
 	if !ok {
 		return nil
 	}

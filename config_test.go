@@ -168,8 +168,10 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		opt  Option
 		want string
 	}{
-		{WithPeriod(-time.Second), "profiler: WithPeriod(-1s): period must be positive"},
-		{WithPeriod(0), "profiler: WithPeriod(0s): period must be positive"},
+		{WithPeriod(-time.Second), "profiler: WithPeriod(-1s): period must be at least 1s"},
+		{WithPeriod(0), "profiler: WithPeriod(0s): period must be at least 1s"},
+		{WithPeriod(1), "profiler: WithPeriod(1ns): period must be at least 1s"},
+		{WithPeriod(999 * time.Millisecond), "profiler: WithPeriod(999ms): period must be at least 1s"},
 		{WithProfileTypes(), "profiler: WithProfileTypes(): at least one profile type is required"},
 		{WithProfileTypes(CPUProfile, ProfileType(42)), "profiler: WithProfileTypes(ProfileType(42)): unknown profile type"},
 		{WithMutexProfileFraction(0), "profiler: WithMutexProfileFraction(0): fraction must be positive"},
@@ -193,7 +195,7 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithEndpointURL("collector:4318"), `profiler: WithEndpointURL("collector:4318"): endpoint URL scheme must be http or https`},
 		{WithEndpointURL("https://"), `profiler: WithEndpointURL("https://"): endpoint URL must name a host`},
 		{WithEndpointURL("http://a b/"), `profiler: WithEndpointURL("http://a b/"): parse`},
-		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map[:v]): header names must not be empty`},
+		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map["":…]): otlp header name must not be empty`},
 		{WithLogger(nil), "profiler: WithLogger(nil): logger must not be nil"},
 		{WithTLSClientConfig(nil), "profiler: WithTLSClientConfig(nil): TLS configuration must not be nil"},
 		{WithRetry(RetryConfig{Enabled: true, InitialInterval: -time.Second}),

@@ -112,6 +112,7 @@ func cpuFunctions(req *collectorpb.ExportProfilesServiceRequest, p *profilespb.P
 // burns CPU outside it never shows; and the heap and goroutine profiles
 // cover the whole window, window after window without a gap.
 func TestCPUDutyCycleOnTheRuntime(t *testing.T) {
+	allowShortDurations(t)
 	const (
 		period   = 800 * time.Millisecond
 		duration = 250 * time.Millisecond

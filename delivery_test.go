@@ -93,6 +93,7 @@ func checkAccounting(t *testing.T, p *Profiler) Stats {
 // arrive whenever it is up, each once and in order, and every loss is
 // counted.
 func TestReceiverDownThenUp(t *testing.T) {
+	allowShortDurations(t)
 	baseline := runtime.NumGoroutine()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -219,6 +220,7 @@ func TestReceiverDownThenUp(t *testing.T) {
 // answers: collection goes on, the queue stays bounded, and Stop returns at
 // its deadline, naming the windows it gave up.
 func TestHangingReceiver(t *testing.T) {
+	allowShortDurations(t)
 	baseline := runtime.NumGoroutine()
 	release := make(chan struct{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

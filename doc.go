@@ -99,8 +99,8 @@
 //   - PPROFOTEL_ENABLED: "false" makes Start return a profiler that does
 //     nothing; a value other than "true" or "false" is warned about and
 //     leaves it on. Default true.
-//   - PPROFOTEL_PERIOD: window length, a Go duration ("30s"). Default 60s
-//     ([WithPeriod]).
+//   - PPROFOTEL_PERIOD: window length, a Go duration ("30s") of at least
+//     [MinPeriod], 1s. Default 60s ([WithPeriod]).
 //   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex,
 //     block, offcpu, goroutineleak. Default "cpu,heap,goroutine"
 //     ([WithProfileTypes]). A type this program cannot provide (offcpu
@@ -127,7 +127,8 @@
 //     this many files or bytes, 0 for no limit. Default 1000 files and
 //     1073741824 bytes (1 GiB) ([WithFileRetention]).
 //   - PPROFOTEL_CPU_DURATION: how long the CPU profile records in each
-//     window, a Go duration up to the period, which records continuously.
+//     window, a Go duration from [MinCPUProfileDuration], 100ms, up to the
+//     period, which records continuously.
 //     Default a sixth of the period, at a random offset in each window
 //     ([WithCPUProfileDuration]).
 //   - PPROFOTEL_MAX_GOROUTINES: above this many goroutines a window goes

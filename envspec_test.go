@@ -335,7 +335,7 @@ func TestOTELVariablesFollowTheSpecification(t *testing.T) {
 			if tt.warn {
 				want = 1
 			}
-			if n := strings.Count(logs.String(), tt.name+`=\"`); n != want {
+			if n := strings.Count(logs.String(), tt.name+`=`); n != want {
 				t.Errorf("Start logged %d warnings about %s, want %d:\n%s", n, tt.name, want, logs.String())
 			}
 		})
@@ -350,6 +350,8 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		{"PPROFOTEL_ENABLED", "off", nil, true, wantDisabled(false)},
 		{"PPROFOTEL_PERIOD", "abc", nil, true, func(c *config) error { return wantEqual("period", c.period, defaultPeriod) }},
 		{"PPROFOTEL_PERIOD", "-5s", nil, true, func(c *config) error { return wantEqual("period", c.period, defaultPeriod) }},
+		{"PPROFOTEL_PERIOD", "1ns", nil, true, func(c *config) error { return wantEqual("period", c.period, defaultPeriod) }},
+		{"PPROFOTEL_PERIOD", "999ms", nil, true, func(c *config) error { return wantEqual("period", c.period, defaultPeriod) }},
 		{"PPROFOTEL_PROFILES", "cpu,threads", nil, true, func(c *config) error {
 			return wantEqual("profiles", fmt.Sprint(c.profileTypes), fmt.Sprint(defaultProfileTypes()))
 		}},
@@ -357,6 +359,7 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		{"PPROFOTEL_BLOCK_RATE", "1.5", nil, true, func(c *config) error { return wantEqual("block rate", c.rates[BlockProfile], 10000) }},
 		{"PPROFOTEL_CPU_DURATION", "2m", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultPeriod/defaultCPUShare) }},
 		{"PPROFOTEL_CPU_DURATION", "abc", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultPeriod/defaultCPUShare) }},
+		{"PPROFOTEL_CPU_DURATION", "1ns", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultPeriod/defaultCPUShare) }},
 		{"PPROFOTEL_MAX_GOROUTINES", "-1", nil, true, func(c *config) error {
 			return wantEqual("max goroutines", c.maxGoroutines, collect.DefaultMaxGoroutines)
 		}},

@@ -82,6 +82,7 @@ func TestGoroutineLeakProfile(t *testing.T) {
 	// A period of 50 ms and an interval of 150 ms: the profile is taken in
 	// windows 0, 3, 6, ... and in the last.
 	const every = 3
+	allowShortDurations(t)
 	dir := t.TempDir()
 	p, err := Start(WithPeriod(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
 		WithProfileTypes(GoroutineProfile, GoroutineLeakProfile), WithExporter(ExporterFile), WithFileDir(dir))

@@ -13,7 +13,9 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/envconfig"
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // ExporterKind selects where profiles go.
@@ -167,12 +169,57 @@ func WithResource(r *resource.Resource) Option {
 	return optionFunc(func(o *options) { o.resource = r })
 }
 
+// MinPeriod is the shortest period WithPeriod and PPROFOTEL_PERIOD accept
+// (and SPLUNK_PROFILER_CALL_STACK_INTERVAL, as in Splunk's profilers).
+//
+// Every window reads the heap, goroutine, mutex and block profiles,
+// converts them and sends a request: a few milliseconds of work, more on a
+// large heap or with many goroutines (the goroutine profile holds the
+// application back for about 6 µs per goroutine), so that windows a
+// millisecond apart took half a core. The data do not change faster
+// anyway: the heap profile is that of the last completed garbage
+// collection, usually seconds old, and the CPU profiler samples a busy
+// thread 100 times a second, so that a window under a second would hold
+// fewer than 100 samples of it, and under the default CPU duty cycle (a
+// sixth of the window) fewer than 17. At a second the off-CPU profile's
+// least duty cycle, 1 %, still leaves it its shortest stretch, 10 ms, and
+// a goroutine-leak interval shorter than the period reads that profile
+// once a window, no more.
+const MinPeriod = collect.MinPeriod
+
+// MinCPUProfileDuration is the shortest CPU profile recording that
+// WithCPUProfileDuration and PPROFOTEL_CPU_DURATION accept: ten sampling
+// intervals of the runtime's CPU profiler (10 ms each), which is also how
+// often runtime/pprof reads the samples out. A shorter recording would
+// hold fewer than ten samples of a busy thread, or none, while its
+// profile claimed to cover the time.
+const MinCPUProfileDuration = collect.MinCPUDuration
+
+// MinRetryInterval is the shortest RetryConfig.InitialInterval and
+// MaxInterval that WithRetry accepts (0 still means the default). A retry
+// that soon after a failure seldom finds the receiver recovered, and only
+// multiplies its load: with both at a nanosecond, a receiver that answers
+// 503 at once got a new request for every round trip, for all of
+// MaxElapsedTime. At 100ms one window's retries come at most about 20
+// times a second (each wait is drawn from the upper half of the interval).
+const MinRetryInterval = 100 * time.Millisecond
+
+// Floors the options and the variables apply: MinPeriod,
+// MinCPUProfileDuration and MinRetryInterval, which the package's tests
+// lower to run windows and retries of milliseconds.
+var (
+	minPeriod        = MinPeriod
+	minCPUDuration   = MinCPUProfileDuration
+	minRetryInterval = MinRetryInterval
+)
+
 // WithPeriod sets the length of one collection window; one request is
-// exported per window. The default is 60s, overridden by PPROFOTEL_PERIOD.
+// exported per window. It must be at least MinPeriod (1s), which says why.
+// The default is 60s, overridden by PPROFOTEL_PERIOD.
 func WithPeriod(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		if d <= 0 {
-			o.fail("WithPeriod", d, "period must be positive")
+		if d < minPeriod {
+			o.fail("WithPeriod", d, fmt.Sprintf("period must be at least %s", minPeriod))
 			return
 		}
 		o.period = &d
@@ -367,19 +414,36 @@ func WithProtocol(p Protocol) Option {
 // WithHeaders sets the headers (gRPC metadata over gRPC) sent with every
 // OTLP request. They replace, rather than add to, the headers of
 // OTEL_EXPORTER_OTLP_PROFILES_HEADERS and OTEL_EXPORTER_OTLP_HEADERS. The
-// map is copied.
+// map is copied. A header that HTTP, or gRPC when the protocol is gRPC,
+// cannot send makes Start fail, naming the header but not showing any
+// value, as values often are credentials.
 func WithHeaders(headers map[string]string) Option {
 	headers = maps.Clone(headers)
 	return optionFunc(func(o *options) {
-		for k := range headers {
-			if strings.TrimSpace(k) == "" {
-				o.fail("WithHeaders", headers, "header names must not be empty")
+		for _, k := range slices.Sorted(maps.Keys(headers)) {
+			if err := export.CheckHeader(false, k, headers[k]); err != nil {
+				o.failHeaders(headers, err)
 				return
 			}
 		}
 		o.headers = headers
 		o.headersSet = true
 	})
+}
+
+// failHeaders records that the headers of WithHeaders cannot be sent, and
+// why, showing the headers' names and none of their values.
+func (o *options) failHeaders(headers map[string]string, err error) {
+	var b strings.Builder
+	b.WriteString("map[")
+	for i, k := range slices.Sorted(maps.Keys(headers)) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(strconv.Quote(k) + ":…")
+	}
+	b.WriteByte(']')
+	o.fail("WithHeaders", b.String(), err.Error())
 }
 
 // WithInsecure disables TLS for an endpoint given as host:port, by
@@ -446,11 +510,11 @@ type RetryConfig struct {
 	// Enabled turns retrying on. When false every export is attempted
 	// once.
 	Enabled bool
-	// InitialInterval is the longest wait before the first retry. Zero
-	// means 5s.
+	// InitialInterval is the longest wait before the first retry, at
+	// least MinRetryInterval. Zero means 5s.
 	InitialInterval time.Duration
 	// MaxInterval caps the interval, which grows by half after each
-	// retry. Zero means 30s. It does not shorten a delay named by the
+	// retry, at least MinRetryInterval. Zero means 30s. It does not shorten a delay named by the
 	// collector.
 	MaxInterval time.Duration
 	// MaxElapsedTime bounds the time spent on one request, retries
@@ -471,6 +535,9 @@ func WithRetry(rc RetryConfig) Option {
 			return
 		case rc.MaxInterval > 0 && rc.MaxInterval < rc.InitialInterval:
 			o.fail("WithRetry", fmt.Sprintf("%+v", rc), "MaxInterval must not be less than InitialInterval")
+			return
+		case rc.InitialInterval > 0 && rc.InitialInterval < minRetryInterval, rc.MaxInterval > 0 && rc.MaxInterval < minRetryInterval:
+			o.fail("WithRetry", fmt.Sprintf("%+v", rc), fmt.Sprintf("InitialInterval and MaxInterval must be 0 (the default) or at least %s", minRetryInterval))
 			return
 		}
 		o.retry = &rc

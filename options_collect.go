@@ -1,6 +1,9 @@
 package profiler
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // collectSettings is what the options on how each window is collected
 // asked for; nil means not set in code.
@@ -36,12 +39,13 @@ func WithMaxGoroutines(n int) Option {
 // CPU profile's time range and duration are the recorded ones, so rates
 // computed from it stay true; the other profile types cover the whole
 // window. d equal to the period records continuously, back to back; d must
-// be positive and at most the period. The default is a sixth of the period
-// (10s of the default 60s), overridden by PPROFOTEL_CPU_DURATION.
+// be at least MinCPUProfileDuration (100ms), which says why, and at most
+// the period. The default is a sixth of the period (10s of the default
+// 60s), overridden by PPROFOTEL_CPU_DURATION.
 func WithCPUProfileDuration(d time.Duration) Option {
 	return optionFunc(func(o *options) {
-		if d <= 0 {
-			o.fail("WithCPUProfileDuration", d, "CPU profile duration must be positive")
+		if d < minCPUDuration {
+			o.fail("WithCPUProfileDuration", d, fmt.Sprintf("CPU profile duration must be at least %s", minCPUDuration))
 			return
 		}
 		o.collect.cpuDuration = &d

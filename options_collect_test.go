@@ -64,13 +64,15 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
-		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be positive"},
-		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be positive"},
+		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be at least 100ms"},
+		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be at least 100ms"},
+		{[]Option{WithCPUProfileDuration(time.Nanosecond)}, nil, "profiler: WithCPUProfileDuration(1ns): CPU profile duration must be at least 100ms"},
 		{[]Option{WithCPUProfileDuration(2 * time.Minute)}, nil, "profiler: WithCPUProfileDuration(2m0s): CPU profile duration must not exceed the period (1m0s)"},
 		{[]Option{WithCPUProfileDuration(20 * time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "10s"},
 			"profiler: WithCPUProfileDuration(20s): CPU profile duration must not exceed the period (10s)"},
 		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "90s"}, `profiler: PPROFOTEL_CPU_DURATION="90s": CPU profile duration must not exceed the period (1m0s)`},
 		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "0s"}, `profiler: PPROFOTEL_CPU_DURATION="0s": CPU profile duration must be positive`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "99ms"}, `profiler: PPROFOTEL_CPU_DURATION="99ms": CPU profile duration must be at least 100ms`},
 		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "10"}, `profiler: PPROFOTEL_CPU_DURATION="10": time: missing unit in duration "10"`},
 	}
 	for _, tt := range tests {
@@ -102,6 +104,7 @@ func TestCollectSettingsErrors(t *testing.T) {
 // skips every goroutine profile and counts it in Stats and in the metric,
 // the second skips none.
 func TestGoroutineProfilesSkipped(t *testing.T) {
+	allowShortDurations(t)
 	for _, tt := range []struct {
 		name        string
 		limit       int

@@ -17,6 +17,7 @@ import (
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/splunk"
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // pipeline turns the collector's windows into requests of one encoding and
@@ -25,9 +26,10 @@ import (
 // the conversion differs.
 type pipeline interface {
 	// send converts w and queues it, reporting whether there was a request
-	// to queue: an encoding may have nothing to send for a window. It
-	// never waits on the network.
-	send(w collect.Window) (queued bool, err error)
+	// to queue (an encoding may have nothing to send for a window) and
+	// which of its strings were repaired into valid UTF-8. It never waits
+	// on the network.
+	send(w collect.Window) (queued bool, repairs validutf8.Repairs, err error)
 	// queued returns the number of windows waiting for export.
 	queued() int
 	// shutdown delivers what is queued within ctx's deadline, then closes
@@ -207,12 +209,12 @@ type otlpPipeline struct {
 	queue   *delivery.Queue[*collectorpb.ExportProfilesServiceRequest]
 }
 
-func (o *otlpPipeline) send(w collect.Window) (bool, error) {
+func (o *otlpPipeline) send(w collect.Window) (bool, validutf8.Repairs, error) {
 	if len(w.Profiles) == 0 {
 		// A window between two reads of a profile taken less often than
 		// every window (the goroutine-leak profile alone): a request would
 		// hold the resource and nothing else.
-		return false, nil
+		return false, validutf8.Repairs{}, nil
 	}
 	inputs := make([]otlp.Input, len(w.Profiles))
 	for i, prof := range w.Profiles {
@@ -220,7 +222,7 @@ func (o *otlpPipeline) send(w collect.Window) (bool, error) {
 	}
 	req := o.builder.Build(w.Start, w.End, inputs)
 	o.queue.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{Start: w.Start, End: w.End, Request: req})
-	return true, nil
+	return true, o.builder.Repairs(), nil
 }
 
 func (o *otlpPipeline) shutdown(ctx context.Context) error { return o.queue.Shutdown(ctx) }
@@ -235,13 +237,13 @@ type splunkPipeline struct {
 	queue    *delivery.Queue[*collogspb.ExportLogsServiceRequest]
 }
 
-func (s *splunkPipeline) send(w collect.Window) (bool, error) {
-	req, err := splunk.Encode(w, s.resource, s.options)
+func (s *splunkPipeline) send(w collect.Window) (bool, validutf8.Repairs, error) {
+	req, repairs, err := splunk.Encode(w, s.resource, s.options)
 	if err != nil || req == nil { // nil: nothing in the window to send
-		return false, err
+		return false, repairs, err
 	}
 	s.queue.Enqueue(delivery.Window[*collogspb.ExportLogsServiceRequest]{Start: w.Start, End: w.End, Request: req})
-	return true, nil
+	return true, repairs, nil
 }
 
 func (s *splunkPipeline) shutdown(ctx context.Context) error { return s.queue.Shutdown(ctx) }

@@ -117,7 +117,7 @@ func TestEmptyWindowSendsNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			now := time.Now()
-			queued, err := pipe.send(collect.Window{Start: now.Add(-time.Minute), End: now})
+			queued, _, err := pipe.send(collect.Window{Start: now.Add(-time.Minute), End: now})
 			if queued || err != nil {
 				t.Errorf("send of an empty window = %v, %v; want false, nil", queued, err)
 			}

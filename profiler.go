@@ -15,6 +15,7 @@ import (
 	"github.com/pprofotel/profiler/internal/delivery"
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/processctx"
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // ScopeName is the instrumentation scope name of every profile the profiler
@@ -49,6 +50,11 @@ type Profiler struct {
 	convertNanos atomic.Int64
 	// leaked is Stats.GoroutinesLeaked.
 	leaked atomic.Int64
+	// repaired is Stats.StringsRepaired; repairsLogged, touched only by
+	// the loop's goroutine, says whether the profiles' repairs were
+	// logged, which happens once.
+	repaired      atomic.Int64
+	repairsLogged bool
 
 	stopOnce sync.Once
 	// stopRequests carries the context of the first Stop to the loop, which
@@ -71,7 +77,10 @@ type Profiler struct {
 // An invalid option makes Start fail with an error that names it and its
 // value. An invalid environment variable does not: as the OpenTelemetry
 // specification asks, it is ignored (a boolean reads as false) and a
-// warning naming it and its value is logged, once. When profiling is
+// warning naming it and its value is logged, once: the value cut to its
+// first 128 bytes when longer, and not shown at all for the HEADERS
+// variables, which hold credentials. A resource attribute or a pprof label
+// that is not valid UTF-8 is repaired, not refused (Stats.StringsRepaired). When profiling is
 // disabled through PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true,
 // Start returns a Profiler that does nothing, and no error. Only one profiler may run at a
 // time in a process; Start fails with [ErrAlreadyRunning] while another
@@ -159,6 +168,11 @@ func start(cfg *config) (*Profiler, error) {
 		}
 		p.pipe.shutdown(context.Background())
 		return nil, err
+	}
+	if r := cfg.resourceRepairs; r.n > 0 {
+		p.repaired.Add(r.n)
+		cfg.logger.Warn("pprofotel: resource attributes that were not valid UTF-8 are sent with U+FFFD in place of the invalid bytes",
+			"attributes", r.keys)
 	}
 	if cfg.processContext {
 		p.publishProcessContext()
@@ -280,9 +294,10 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 	// is then taken back, so that every counted window ends exported,
 	// failed or dropped, as Stats says.
 	p.collected.Add(1)
-	queued, err := p.pipe.send(w)
+	queued, repairs, err := p.pipe.send(w)
 	p.collectNanos.Add(int64(collected.Sub(began)))
 	p.convertNanos.Add(int64(time.Since(collected)))
+	p.countRepairs(repairs)
 	if !queued && err == nil {
 		p.collected.Add(-1)
 	}
@@ -293,6 +308,23 @@ func (p *Profiler) window(now time.Time, last bool) (err error) {
 			w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), err)
 	}
 	return nil
+}
+
+// countRepairs counts the strings of a window that were repaired into valid
+// UTF-8, and logs the first window that had any: a label that is not valid
+// UTF-8 usually comes back in every window, and the count says how often.
+func (p *Profiler) countRepairs(r validutf8.Repairs) {
+	if r.N == 0 {
+		return
+	}
+	p.repaired.Add(r.N)
+	if p.repairsLogged {
+		return
+	}
+	p.repairsLogged = true
+	p.cfg.logger.Warn("pprofotel: strings of the profiles that were not valid UTF-8 (pprof labels, function or file names) "+
+		"are sent with U+FFFD in place of the invalid bytes; later ones are counted in Stats.StringsRepaired, not logged",
+		"strings", r.N, "first", validutf8.Clip(r.First, validutf8.LogLimit))
 }
 
 // changeCPU starts or stops the CPU profile of the duty cycle. Like a

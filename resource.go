@@ -9,6 +9,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // resourceInputs are the sources of the resource, already read from
@@ -43,7 +45,12 @@ type resourceInputs struct {
 // The executable's name, for the fallback service name, comes from
 // detection; when that fails the name is "unknown_service", and the failure
 // is logged at debug level.
-func buildResource(ctx context.Context, in resourceInputs, logger *slog.Logger) *resource.Resource {
+//
+// Keys and string values that are not valid UTF-8 are repaired (see
+// validUTF8Resource): proto3 requires valid UTF-8 of every string, and one
+// invalid attribute would cost every request. buildResource returns what
+// it repaired.
+func buildResource(ctx context.Context, in resourceInputs, logger *slog.Logger) (*resource.Resource, resourceRepairs) {
 	detected := resource.NewSchemaless(
 		semconv.TelemetrySDKNameKey.String("pprofotel"),
 		semconv.TelemetrySDKLanguageGo,
@@ -83,7 +90,77 @@ func buildResource(ctx context.Context, in resourceInputs, logger *slog.Logger) 
 		}
 		merged = m
 	}
-	return merged
+	return validUTF8Resource(merged)
+}
+
+// resourceRepairs is what validUTF8Resource repaired.
+type resourceRepairs struct {
+	// n counts the keys and string values repaired, elements of slices
+	// and maps included.
+	n int64
+	// keys lists the (repaired) keys of the attributes repaired, for the
+	// log: the value is left out of it.
+	keys []string
+}
+
+// validUTF8Resource returns r with every key and string value that is not
+// valid UTF-8 repaired, as package validutf8 repairs the profiles'
+// strings. It returns r itself when nothing needed repair, the common case.
+func validUTF8Resource(r *resource.Resource) (*resource.Resource, resourceRepairs) {
+	var fix validutf8.Repairs
+	var keys []string
+	attrs := r.Attributes()
+	for i, kv := range attrs {
+		before := fix.N
+		kv = validUTF8Attribute(kv, &fix)
+		if fix.N != before {
+			attrs[i] = kv
+			keys = append(keys, string(kv.Key))
+		}
+	}
+	if fix.N == 0 {
+		return r, resourceRepairs{}
+	}
+	// A repaired key may now equal another; the resource keeps the last.
+	return resource.NewWithAttributes(r.SchemaURL(), attrs...), resourceRepairs{n: fix.N, keys: keys}
+}
+
+// validUTF8Attribute repairs kv's key and value.
+func validUTF8Attribute(kv attribute.KeyValue, fix *validutf8.Repairs) attribute.KeyValue {
+	return attribute.KeyValue{Key: attribute.Key(fix.String(string(kv.Key))), Value: validUTF8Value(kv.Value, fix)}
+}
+
+// validUTF8Value repairs the strings of v, nested slices and maps
+// included. It returns v itself when they are valid.
+func validUTF8Value(v attribute.Value, fix *validutf8.Repairs) attribute.Value {
+	before := fix.N
+	var out attribute.Value
+	switch v.Type() {
+	case attribute.STRING:
+		out = attribute.StringValue(fix.String(v.AsString()))
+	case attribute.STRINGSLICE:
+		ss := v.AsStringSlice()
+		for i, s := range ss {
+			ss[i] = fix.String(s)
+		}
+		out = attribute.StringSliceValue(ss)
+	case attribute.SLICE:
+		vs := v.AsSlice()
+		for i, e := range vs {
+			vs[i] = validUTF8Value(e, fix)
+		}
+		out = attribute.SliceValue(vs...)
+	case attribute.MAP:
+		kvs := v.AsMap()
+		for i, e := range kvs {
+			kvs[i] = validUTF8Attribute(e, fix)
+		}
+		out = attribute.MapValue(kvs...)
+	}
+	if fix.N == before {
+		return v
+	}
+	return out
 }
 
 // toProtoResource converts r to its OTLP form, attributes sorted by key.

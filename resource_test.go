@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -230,4 +231,84 @@ func TestToProtoResourceOfConfig(t *testing.T) {
 	if !found {
 		t.Errorf("service.name=svc missing from %v", pr)
 	}
+}
+
+// TestResourceRepairsInvalidUTF8 checks that every string of the resource,
+// whichever source set it and however deeply nested, reaches the proto as
+// valid UTF-8, and that the repairs are counted and name their attributes.
+func TestResourceRepairsInvalidUTF8(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []Option
+		env      map[string]string
+		key      string
+		want     *commonpb.AnyValue // as toProtoResource gives it
+		repaired int64
+		keys     []string
+	}{
+		{
+			name: "environment value",
+			env:  map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "deployment=%FF%FE"},
+			key:  "deployment", want: strValue("\uFFFD"), repaired: 1, keys: []string{"deployment"},
+		},
+		{
+			name: "environment key",
+			env:  map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "dep\xe9loyment=blue"}, // keys are not percent-decoded
+			key:  "dep\uFFFDloyment", want: strValue("blue"), repaired: 1, keys: []string{"dep\uFFFDloyment"},
+		},
+		{
+			name: "OTEL_SERVICE_NAME",
+			env:  map[string]string{"OTEL_SERVICE_NAME": "caf\xe9"},
+			key:  "service.name", want: strValue("caf\uFFFD"), repaired: 1, keys: []string{"service.name"},
+		},
+		{
+			name: "WithResource key",
+			opts: []Option{WithResource(resource.NewSchemaless(attribute.String("r\xffegion", "eu")))},
+			key:  "r\uFFFDegion", want: strValue("eu"), repaired: 1, keys: []string{"r\uFFFDegion"},
+		},
+		{
+			name: "WithResource string slice",
+			opts: []Option{WithResource(resource.NewSchemaless(attribute.StringSlice("zones", []string{"a", "b\xc3"})))},
+			key:  "zones", want: arrayValue([]string{"a", "b\uFFFD"}, attribute.StringValue), repaired: 1, keys: []string{"zones"},
+		},
+		{
+			name: "WithResource nested",
+			opts: []Option{WithResource(resource.NewSchemaless(attribute.Map("k8s",
+				attribute.String("ns\x80", "x"), attribute.Slice("list", attribute.StringValue("\xfe"), attribute.Int64Value(3)))))},
+			key: "k8s",
+			want: toProtoValue(attribute.MapValue(attribute.String("ns\uFFFD", "x"),
+				attribute.Slice("list", attribute.StringValue("\uFFFD"), attribute.Int64Value(3)))),
+			repaired: 2, keys: []string{"k8s"},
+		},
+		{
+			name: "valid",
+			opts: []Option{WithServiceName("café")},
+			key:  "service.name", want: strValue("café"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, tt.opts, tt.env)
+			pr := toProtoResource(c.resource)
+			if _, err := proto.Marshal(pr); err != nil {
+				t.Fatalf("the resource does not encode: %v", err)
+			}
+			var got *commonpb.AnyValue
+			for _, kv := range pr.Attributes {
+				if kv.Key == tt.key {
+					got = kv.Value
+				}
+			}
+			if !proto.Equal(got, tt.want) {
+				t.Errorf("%s = %v, want %v", tt.key, got, tt.want)
+			}
+			if r := c.resourceRepairs; r.n != tt.repaired || !slices.Equal(r.keys, tt.keys) {
+				t.Errorf("repairs = %d of %q, want %d of %q", r.n, r.keys, tt.repaired, tt.keys)
+			}
+		})
+	}
+}
+
+func strValue(s string) *commonpb.AnyValue {
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
 }

@@ -77,6 +77,16 @@ type Stats struct {
 	// than a window keeps, or a trace unreadable past some point. Values
 	// are scaled by the time actually read.
 	OffCPUTruncated int64
+	// StringsRepaired counts strings that were not valid UTF-8, which
+	// proto3 requires of every string a request carries, and were sent
+	// with U+FFFD in place of each run of invalid bytes rather than
+	// costing their window: pprof label keys and values set by the
+	// application, function, file and mapping names, and resource
+	// attributes (OTEL_RESOURCE_ATTRIBUTES, WithResource), counted once
+	// at Start. A profile's string counts once per window it is sent in,
+	// however many samples cite it. The first repair of the resource and
+	// the first of the profiles are logged, the rest only counted.
+	StringsRepaired int64
 }
 
 // Stats returns the profiler's counts so far. It may be called at any time,
@@ -105,6 +115,7 @@ func (p *Profiler) Stats() Stats {
 		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
+		StringsRepaired:  p.repaired.Load(),
 	}
 }
 
@@ -143,6 +154,7 @@ const (
 	metricOffCPUSkipped    = "pprofotel.offcpu.skipped"
 	metricOffCPUTruncated  = "pprofotel.offcpu.truncated"
 	metricFilesRemoved     = "pprofotel.files.removed"
+	metricStringsRepaired  = "pprofotel.strings.repaired"
 )
 
 // registerMetrics reports Stats as metrics of mp, or of the global
@@ -176,7 +188,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
 	goroutineSkipped, err15 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
 	filesRemoved, err16 := counter(metricFilesRemoved, "{file}", "Files the file exporter removed, oldest first, to keep within its retention bounds.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16} {
+	repaired, err17 := counter(metricStringsRepaired, "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.")
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17} {
 		if err != nil {
 			return nil, err
 		}
@@ -199,7 +212,8 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
 		o.ObserveInt64(goroutineSkipped, s.GoroutineProfilesSkipped)
 		o.ObserveInt64(filesRemoved, s.FilesRemoved)
+		o.ObserveInt64(repaired, s.StringsRepaired)
 		return nil
 	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked,
-		offCPUSkipped, offCPUTruncated, goroutineSkipped, filesRemoved)
+		offCPUSkipped, offCPUTruncated, goroutineSkipped, filesRemoved, repaired)
 }

@@ -73,10 +73,12 @@ func asMetrics(s Stats) map[string]float64 {
 		metricConversionTime:   s.ConversionTime.Seconds(),
 		metricGoroutinesLeaked: float64(s.GoroutinesLeaked),
 		metricFilesRemoved:     float64(s.FilesRemoved),
+		metricStringsRepaired:  float64(s.StringsRepaired),
 	}
 }
 
 func TestStatsAndMetrics(t *testing.T) {
+	allowShortDurations(t)
 	r := newReceiver()
 	endpoint := startReceiver(t, "http", r)
 	reader := sdkmetric.NewManualReader()
@@ -102,7 +104,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
 		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
 		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
-		metricGoroutinesLeaked: "{goroutine}", metricFilesRemoved: "{file}",
+		metricGoroutinesLeaked: "{goroutine}", metricFilesRemoved: "{file}", metricStringsRepaired: "{string}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]
@@ -192,6 +194,7 @@ func TestStatsOfDisabledProfiler(t *testing.T) {
 // records nothing: no encoding has a request to send for them, and they
 // must not count as collected windows that never end.
 func TestWindowsWithNothingToSend(t *testing.T) {
+	allowShortDurations(t)
 	for _, tt := range []struct {
 		exporter      ExporterKind
 		wantCollected bool

@@ -75,7 +75,7 @@ func profiledDir(t *testing.T, n int) string {
 	dir := t.TempDir()
 	p, err := profiler.Start(
 		profiler.WithServiceName("pprofotel-cmd-test"),
-		profiler.WithPeriod(300*time.Millisecond), profiler.WithCPUProfileDuration(300*time.Millisecond),
+		profiler.WithPeriod(profiler.MinPeriod), profiler.WithCPUProfileDuration(profiler.MinPeriod),
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.MutexProfile, profiler.BlockProfile),
 		profiler.WithMutexProfileFraction(1), profiler.WithBlockProfileRate(1),
 		profiler.WithExporter(profiler.ExporterFile), profiler.WithFileDir(dir),

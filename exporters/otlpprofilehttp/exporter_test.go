@@ -318,7 +318,7 @@ func TestInvalidVariablesWarnedOnce(t *testing.T) {
 			t.Errorf("no warning names %s", want)
 		}
 	}
-	if strings.Contains(buf.String(), long[:200]) || !strings.Contains(buf.String(), long[:125]+"...") {
+	if strings.Contains(buf.String(), long[:200]) || !strings.Contains(buf.String(), long[:128]+"…(301 bytes)") {
 		t.Errorf("the long value is not cut at 128 bytes: %s", lines[0])
 	}
 	if !strings.Contains(buf.String(), "level=WARN") || strings.Contains(buf.String(), "level=ERROR") {

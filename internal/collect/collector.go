@@ -16,6 +16,15 @@ import (
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
+// Floors of the durations that decide how often the profiler works; the
+// profiler's MinPeriod and MinCPUProfileDuration say why these.
+const (
+	// MinPeriod is the shortest window.
+	MinPeriod = time.Second
+	// MinCPUDuration is the shortest CPU profile recording in a window.
+	MinCPUDuration = 100 * time.Millisecond
+)
+
 // Profile is one runtime profile of a window.
 type Profile struct {
 	// Name is the Name of one of Profiles.

@@ -3,10 +3,12 @@
 // and holds the endpoint forms that variables and options share.
 //
 // Every message about a variable names it and its value:
-// NAME="value": reason; what is done instead. The Reader is the one place
-// that applies the rule for invalid values, which is the OpenTelemetry
-// specification's (Environment Variable Specification, and the otel-go
-// SDK's reading of it): an invalid value is warned about, once, and
+// NAME="value": reason; what is done instead. A value longer than
+// validutf8.LogLimit bytes is cut, and the values of lists that may hold
+// credentials (the HEADERS variables, List.Secret) are not shown at all.
+// The Reader is the one place that applies the rule for invalid values,
+// which is the OpenTelemetry specification's (Environment Variable
+// Specification, and the otel-go SDK's reading of it): an invalid value is warned about, once, and
 // ignored, as if unset, so that the next variable in line or the default
 // applies (Reader.Invalid); a boolean that is not "true" reads as false
 // (Reader.Bool); a list keeps the entries it can read (Reader.KeyValues).
@@ -20,7 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // Reader reads variables through a getenv function and collects warnings
@@ -62,30 +65,20 @@ func (r *Reader) First(names ...string) (name, value string, ok bool) {
 // Invalid records that name's value is not valid, why, and that it is
 // ignored. It is the one place that decides what an invalid value does.
 func (r *Reader) Invalid(name, value string, err error) {
-	r.Warn(fmt.Errorf("%s=%q: %w; ignored", name, Shown(value), err))
-}
-
-// maxShown bounds the part of a value that a warning quotes.
-const maxShown = 128
-
-// Shown returns v as a warning quotes it: whole up to 128 bytes, else its
-// first 125 bytes (cut at a character boundary) followed by "...", so that
-// a mistaken variable cannot flood the log.
-func Shown(v string) string {
-	if len(v) <= maxShown {
-		return v
-	}
-	cut := maxShown - 3
-	for cut > 0 && !utf8.RuneStart(v[cut]) {
-		cut--
-	}
-	return v[:cut] + "..."
+	r.Warn(fmt.Errorf("%s=%q: %w; ignored", name, value, err))
 }
 
 // Warn records a warning about the configuration, e.g. one that involves
 // more than one variable. A warning recorded before is not recorded again.
+// Every quoted string in it longer than validutf8.LogLimit bytes is cut
+// (see clipQuoted).
 func (r *Reader) Warn(err error) {
 	err = fmt.Errorf("%s%w", r.prefix, err)
+	if msg := err.Error(); len(msg) > validutf8.LogLimit {
+		if clipped := clipQuoted(msg); clipped != msg {
+			err = errors.New(clipped)
+		}
+	}
 	if r.warned[err.Error()] {
 		return
 	}
@@ -94,6 +87,37 @@ func (r *Reader) Warn(err error) {
 	}
 	r.warned[err.Error()] = true
 	r.warnings = append(r.warnings, err)
+}
+
+// clipQuoted cuts every Go-quoted string in msg whose text is longer than
+// validutf8.LogLimit bytes to its first LogLimit bytes and "…(N bytes)", N
+// being the whole text's length (validutf8.Clip). A variable can hold a
+// megabyte (a file pasted in by mistake), which a log must not repeat, in
+// full or twice, as a parser's error quoting it again would. Values appear
+// in warnings quoted (NAME="value", and the standard library's parsers
+// quote what they refuse), so this one pass bounds every value a warning
+// shows, wherever the text came from.
+func clipQuoted(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			b.WriteString(msg)
+			return b.String()
+		}
+		b.WriteString(msg[:i])
+		q, err := strconv.QuotedPrefix(msg[i:])
+		if err != nil { // a lone quote
+			b.WriteByte('"')
+			msg = msg[i+1:]
+			continue
+		}
+		msg = msg[i+len(q):]
+		if text, err := strconv.Unquote(q); err == nil && len(text) > validutf8.LogLimit {
+			q = strconv.Quote(validutf8.Clip(text, validutf8.LogLimit))
+		}
+		b.WriteString(q)
+	}
 }
 
 // Warnings returns the warnings recorded so far, each once, in the order
@@ -132,7 +156,7 @@ func (r *Reader) Bool(names ...string) (value, ok bool) {
 		return true, true
 	}
 	if !strings.EqualFold(v, "false") {
-		r.Warn(fmt.Errorf(`%s=%q: value must be "true" or "false"; read as false`, name, Shown(v)))
+		r.Warn(fmt.Errorf(`%s=%q: value must be "true" or "false"; read as false`, name, v))
 	}
 	return false, true
 }
@@ -172,9 +196,9 @@ func (r *Reader) IntAtLeast(name string, least int, want string) (int, bool) {
 	})
 }
 
-// Duration reads name as a positive Go duration ("30s", "2m"); what names
-// the quantity in messages.
-func (r *Reader) Duration(name, what string) (time.Duration, bool) {
+// Duration reads name as a Go duration ("30s", "2m") of at least least,
+// or positive when least is 0; what names the quantity in messages.
+func (r *Reader) Duration(name, what string, least time.Duration) (time.Duration, bool) {
 	return firstValid(r, []string{name}, func(v string) (time.Duration, error) {
 		d, err := time.ParseDuration(v)
 		switch {
@@ -182,6 +206,8 @@ func (r *Reader) Duration(name, what string) (time.Duration, bool) {
 			return 0, err
 		case d <= 0:
 			return 0, fmt.Errorf("%s must be positive", what)
+		case d < least:
+			return 0, fmt.Errorf("%s must be at least %s", what, least)
 		}
 		return d, nil
 	})
@@ -242,24 +268,36 @@ func OneOf(what string, valid []string) string {
 // KeyValue is one entry of a key=value list.
 type KeyValue struct{ Key, Value string }
 
+// List says how KeyValues reads a key=value list.
+type List struct {
+	// KeepUndecoded keeps, rather than leaves out, an entry whose value
+	// is not percent-encoded correctly, with its value as written: the
+	// SDK does so for resource attributes, not for headers.
+	KeepUndecoded bool
+	// Secret marks a list whose values may be credentials (headers): its
+	// warning shows neither the variable's value nor any entry's, only
+	// keys, positions and lengths.
+	Secret bool
+	// Check, if not nil, refuses entries that the caller cannot use; they
+	// are left out and named in the same warning. Its errors must not
+	// show the values of a Secret list.
+	Check func(KeyValue) error
+}
+
 // KeyValues reads the first of names that is set in the list format shared
 // by OTEL_RESOURCE_ATTRIBUTES and OTEL_EXPORTER_OTLP_HEADERS. Entries that
 // cannot be read are left out, and named in one warning; the others stand,
-// as in the OpenTelemetry Go SDK. keepUndecoded keeps, rather than leaves
-// out, an entry whose value is not percent-encoded correctly, with its
-// value as written: the SDK does so for resource attributes, not for
-// headers. check, if not nil, refuses entries that the caller cannot use;
-// they are left out and named in the same warning.
-func (r *Reader) KeyValues(keepUndecoded bool, check func(KeyValue) error, names ...string) ([]KeyValue, bool) {
+// as in the OpenTelemetry Go SDK.
+func (r *Reader) KeyValues(list List, names ...string) ([]KeyValue, bool) {
 	name, v, ok := r.First(names...)
 	if !ok {
 		return nil, false
 	}
-	kvs, errs := ParseKeyValues(v, keepUndecoded)
-	if check != nil {
+	kvs, errs := parseKeyValues(v, list.KeepUndecoded, list.Secret)
+	if list.Check != nil {
 		kept := kvs[:0]
 		for _, kv := range kvs {
-			if err := check(kv); err != nil {
+			if err := list.Check(kv); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -272,7 +310,11 @@ func (r *Reader) KeyValues(keepUndecoded bool, check func(KeyValue) error, names
 		if len(kvs) > 0 {
 			what = "left out, the other entries stand"
 		}
-		r.Warn(fmt.Errorf("%s=%q: %w; %s", name, Shown(v), errors.Join(errs...), what))
+		setting := fmt.Sprintf("%s=%q", name, v)
+		if list.Secret {
+			setting = fmt.Sprintf("%s=(%d bytes, not shown: it may hold credentials)", name, len(v))
+		}
+		r.Warn(fmt.Errorf("%s: %w; %s", setting, errors.Join(errs...), what))
 	}
 	return kvs, true
 }
@@ -285,26 +327,42 @@ func (r *Reader) KeyValues(keepUndecoded bool, check func(KeyValue) error, names
 // out and its error returned; with keepUndecoded, an entry whose value is
 // not percent-encoded correctly is kept as written, and still reported.
 func ParseKeyValues(s string, keepUndecoded bool) ([]KeyValue, []error) {
+	return parseKeyValues(s, keepUndecoded, false)
+}
+
+// parseKeyValues is ParseKeyValues; with secret, its errors name entries
+// by key or position, never by their text.
+func parseKeyValues(s string, keepUndecoded, secret bool) ([]KeyValue, []error) {
 	var kvs []KeyValue
 	var errs []error
+	n := 0
 	for entry := range strings.SplitSeq(s, ",") {
 		if strings.TrimSpace(entry) == "" {
 			continue
 		}
+		n++
+		what := strconv.Quote(strings.TrimSpace(entry))
+		if secret {
+			what = "number " + strconv.Itoa(n)
+		}
 		k, v, ok := strings.Cut(entry, "=")
 		if !ok {
-			errs = append(errs, fmt.Errorf("entry %q is not key=value", strings.TrimSpace(entry)))
+			errs = append(errs, fmt.Errorf("entry %s is not key=value", what))
 			continue
 		}
 		k = strings.TrimSpace(k)
 		if k == "" {
-			errs = append(errs, fmt.Errorf("entry %q has an empty key", strings.TrimSpace(entry)))
+			errs = append(errs, fmt.Errorf("entry %s has an empty key", what))
 			continue
 		}
 		v = strings.TrimSpace(v)
 		decoded, err := url.PathUnescape(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("value of %q is not percent-encoded correctly: %w", k, err))
+			reason := fmt.Errorf("value of %q is not percent-encoded correctly: %w", k, err)
+			if secret { // the escape error quotes a piece of the value
+				reason = fmt.Errorf("value of %q is not percent-encoded correctly", k)
+			}
+			errs = append(errs, reason)
 			if !keepUndecoded {
 				continue
 			}

@@ -1,10 +1,14 @@
 package envconfig
 
 import (
+	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 func TestParseKeyValues(t *testing.T) {
@@ -69,15 +73,16 @@ func TestParseKeyValuesKeepsTheReadableEntries(t *testing.T) {
 // falls back to the next variable in line.
 func TestReaderWarningsNameVariableAndValue(t *testing.T) {
 	env := map[string]string{
-		"B": "yes", "N": "0", "D": "soon", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ", "GOOD": "GZIP",
+		"B": "yes", "N": "0", "D": "soon", "S": "1ns", "M": "10s", "E": "zstd", "KV": "novalue", "BLANK": "  ", "GOOD": "GZIP",
 	}
 	r := New(func(k string) string { return env[k] }, "p: ")
 	r.Bool("BLANK", "B")
 	r.PositiveInt("N", "n must be positive")
-	r.Duration("D", "period")
+	r.Duration("D", "period", 0)
+	r.Duration("S", "period", time.Second)
 	r.Millis("timeout", time.Second, "M")
 	r.Enum("compression", []string{"gzip", "none"}, "E")
-	r.KeyValues(false, nil, "KV")
+	r.KeyValues(List{}, "KV")
 	r.Bool("B") // read twice, warned once
 	if v, ok := r.Enum("compression", []string{"gzip", "none"}, "E", "GOOD"); !ok || v != "gzip" {
 		t.Errorf("Enum fell back to %q, %v; want the next variable's gzip", v, ok)
@@ -89,6 +94,7 @@ func TestReaderWarningsNameVariableAndValue(t *testing.T) {
 		`p: B="yes": value must be "true" or "false"; read as false`,
 		`p: N="0": n must be positive; ignored`,
 		`p: D="soon": time: invalid duration "soon"; ignored`,
+		`p: S="1ns": period must be at least 1s; ignored`,
 		`p: M="10s": timeout must be an integer number of milliseconds; ignored`,
 		`p: E="zstd": compression must be "gzip" or "none"; ignored`,
 		`p: KV="novalue": entry "novalue" is not key=value; left out`,
@@ -132,19 +138,81 @@ func TestEndpointForms(t *testing.T) {
 	}
 }
 
-func TestShown(t *testing.T) {
-	long := strings.Repeat("a", 124) + "éé" + strings.Repeat("b", 10)
-	for _, tt := range []struct{ in, want string }{
-		{"", ""},
-		{"short", "short"},
-		{strings.Repeat("x", 128), strings.Repeat("x", 128)},
-		{strings.Repeat("x", 129), strings.Repeat("x", 125) + "..."},
-		// The cut falls inside "é": it moves back to the character's start.
-		{long, strings.Repeat("a", 124) + "..."},
-	} {
-		got := Shown(tt.in)
-		if got != tt.want || len(got) > 128 {
-			t.Errorf("Shown(%d bytes) = %q, want %q", len(tt.in), got, tt.want)
-		}
+// TestWarningsCutLongValues checks that a huge value is shown cut, with
+// its length, however the warning quotes it: once as NAME="value", and
+// again where a parser's error repeats it.
+func TestWarningsCutLongValues(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name string
+		read func(r *Reader)
+		want string
+	}{
+		{"duration, quoted again by time.ParseDuration", func(r *Reader) { r.Duration("V", "period", 0) },
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": time: invalid duration "` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)"; ignored`},
+		{"integer", func(r *Reader) { r.PositiveInt("V", "n must be positive") },
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": n must be positive; ignored`},
+		{"boolean", func(r *Reader) { r.Bool("V") },
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": value must be "true" or "false"; read as false`},
+		{"list", func(r *Reader) { r.KeyValues(List{}, "V") },
+			`p: V="` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)": entry "` + strings.Repeat("x", validutf8.LogLimit) + `…(1048576 bytes)" is not key=value; left out`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(func(string) string { return huge }, "p: ")
+			tt.read(r)
+			ws := r.Warnings()
+			if len(ws) != 1 || ws[0].Error() != tt.want {
+				t.Errorf("warnings %q, want %q", ws, tt.want)
+			}
+		})
+	}
+
+	// A value at the limit is shown whole; a character is not cut in two.
+	r := New(func(string) string { return strings.Repeat("y", validutf8.LogLimit) }, "p: ")
+	r.PositiveInt("V", "bad")
+	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", validutf8.LogLimit)+`": bad; ignored`; got != want {
+		t.Errorf("at the limit: %q, want %q", got, want)
+	}
+	r = New(func(string) string { return strings.Repeat("y", validutf8.LogLimit-1) + "é" + huge }, "p: ")
+	r.PositiveInt("V", "bad")
+	if got, want := r.Warnings()[0].Error(), `p: V="`+strings.Repeat("y", validutf8.LogLimit-1)+`…(1048705 bytes)": bad; ignored`; got != want {
+		t.Errorf("a character across the limit: %q, want %q", got, want)
+	}
+}
+
+// TestSecretListShowsNoValue checks that a warning about a list of
+// credentials (the HEADERS variables) names the entries it leaves out by
+// key or position and shows no value, neither the variable's nor an
+// entry's.
+func TestSecretListShowsNoValue(t *testing.T) {
+	const secret = "s3cr3t"
+	tests := []struct {
+		name, value string
+		check       func(KeyValue) error
+		want        string
+	}{
+		{"entry without =", "authorization: Bearer " + secret + ",k=v",
+			nil, `p: H=(32 bytes, not shown: it may hold credentials): entry number 1 is not key=value; left out, the other entries stand`},
+		{"empty key", "=" + secret,
+			nil, `p: H=(7 bytes, not shown: it may hold credentials): entry number 1 has an empty key; left out`},
+		{"bad escape", "k=%zz" + secret,
+			nil, `p: H=(11 bytes, not shown: it may hold credentials): value of "k" is not percent-encoded correctly; left out`},
+		{"refused by check", "k=" + secret,
+			func(kv KeyValue) error { return errors.New("header " + strconv.Quote(kv.Key) + " refused") },
+			`p: H=(8 bytes, not shown: it may hold credentials): header "k" refused; left out`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(func(string) string { return tt.value }, "p: ")
+			r.KeyValues(List{Secret: true, Check: tt.check}, "H")
+			ws := r.Warnings()
+			if len(ws) != 1 || ws[0].Error() != tt.want {
+				t.Fatalf("warnings %q, want %q", ws, tt.want)
+			}
+			if strings.Contains(ws[0].Error(), secret) {
+				t.Errorf("the warning shows a value: %v", ws[0])
+			}
+		})
 	}
 }

@@ -114,16 +114,18 @@ func checkCommon(cfg OTLPConfig) error {
 // CheckHeader reports whether name: value can be sent as an HTTP header
 // and, with grpc, as gRPC metadata, which refuses keys outside
 // [0-9a-z-_.] once lower-cased and non-printable values on non-binary
-// keys. Its errors name the header, never its value, which is often a
-// credential. It is the one check of headers, for options, variables and the
-// exporters.
+// keys. It is the one check of headers, for options, variables and the
+// exporters. Its errors name the header, never its value: header values
+// carry credentials (Authorization, API keys), and errors end up in logs.
 func CheckHeader(grpc bool, name, value string) error {
+	if name == "" {
+		return errors.New("otlp header name must not be empty")
+	}
 	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("otlp header %q: invalid name", name)
 	}
 	if !httpguts.ValidHeaderFieldValue(value) {
-		// The value is not shown: headers often carry credentials.
-		return fmt.Errorf("otlp header %q: invalid value (not shown)", name)
+		return fmt.Errorf("otlp header %q: invalid value, with a control character (the value is not shown: it may be a secret)", name)
 	}
 	if !grpc {
 		return nil
@@ -138,7 +140,7 @@ func CheckHeader(grpc bool, name, value string) error {
 	if !strings.HasSuffix(key, "-bin") {
 		for i := 0; i < len(value); i++ {
 			if value[i] < 0x20 || value[i] > 0x7e {
-				return fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII", name)
+				return fmt.Errorf("otlp header %q: gRPC metadata values must be printable ASCII (the value is not shown: it may be a secret)", name)
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/validutf8"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -147,6 +148,18 @@ func (b *Builder) Build(start, end time.Time, inputs []Input) *collectorpb.Expor
 	}
 }
 
+// Repairs returns what the last Build repaired: the strings of its
+// profiles (label keys and values, function, file and mapping names,
+// sample types) that were not valid UTF-8, which proto3 requires of every
+// string field, and were sent with U+FFFD for each run of invalid bytes.
+// A string is counted once per request in each place it enters (the string
+// table, the attribute values, the scope's default sample type), however
+// often the profiles cite it. The resource and the scope given to
+// NewBuilder are sent as they are: their owner makes them valid.
+func (b *Builder) Repairs() validutf8.Repairs {
+	return b.d.repairs
+}
+
 type window struct {
 	time, duration uint64
 }
@@ -257,7 +270,7 @@ func (b *Builder) scopeFor(name, defaultType string, order []*commonpb.AnyValue)
 		s.Attributes = append(s.Attributes, b.scope.Attributes...)
 	}
 	s.Attributes = append(s.Attributes,
-		&commonpb.KeyValue{Key: otlpattr.DefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: defaultType}}},
+		&commonpb.KeyValue{Key: otlpattr.DefaultSampleType, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: b.d.repairs.String(defaultType)}}},
 		&commonpb.KeyValue{Key: otlpattr.SampleTypeOrder, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: &commonpb.ArrayValue{Values: order}}}},
 		&commonpb.KeyValue{Key: otlpattr.ProfileName, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: name}}},
 	)

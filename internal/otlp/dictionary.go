@@ -5,6 +5,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/validutf8"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 )
@@ -89,6 +90,11 @@ type dictionary struct {
 
 	// Table sizes of the previous request, used as capacity hints.
 	hint [7]int
+
+	// repairs counts the strings of the current request that were not
+	// valid UTF-8: every string of a request enters it through str or
+	// attribute, which repair them.
+	repairs validutf8.Repairs
 }
 
 func (d *dictionary) init() {
@@ -118,6 +124,7 @@ func (d *dictionary) reset() {
 	d.attrMsgs.reset()
 	d.anyMsgs.reset()
 	d.funcMsgs.reset()
+	d.repairs = validutf8.Repairs{}
 
 	h := d.hint
 	d.out = &profilespb.ProfilesDictionary{
@@ -220,12 +227,25 @@ func (s *slab[T]) new() *T {
 	return &s.take(1)[0]
 }
 
+// str returns the index of s in the string table, adding it if needed. A
+// string that is not valid UTF-8 is added repaired (see package validutf8),
+// under the index of its repaired form, which it may share with a valid
+// string or another repaired one: the table stays free of duplicates. Only
+// a string not seen before in the request is checked.
 func (d *dictionary) str(s string) int32 {
 	if i, ok := d.strings[s]; ok {
 		return i
 	}
+	v := d.repairs.String(s)
+	if v != s {
+		if i, ok := d.strings[v]; ok {
+			d.strings[s] = i
+			return i
+		}
+		d.strings[v] = int32(len(d.out.StringTable))
+	}
 	i := int32(len(d.out.StringTable))
-	d.out.StringTable = append(d.out.StringTable, s)
+	d.out.StringTable = append(d.out.StringTable, v)
 	d.strings[s] = i
 	return i
 }
@@ -234,9 +254,21 @@ func (d *dictionary) valueType(vt pprofdecode.ValueType) *profilespb.ValueType {
 	return &profilespb.ValueType{TypeStrindex: d.str(vt.Type), UnitStrindex: d.str(vt.Unit)}
 }
 
+// attribute returns the index of the attribute k, adding it if needed. A
+// string value that is not valid UTF-8 is repaired as str repairs strings;
+// the key, a string index, already is.
 func (d *dictionary) attribute(k attrKey) int32 {
 	if i, ok := d.attributes[k]; ok {
 		return i
+	}
+	if k.kind == kindString {
+		if v := d.repairs.String(k.str); v != k.str {
+			orig := k
+			k.str = v
+			i := d.attribute(k)
+			d.attributes[orig] = i
+			return i
+		}
 	}
 	v := d.anyMsgs.new()
 	switch k.kind {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/envconfig"
 	"github.com/pprofotel/profiler/internal/export"
 )
@@ -32,13 +33,9 @@ const (
 	// for the same variable.
 	DefaultCallStackInterval = 10 * time.Second
 
-	// MinCallStackInterval is the shortest window accepted. Every window
-	// stops and restarts the CPU profiler and writes the heap profile,
-	// which costs the runtime milliseconds on a large heap; below a second
-	// that cost becomes a visible share of the application's time, and a
-	// window holds too few CPU samples (100 per busy core and second) to
-	// say much.
-	MinCallStackInterval = time.Second
+	// MinCallStackInterval is the shortest window accepted, the
+	// profiler's own floor (collect.MinPeriod says why).
+	MinCallStackInterval = collect.MinPeriod
 
 	// maxProfStackDepth is the runtime's ceiling for GODEBUG=profstackdepth.
 	maxProfStackDepth = 1024

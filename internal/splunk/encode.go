@@ -16,6 +16,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // The instrumentation scope the conventions prescribe for profiling logs.
@@ -80,9 +81,14 @@ type EncodeOptions struct {
 // record; when no record remains Encode returns nil and no error, and there
 // is nothing to send.
 //
+// The strings of the pprof bodies (label keys and values, function, file
+// and mapping names), which profile.proto declares as proto3 strings, are
+// made valid UTF-8 as they enter a body's string table (see package
+// validutf8); Encode returns what it repaired. res is sent as it is.
+//
 // See the package documentation for the layout of the records and of the
 // pprof data in their bodies.
-func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*collogspb.ExportLogsServiceRequest, error) {
+func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*collogspb.ExportLogsServiceRequest, validutf8.Repairs, error) {
 	e := encoder{window: w, memDepth: opts.MemoryStackDepth}
 	if e.memDepth <= 0 {
 		e.memDepth = DefaultMemoryStackDepth
@@ -94,7 +100,7 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 		e.span(p.Span(w))
 		r, err := e.cpu(p.Data)
 		if err != nil {
-			return nil, fmt.Errorf("splunk: cpu profile: %w", err)
+			return nil, e.repairs, fmt.Errorf("splunk: cpu profile: %w", err)
 		}
 		if r != nil {
 			records = append(records, r)
@@ -104,14 +110,14 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 		e.span(w.Start, w.End)
 		r, err := e.allocation(p.Data)
 		if err != nil {
-			return nil, fmt.Errorf("splunk: heap profile: %w", err)
+			return nil, e.repairs, fmt.Errorf("splunk: heap profile: %w", err)
 		}
 		if r != nil {
 			records = append(records, r)
 		}
 	}
 	if len(records) == 0 {
-		return nil, nil
+		return nil, e.repairs, nil
 	}
 	return &collogspb.ExportLogsServiceRequest{
 		ResourceLogs: []*logspb.ResourceLogs{{
@@ -121,7 +127,7 @@ func Encode(w collect.Window, res *resourcepb.Resource, opts EncodeOptions) (*co
 				LogRecords: records,
 			}},
 		}},
-	}, nil
+	}, e.repairs, nil
 }
 
 func find(w collect.Window, name string) *collect.Profile {
@@ -142,6 +148,8 @@ type encoder struct {
 	eventTime  time.Time
 	memDepth   int
 	labels     []label
+	// repairs counts the strings of the bodies that were not valid UTF-8.
+	repairs validutf8.Repairs
 }
 
 // span sets the time range of the profile encoded next.
@@ -286,6 +294,7 @@ func (e *encoder) record(dataType string, w *pprofWriter, periodType pprofdecode
 		period:            period,
 		defaultSampleType: defaultType,
 	})
+	e.repairs.Add(w.repairs)
 	var buf bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)

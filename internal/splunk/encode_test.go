@@ -127,7 +127,7 @@ func testResource() *resourcepb.Resource {
 // envelope, and each body decoded back into pprof.
 func TestEncodeGolden(t *testing.T) {
 	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
-	req, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	req, _, err := Encode(w, testResource(), EncodeOptions{Memory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestEncode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := Encode(tt.window, testResource(), tt.opts)
+			req, _, err := Encode(tt.window, testResource(), tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +317,7 @@ func TestEncodeNothingToSend(t *testing.T) {
 		"goroutine profile":   handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			req, err := Encode(w, testResource(), EncodeOptions{})
+			req, _, err := Encode(w, testResource(), EncodeOptions{})
 			if err != nil || req != nil {
 				t.Fatalf("Encode = %v, %v; want nil, nil", req, err)
 			}
@@ -328,13 +328,13 @@ func TestEncodeNothingToSend(t *testing.T) {
 func TestEncodeInvalidProfile(t *testing.T) {
 	bad := handCPU()
 	bad.Samples[0].Locations = []int32{99}
-	_, err := Encode(handWindow(collect.Profile{Name: collect.CPU, Data: bad}), testResource(), EncodeOptions{})
+	_, _, err := Encode(handWindow(collect.Profile{Name: collect.CPU, Data: bad}), testResource(), EncodeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "location 99") {
 		t.Fatalf("err = %v, want one naming location 99", err)
 	}
 	noAlloc := handHeap()
 	noAlloc.SampleTypes = noAlloc.SampleTypes[2:]
-	_, err = Encode(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), testResource(), EncodeOptions{Memory: true})
+	_, _, err = Encode(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), testResource(), EncodeOptions{Memory: true})
 	if err == nil || !strings.Contains(err.Error(), "alloc_space") {
 		t.Fatalf("err = %v, want one naming alloc_space", err)
 	}
@@ -345,7 +345,7 @@ func BenchmarkEncode(b *testing.B) {
 	res := testResource()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Encode(w, res, EncodeOptions{Memory: true}); err != nil {
+		if _, _, err := Encode(w, res, EncodeOptions{Memory: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -361,7 +361,7 @@ func TestEncodeCPUSpan(t *testing.T) {
 		collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to},
 		collect.Profile{Name: collect.Heap, Data: handHeap()},
 	)
-	req, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	req, _, err := Encode(w, testResource(), EncodeOptions{Memory: true})
 	if err != nil {
 		t.Fatal(err)
 	}

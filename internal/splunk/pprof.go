@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // Field numbers of profile.proto (github.com/google/pprof/proto/profile.proto).
@@ -72,6 +73,8 @@ type pprofWriter struct {
 
 	strings map[string]int64
 	table   []string
+	// repairs counts the strings that were not valid UTF-8.
+	repairs validutf8.Repairs
 
 	// New ids, 1-based, of the source's locations, functions and mappings
 	// by index; 0 for the ones not (yet) used.
@@ -97,14 +100,25 @@ func newPprofWriter(src *pprofdecode.Profile) *pprofWriter {
 	return w
 }
 
-// str returns the string table index of s, adding it if needed.
+// str returns the string table index of s, adding it if needed. A string
+// that is not valid UTF-8 is added repaired, under the index of its
+// repaired form, as the OTLP encoding's dictionary does: profile.proto's
+// strings are proto3 strings, which a strict decoder refuses otherwise.
 func (w *pprofWriter) str(s string) int64 {
 	if i, ok := w.strings[s]; ok {
 		return i
 	}
+	v := w.repairs.String(s)
+	if v != s {
+		if i, ok := w.strings[v]; ok {
+			w.strings[s] = i
+			return i
+		}
+		w.strings[v] = int64(len(w.table))
+	}
 	i := int64(len(w.table))
 	w.strings[s] = i
-	w.table = append(w.table, s)
+	w.table = append(w.table, v)
 	return i
 }
 

@@ -522,7 +522,7 @@ func tlsFromEnv(e *envconfig.Reader) *tls.Config {
 		}
 		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
-			e.Warn(fmt.Errorf("%s=%q and %s=%q: %w; ignored", certName, envconfig.Shown(certFile), keyName, envconfig.Shown(keyFile), err))
+			e.Warn(fmt.Errorf("%s=%q and %s=%q: %w; ignored", certName, certFile, keyName, keyFile, err))
 			break
 		}
 		cfg.Certificates = []tls.Certificate{pair}
