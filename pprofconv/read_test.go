@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -165,5 +166,46 @@ func TestReadPathDirectory(t *testing.T) {
 	}
 	if strings.Join(sources, " ") != "profiles-1.pb profiles-2.json" {
 		t.Errorf("read %v, want profiles-1.pb and profiles-2.json", sources)
+	}
+}
+
+// endless is an input that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '{'
+	}
+	return len(p), nil
+}
+
+// TestReadLimit checks that Read stops at MaxInputSize, and that a regular
+// file longer than that is refused before it is read.
+func TestReadLimit(t *testing.T) {
+	want := "longer than 128 MiB, the most pprofotel reads from one input"
+	if _, err := pprofconv.Read(endless{}, "in"); err == nil || err.Error() != "in: "+want+": split it into smaller files" {
+		t.Errorf("Read of an endless input: error %v, want %q", err, want)
+	}
+	path := filepath.Join(t.TempDir(), "big.pb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no disk space taken.
+	if err := f.Truncate(pprofconv.MaxInputSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, read := range []func(string) ([]pprofconv.Request, error){pprofconv.ReadFile, pprofconv.ReadPath, func(p string) ([]pprofconv.Request, error) { return pprofconv.ReadPath(filepath.Dir(p)) }} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := read(path)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), path+": "+want) {
+			t.Errorf("error %v, want one containing %q", err, path+": "+want)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("allocated %d bytes refusing the file, want it refused before it is read", n)
+		}
 	}
 }
