@@ -135,7 +135,7 @@ func TestConvertErrors(t *testing.T) {
 			r := fixtureWindow("checkout", "a", 0)
 			r.Source = "w"
 			tt.mutate(&r)
-			if _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{}); err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+			if _, _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{}); err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 				t.Fatalf("Convert error %v, want one starting %q", err, tt.wantErr)
 			}
 		})

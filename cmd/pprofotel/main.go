@@ -31,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,8 +119,9 @@ func (s *selection) filter() (pprofconv.Filter, error) {
 
 // convert parses args with fs, which holds the selection's flags and
 // prints usage before them on -h, reads the paths among args and converts
-// the windows the flags select.
-func (s *selection) convert(fs *flag.FlagSet, usage string, args []string, stdin io.Reader) (map[string]*pprof.Profile, error) {
+// the windows the flags select, telling stderr what it repaired or left
+// out.
+func (s *selection) convert(fs *flag.FlagSet, usage string, args []string, stdin io.Reader, stderr io.Writer) (map[string]*pprof.Profile, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
@@ -149,10 +151,11 @@ func (s *selection) convert(fs *flag.FlagSet, usage string, args []string, stdin
 		}
 		reqs = append(reqs, r...)
 	}
-	profiles, err := pprofconv.Convert(reqs, f)
+	profiles, report, err := pprofconv.Convert(reqs, f)
 	if err != nil {
 		return nil, err
 	}
+	warn(stderr, report)
 	if len(profiles) == 0 {
 		return nil, fmt.Errorf("no window of %d requests matches the selection", len(reqs))
 	}
@@ -167,7 +170,7 @@ func runPprof(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	open := fs.String("open", "cpu", "with -http, the profile to open")
 	var sel selection
 	sel.register(fs, true)
-	profiles, err := sel.convert(fs, "usage: pprofotel pprof [flags] PATH...\n\nWrites DIR/<profile>.pb.gz for each runtime profile in the selected windows, merged.\n\n", args, stdin)
+	profiles, err := sel.convert(fs, "usage: pprofotel pprof [flags] PATH...\n\nWrites DIR/<profile>.pb.gz for each runtime profile in the selected windows, merged.\n\n", args, stdin, stderr)
 	if err != nil {
 		return err
 	}
@@ -198,7 +201,7 @@ func runPGO(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	out := fs.String("o", "default.pgo", "file to write the CPU profile to (go build -pgo=auto reads default.pgo in the main package's directory)")
 	sel := selection{profiles: "cpu"}
 	sel.register(fs, false)
-	profiles, err := sel.convert(fs, "usage: pprofotel pgo [flags] PATH...\n\nWrites the CPU samples of the selected windows, merged, for go build -pgo.\n\n", args, stdin)
+	profiles, err := sel.convert(fs, "usage: pprofotel pgo [flags] PATH...\n\nWrites the CPU samples of the selected windows, merged, for go build -pgo.\n\n", args, stdin, stderr)
 	if err != nil {
 		return err
 	}
@@ -211,6 +214,26 @@ func runPGO(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", *out, describe(p))
 	return nil
+}
+
+// maxDuplicatesListed is how many windows read twice warn prints by name.
+const maxDuplicatesListed = 10
+
+// warn prints, once each, what Convert repaired or left out.
+func warn(stderr io.Writer, r pprofconv.Report) {
+	for i, d := range r.Duplicates {
+		if i == maxDuplicatesListed {
+			fmt.Fprintf(stderr, "pprofotel: and %d more windows read twice, left out\n", len(r.Duplicates)-i)
+			break
+		}
+		fmt.Fprintf(stderr, "pprofotel: %s: %s window read already from %s (same profile ids and samples): left out\n", d.Source, d.Profile, d.First)
+	}
+	if r.NegativeValues > 0 {
+		fmt.Fprintf(stderr, "pprofotel: warning: %d sample values or periods below zero read as 0: the input was not written by a profiler\n", r.NegativeValues)
+	}
+	if r.SaturatedValues > 0 {
+		fmt.Fprintf(stderr, "pprofotel: warning: %d values past the int64 maximum held at %d: the input was not written by a profiler\n", r.SaturatedValues, int64(math.MaxInt64))
+	}
 }
 
 // names returns the keys of profiles in order.
