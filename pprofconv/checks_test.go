@@ -74,9 +74,10 @@ func TestConvertMergeMismatch(t *testing.T) {
 	}
 }
 
-// TestConvertValues checks that values below zero are read as zero, that
-// sums and products past the int64 maximum are held at it, both counted,
-// and that windows whose values add up past it are refused.
+// TestConvertValues checks that values below zero are read as zero and
+// counted, and that sums and products past the int64 maximum, within a
+// window or across windows, are refused: they wrapped (MaxInt64 + MaxInt64
+// was -2).
 func TestConvertValues(t *testing.T) {
 	const maxInt = math.MaxInt64
 	// window returns a CPU window whose samples all cite one stack, with
@@ -94,21 +95,25 @@ func TestConvertValues(t *testing.T) {
 		for _, v := range values {
 			prof.Samples = append(prof.Samples, &profilespb.Sample{StackIndex: stack, Values: []int64{v}})
 		}
+		r.Source = "w"
 		return r
 	}
 	tests := []struct {
-		name                string
-		reqs                []pprofconv.Request
-		samples, cpu        int64
-		negative, saturated int
-		wantErr             string
+		name         string
+		reqs         []pprofconv.Request
+		samples, cpu int64
+		negative     int
+		wantErr      string
 	}{
-		{"negative", []pprofconv.Request{window(t, 0, 10, 5, -4000, 7)}, 12, 120, 1, 0, ""},
-		{"sum past the maximum", []pprofconv.Request{window(t, 0, 1, maxInt, maxInt)}, maxInt, maxInt, 0, 1, ""},
-		{"value times period past the maximum", []pprofconv.Request{window(t, 0, 10_000_000, 1<<40)}, 1 << 40, maxInt, 0, 1, ""},
-		{"negative period", []pprofconv.Request{window(t, 0, -10, 3)}, 3, 0, 1, 0, ""},
-		{"windows add up past the maximum", []pprofconv.Request{window(t, 0, 1, maxInt/2+1), window(t, 1, 1, maxInt/2+1)}, 0, 0, 0, 0,
-			"cpu profile: the samples values of 2 windows add up past the int64 maximum"},
+		{"negative", []pprofconv.Request{window(t, 0, 10, 5, -4000, 7)}, 12, 120, 1, ""},
+		{"negative period", []pprofconv.Request{window(t, 0, -10, 3)}, 3, 0, 1, ""},
+		{"up to the maximum", []pprofconv.Request{window(t, 0, 1, maxInt-1, 1)}, maxInt, maxInt, 0, ""},
+		{"sum past the maximum", []pprofconv.Request{window(t, 0, 1, maxInt, maxInt)}, 0, 0, 0,
+			"w: cpu profile: samples values add up past the int64 maximum"},
+		{"value times period past the maximum", []pprofconv.Request{window(t, 0, 10_000_000, 1<<40)}, 0, 0, 0,
+			"w: cpu profile: cpu values, samples times the period 10000000, pass the int64 maximum"},
+		{"windows add up past the maximum", []pprofconv.Request{window(t, 0, 1, maxInt/2+1), window(t, 1, 1, maxInt/2+1)}, 0, 0, 0,
+			"cpu profile: the samples values of 2 windows add up past the int64 maximum (from w to w)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,8 +131,8 @@ func TestConvertValues(t *testing.T) {
 			if tot["cpu/samples"] != tt.samples || tot["cpu/cpu"] != tt.cpu {
 				t.Errorf("samples %d, cpu %d; want %d, %d", tot["cpu/samples"], tot["cpu/cpu"], tt.samples, tt.cpu)
 			}
-			if rep.NegativeValues != tt.negative || rep.SaturatedValues != tt.saturated {
-				t.Errorf("report %+v, want %d negative, %d saturated", rep, tt.negative, tt.saturated)
+			if rep.NegativeValues != tt.negative {
+				t.Errorf("report %+v, want %d negative values", rep, tt.negative)
 			}
 		})
 	}

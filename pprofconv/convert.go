@@ -58,10 +58,11 @@ type Filter struct {
 // returns an error naming the request's Source and the profile when an
 // index points outside the dictionary, a scope does not say which runtime
 // profile it holds, windows of one runtime profile have different sample
-// or period types, or values add up, across windows, past the int64
-// maximum. Within a window, a value below zero is read as zero and a sum
-// or a value times the period past the int64 maximum is held at it; the
-// Report counts both.
+// or period types, or the values of a sample type, within a window or
+// across windows, times the period where pprof wants them so, add up past
+// the int64 maximum (no profiler counts that far; pprof's Merge would
+// wrap). A value below zero, which no profiler writes either, is read as
+// zero and counted in the Report.
 //
 // Memory: a pprof sample holds each location of its stack and each label
 // value, where OTLP lets many samples cite one stack or one attribute, so
@@ -351,11 +352,14 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 	}
 	n := len(cols)
 	first := sp.Profiles[0]
+	if first.GetTimeUnixNano() > math.MaxInt64 || first.GetDurationNano() > math.MaxInt64 {
+		return nil, nil, fmt.Errorf("time %d and duration %d ns: past what pprof holds (int64 nanoseconds)", first.GetTimeUnixNano(), first.GetDurationNano())
+	}
 	c.p = &pprof.Profile{
 		SampleType:        make([]*pprof.ValueType, n),
 		DefaultSampleType: text(c.d, attr(c.d, scopeAttrs, attrDefaultSampleType)),
-		TimeNanos:         c.nanos(first.GetTimeUnixNano()),
-		DurationNanos:     c.nanos(first.GetDurationNano()),
+		TimeNanos:         int64(first.GetTimeUnixNano()),
+		DurationNanos:     int64(first.GetDurationNano()),
 		Period:            c.nonNegative(first.GetPeriod()),
 		// pprof's Parse gives a profile without a period type an empty
 		// one, and its Merge takes one for granted.
@@ -399,14 +403,22 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 				c.p.Sample = append(c.p.Sample, ps)
 			}
 			for _, v := range s.Values {
-				ps.Value[pos] = c.add(ps.Value[pos], c.nonNegative(v))
+				v = c.nonNegative(v)
+				if ps.Value[pos] > math.MaxInt64-v {
+					return nil, nil, fmt.Errorf("%s values add up past the int64 maximum: not values a profiler writes", col.Type)
+				}
+				ps.Value[pos] += v
 			}
 		}
 	}
 	for pos, col := range cols {
 		if col.scaledFrom >= 0 {
 			for _, s := range c.p.Sample {
-				s.Value[pos] = c.mul(s.Value[col.scaledFrom], c.p.Period)
+				v := s.Value[col.scaledFrom]
+				if c.p.Period != 0 && v > math.MaxInt64/c.p.Period {
+					return nil, nil, fmt.Errorf("%s values, %s times the period %d, pass the int64 maximum: not values a profiler writes", col.Type, cols[col.scaledFrom].Type, c.p.Period)
+				}
+				s.Value[pos] = v * c.p.Period
 			}
 		}
 	}

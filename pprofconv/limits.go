@@ -62,10 +62,6 @@ type Report struct {
 	// NegativeValues counts the sample values and periods below zero,
 	// read as zero: a profiler writes none.
 	NegativeValues int
-	// SaturatedValues counts the values held at the int64 maximum
-	// because a sum of values, a value times the period, or a time or
-	// duration went past it.
-	SaturatedValues int
 	// Duplicates lists the windows left out because they had been read
 	// already.
 	Duplicates []Duplicate
@@ -158,14 +154,6 @@ func identify(seed maphash.Seed, name string, sp *profilespb.ScopeProfiles, p *p
 // held at the int64 maximum.
 func nanos(v uint64) int64 { return int64(min(v, math.MaxInt64)) }
 
-// nanos is nanos, counting the values held.
-func (c *converter) nanos(v uint64) int64 {
-	if v > math.MaxInt64 {
-		c.report.SaturatedValues++
-	}
-	return nanos(v)
-}
-
 // nonNegative returns v, or zero, counted, for v below zero.
 func (c *converter) nonNegative(v int64) int64 {
 	if v < 0 {
@@ -173,24 +161,6 @@ func (c *converter) nonNegative(v int64) int64 {
 		return 0
 	}
 	return v
-}
-
-// add returns a+b for a and b not below zero, held at the int64 maximum.
-func (c *converter) add(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		c.report.SaturatedValues++
-		return math.MaxInt64
-	}
-	return a + b
-}
-
-// mul returns a*b for a and b not below zero, held at the int64 maximum.
-func (c *converter) mul(a, b int64) int64 {
-	if b != 0 && a > math.MaxInt64/b {
-		c.report.SaturatedValues++
-		return math.MaxInt64
-	}
-	return a * b
 }
 
 // addSaturated returns a+b for a and b not below zero, held at the int64

@@ -24,6 +24,30 @@
 //
 //	go run ./cmd/pprofotel pgo -o default.pgo /tmp/profiles
 //	go build -pgo=default.pgo ./...
+//
+// An output file is replaced whole, never left half written; when it is a
+// symbolic link, the file it points to is replaced and the link stays.
+//
+// # Untrusted input
+//
+// The command reads any file without panicking, hanging or running out of
+// memory, and names the file and what is wrong with it when it refuses it:
+//
+//   - It reads at most 128 MiB (pprofconv.MaxInputSize) from any one input,
+//     a file, a file in a directory or standard input. In a directory it
+//     reads regular files only (through symbolic links too) and refuses named
+//     pipes and devices, without opening a pipe.
+//   - The pprof profiles it builds hold at most 8 locations, label values
+//     and sample values per byte of OTLP input, plus about a million
+//     (pprofconv.ExpansionPerByte, pprofconv.ExpansionBase); the profiler's
+//     own windows hold about 0.1. Its memory is then at most some 40 bytes
+//     for each of them, on top of the decoded input (which protobuf and JSON
+//     decoding make up to some tens of times the input's size).
+//   - Windows of one profile with different sample or period types, and
+//     values that add up past the int64 maximum, are refused; values below
+//     zero are read as zero, with a warning that counts them.
+//   - A window read twice (the same profile ids and samples, as in two
+//     copies of a file) is converted once; the command says which.
 package main
 
 import (
@@ -31,7 +55,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,9 +253,6 @@ func warn(stderr io.Writer, r pprofconv.Report) {
 	}
 	if r.NegativeValues > 0 {
 		fmt.Fprintf(stderr, "pprofotel: warning: %d sample values or periods below zero read as 0: the input was not written by a profiler\n", r.NegativeValues)
-	}
-	if r.SaturatedValues > 0 {
-		fmt.Fprintf(stderr, "pprofotel: warning: %d values past the int64 maximum held at %d: the input was not written by a profiler\n", r.SaturatedValues, int64(math.MaxInt64))
 	}
 }
 
