@@ -67,12 +67,12 @@ type Filter struct {
 // Memory: a pprof sample holds each location of its stack and each label
 // value, where OTLP lets many samples cite one stack or one attribute, so
 // a small request can stand for a huge pprof profile. Convert refuses, with
-// an error saying so, input whose pprof form would hold more than
-// ExpansionPerByte locations, label values and sample values per byte of
-// its OTLP protobuf encoding, plus ExpansionBase. What Convert allocates
-// is proportional to that count: at most 40 bytes for each, the merge and
-// its maps included (about 21 measured, see TestConvertMemoryBound), on
-// top of the decoded requests.
+// an error saying so, input whose pprof form would pass ExpansionPerByte
+// units per byte of its OTLP protobuf encoding, plus ExpansionBase (a
+// location or a sample value is a unit, a label value 8). What Convert
+// allocates on top of the decoded requests is at most 40 bytes a unit, the
+// merge included, and writing the profile with WriteFile as much again
+// (TestConvertMemoryBound, and TestCommandMemoryBound in cmd/pprofotel).
 func Convert(reqs []Request, f Filter) (map[string]*pprof.Profile, Report, error) {
 	type part struct {
 		p        *pprof.Profile
@@ -471,7 +471,7 @@ func (c *converter) sample(s *profilespb.Sample, n int) (*pprof.Sample, error) {
 		if s.LinkIndex < 0 || int(s.LinkIndex) >= len(c.d.GetLinkTable()) {
 			return nil, fmt.Errorf("link index %d out of range [0,%d)", s.LinkIndex, len(c.d.GetLinkTable()))
 		}
-		if err := c.room.spend(2); err != nil {
+		if err := c.room.spend(2 * labelUnits); err != nil {
 			return nil, err
 		}
 		l := c.d.LinkTable[s.LinkIndex]
@@ -492,7 +492,7 @@ func (c *converter) attribute(i int32) (*profilespb.KeyValueAndUnit, error) {
 }
 
 func (c *converter) addLabel(ps *pprof.Sample, k, unit string, v *commonpb.AnyValue) error {
-	if err := c.room.spend(1); err != nil {
+	if err := c.room.spend(labelUnits); err != nil {
 		return err
 	}
 	str := func(s string) {

@@ -14,21 +14,28 @@ import (
 )
 
 // The expansion budget of Convert: the pprof form of the input may hold
-// ExpansionPerByte locations, label values and sample values (units) for
-// each byte of the input's OTLP protobuf encoding, plus ExpansionBase.
+// ExpansionPerByte units for each byte of the input's OTLP protobuf
+// encoding, plus ExpansionBase. A pprof sample, each of its values and each
+// location of its stack count one unit; each label value counts
+// labelUnits, since pprof's encoder spends some 8 times as much memory on a
+// label as on a location (about 160 bytes against 20).
 //
-// The profiler's own windows hold about 0.1 unit per byte (see
-// TestProfilerWindowsWithinBudget in cmd/pprofotel). The most a window of
-// a Go program can reach is about 4: a sample of the deepest stack
+// The profiler's own windows hold less than one unit per byte (see
+// TestProfilerWindowsWithinBudget in cmd/pprofotel). The most a window of a
+// Go program can reach is about 4: a sample of the deepest stack
 // runtime/pprof records, 128 frames, with a span link of its own, costs
-// some 30 bytes. Input past 8 is made for the purpose: one stack of 20,000
-// locations cited by 4,000 samples, each with a span link of its own, is
-// 104 KB of OTLP and 80 million pprof locations (2.7 GB); one attribute of
-// 10,000 strings cited by 8,000 samples is 58 KB and 80 million labels.
+// some 30 bytes of OTLP. Input past 8 is made for the purpose: one stack of
+// 20,000 locations cited by 4,000 samples, each with a span link of its
+// own, is 104 KB of OTLP and 80 million pprof locations (2.7 GB); one
+// attribute of 10,000 strings cited by 8,000 samples is 58 KB and 80
+// million labels.
 const (
 	ExpansionPerByte = 8
 	ExpansionBase    = 1 << 20
 )
+
+// labelUnits is what a label value counts against the expansion budget.
+const labelUnits = 8
 
 // budget counts down what the pprof form of the input may still hold.
 type budget struct {
@@ -50,9 +57,9 @@ func newBudget(reqs []Request) *budget {
 func (b *budget) spend(n int) error {
 	b.left -= int64(n)
 	if b.left < 0 {
-		return fmt.Errorf("the pprof form of the input would hold more than %d locations, label values and sample values "+
-			"(%d per byte of its %d bytes of OTLP protobuf, plus %d): stacks or attributes cited by very many samples; "+
-			"convert fewer windows at once if they are genuine", b.limit, ExpansionPerByte, b.input, ExpansionBase)
+		return fmt.Errorf("the pprof form of the input would pass %d units (a location or a sample value 1, a label value %d; "+
+			"%d per byte of its %d bytes of OTLP protobuf, plus %d): stacks or attributes cited by very many samples; "+
+			"convert fewer windows at once if they are genuine", b.limit, labelUnits, ExpansionPerByte, b.input, ExpansionBase)
 	}
 	return nil
 }

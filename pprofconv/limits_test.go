@@ -106,7 +106,7 @@ func TestConvertRefusesExpansion(t *testing.T) {
 			budget := uint64(pprofconv.ExpansionBase + pprofconv.ExpansionPerByte*size)
 			var err error
 			n := allocated(func() { _, _, err = pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{}) })
-			want := fmt.Sprintf("%s: cpu profile: the pprof form of the input would hold more than %d locations, label values and sample values (8 per byte of its %d bytes of OTLP protobuf, plus 1048576)", r.Source, budget, size)
+			want := fmt.Sprintf("%s: cpu profile: the pprof form of the input would pass %d units (a location or a sample value 1, a label value 8; 8 per byte of its %d bytes of OTLP protobuf, plus 1048576)", r.Source, budget, size)
 			if err == nil || !strings.HasPrefix(err.Error(), want) {
 				t.Fatalf("Convert error %v, want one starting %q", err, want)
 			}
@@ -130,10 +130,10 @@ func TestConvertMemoryBound(t *testing.T) {
 	stack := d.StackTable[len(d.StackTable)-1]
 	size := proto.Size(r.Request)
 	budget := pprofconv.ExpansionBase + pprofconv.ExpansionPerByte*size
-	// 4,000 samples of 1 + 1 value + 2 link labels + depth units each, and
+	// 4,000 samples of 1 + 1 value + 2 link labels of 8 + depth units each, and
 	// each location index one byte of the input: the deepest stack within
 	// the budget, less 5 %.
-	depth := (budget - pprofconv.ExpansionPerByte*len(stack.LocationIndices) - 4000*4) / (4000 - pprofconv.ExpansionPerByte) * 95 / 100
+	depth := (budget - pprofconv.ExpansionPerByte*len(stack.LocationIndices) - 4000*18) / (4000 - pprofconv.ExpansionPerByte) * 95 / 100
 	stack.LocationIndices = stack.LocationIndices[:depth]
 	size = proto.Size(r.Request)
 	var err error

@@ -209,3 +209,41 @@ func TestReadLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestReadMemoryBound checks the multiple of its size that reading an input
+// allocates, as package pprofconv's doc states it, on the worst inputs: a
+// flood of empty messages, each a few bytes and a struct of some 80 bytes
+// decoded, and in JSON a flood of small numbers.
+func TestReadMemoryBound(t *testing.T) {
+	var dict []byte
+	for range 200_000 {
+		dict = protowire.AppendTag(dict, 7, protowire.BytesType) // an empty stack
+		dict = protowire.AppendBytes(dict, nil)
+	}
+	bin := protowire.AppendTag(nil, 2, protowire.BytesType)
+	bin = protowire.AppendBytes(bin, dict)
+	bin = protowire.AppendTag(bin, 1, protowire.BytesType) // an empty resource_profiles
+	bin = protowire.AppendBytes(bin, nil)
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"protobuf, empty messages", bin},
+		{"json, empty objects", []byte(`{"resourceProfiles":[{}],"dictionary":{"stackTable":[` + strings.Repeat("{},", 200_000) + `{}]}}`)},
+		{"json, numbers", []byte(`{"resourceProfiles":[{}],"dictionary":{"stackTable":[{"locationIndices":[` + strings.Repeat("1,", 300_000) + `1]}]}}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = pprofconv.Read(bytes.NewReader(tt.data), "in") })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ratio := float64(n) / float64(len(tt.data)); ratio > 128 {
+				t.Errorf("reading %d bytes allocated %d, %.0f times as much; the doc states at most 128", len(tt.data), n, ratio)
+			} else {
+				t.Logf("%d bytes: %.0f times as much allocated", len(tt.data), ratio)
+			}
+		})
+	}
+}

@@ -90,13 +90,24 @@ func writeTarget(path string) (string, os.FileMode, error) {
 // one sample. The compiler reads the call edges and their weights only, and
 // the span labels would make the file several times larger.
 func PGO(cpu *pprof.Profile) (*pprof.Profile, error) {
-	p := cpu.Copy()
-	for _, s := range p.Sample {
-		s.Label, s.NumLabel, s.NumUnit = nil, nil, nil
+	// A shallow copy with samples of their own: Merge reads its sources
+	// and builds its result anew, and Copy would encode and decode the
+	// whole profile (and panics on what it cannot decode).
+	p := pprof.Profile{
+		SampleType: cpu.SampleType, DefaultSampleType: cpu.DefaultSampleType,
+		Mapping: cpu.Mapping, Location: cpu.Location, Function: cpu.Function,
+		PeriodType: cpu.PeriodType, Period: cpu.Period,
+		TimeNanos: cpu.TimeNanos, DurationNanos: cpu.DurationNanos,
+		Comments: cpu.Comments, DocURL: cpu.DocURL,
+		DropFrames: cpu.DropFrames, KeepFrames: cpu.KeepFrames,
+	}
+	p.Sample = make([]*pprof.Sample, len(cpu.Sample))
+	for i, s := range cpu.Sample {
+		p.Sample[i] = &pprof.Sample{Location: s.Location, Value: s.Value}
 	}
 	// Merging a profile with itself alone merges its samples of the same
 	// stack and labels.
-	m, err := pprof.Merge([]*pprof.Profile{p})
+	m, err := pprof.Merge([]*pprof.Profile{&p})
 	if err != nil {
 		return nil, fmt.Errorf("pgo profile: %w", err)
 	}

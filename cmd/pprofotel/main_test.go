@@ -346,9 +346,9 @@ func TestBadInput(t *testing.T) {
 
 // TestProfilerWindowsWithinBudget checks that the profiler's own windows
 // stay far within pprofconv's expansion budget: the pprof form of each
-// holds at most one location, label value or sample value per byte of its
-// OTLP encoding, an eighth of what Convert accepts. pprofconv.ExpansionPerByte
-// documents the figure this measures (about 0.1).
+// holds at most one unit (a location or sample value, an eighth of a label
+// value) per byte of its OTLP encoding, an eighth of what Convert accepts.
+// pprofconv.ExpansionPerByte documents the figure this measures.
 func TestProfilerWindowsWithinBudget(t *testing.T) {
 	reqs, err := pprofconv.ReadPath(profiledDir(t, 3))
 	if err != nil {
@@ -363,11 +363,12 @@ func TestProfilerWindowsWithinBudget(t *testing.T) {
 		for _, p := range profiles {
 			for _, s := range p.Sample {
 				units += 1 + len(s.Value) + len(s.Location)
+				// A label value counts 8.
 				for _, v := range s.Label {
-					units += len(v)
+					units += 8 * len(v)
 				}
 				for _, v := range s.NumLabel {
-					units += len(v)
+					units += 8 * len(v)
 				}
 			}
 		}
