@@ -82,24 +82,36 @@ func ReadPath(path string) ([]Request, error) {
 }
 
 // readRegular reads the requests in the file at path if it is a regular
-// file, or the target of a symbolic link that is one. It opens the file
-// without blocking and checks what it opened, not what a Stat before saw:
-// opening a named pipe for reading would otherwise wait for a writer, and
-// the entry can be replaced between a Stat and the open.
+// file, or the target of a symbolic link that is one. It looks before it
+// opens, since opening a device can have effects of its own and opening a
+// named pipe for reading waits for a writer; and it opens without blocking
+// and checks what it opened, since the entry can be replaced in between.
 func readRegular(path string) ([]Request, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, notRegular(path, info)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
+	if info, err = f.Stat(); err != nil {
 		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s): refusing to read it from a directory; name it on the command line to read it", path, fileKind(info.Mode()))
+		return nil, notRegular(path, info)
 	}
 	return readFile(f, info, path)
+}
+
+// notRegular is the error for a file in a directory that is not a regular
+// file.
+func notRegular(path string, info fs.FileInfo) error {
+	return fmt.Errorf("%s: not a regular file (%s): refusing to read it from a directory; name it on the command line to read it", path, fileKind(info.Mode()))
 }
 
 // fileKind names the type of a file that is not a regular one.
