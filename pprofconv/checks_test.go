@@ -113,7 +113,7 @@ func TestConvertValues(t *testing.T) {
 		{"value times period past the maximum", []pprofconv.Request{window(t, 0, 10_000_000, 1<<40)}, 0, 0, 0,
 			"w: cpu profile: cpu values, samples times the period 10000000, pass the int64 maximum"},
 		{"windows add up past the maximum", []pprofconv.Request{window(t, 0, 1, maxInt/2+1), window(t, 1, 1, maxInt/2+1)}, 0, 0, 0,
-			"cpu profile: the samples values of 2 windows add up past the int64 maximum (from w to w)"},
+			"cpu profile: samples values add up past the int64 maximum over the windows from w to w"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

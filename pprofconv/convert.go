@@ -189,8 +189,8 @@ func merge(srcs []*pprof.Profile, sources []string) (*pprof.Profile, error) {
 		for j, p := range srcs {
 			for _, s := range p.Sample {
 				if total > math.MaxInt64-s.Value[i] {
-					return nil, fmt.Errorf("the %s values of %d windows add up past the int64 maximum (from %s to %s): not values a profiler writes",
-						st.Type, len(srcs), sources[0], sources[j])
+					return nil, fmt.Errorf("%s values add up past the int64 maximum over the windows from %s to %s: not values a profiler writes",
+						st.Type, sources[0], sources[j])
 				}
 				total += s.Value[i]
 			}
