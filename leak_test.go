@@ -167,7 +167,7 @@ func TestGoroutineLeakProfile(t *testing.T) {
 
 	// Converted back to pprof, the windows merge into the latest snapshot,
 	// as runtime/pprof writes the profile.
-	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"goroutineleak"}})
+	profiles, _, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"goroutineleak"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -324,7 +324,7 @@ func TestWindowsAreLossless(t *testing.T) {
 		if err := otlptest.Validate(reqs[0].Request); err != nil {
 			t.Fatalf("window %d: %v", w, err)
 		}
-		sent, err := pprofconv.Convert(reqs, pprofconv.Filter{})
+		sent, _, err := pprofconv.Convert(reqs, pprofconv.Filter{})
 		if err != nil {
 			t.Fatalf("window %d: %v", w, err)
 		}

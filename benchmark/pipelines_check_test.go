@@ -45,7 +45,7 @@ func TestPipelinesAgree(t *testing.T) {
 		if err := otlptest.Validate(o.req); err != nil {
 			t.Fatalf("window %d: ours is not a valid request: %v", w, err)
 		}
-		got, err := pprofconv.Convert([]pprofconv.Request{{Source: fmt.Sprint("window ", w), Request: o.req}}, pprofconv.Filter{})
+		got, _, err := pprofconv.Convert([]pprofconv.Request{{Source: fmt.Sprint("window ", w), Request: o.req}}, pprofconv.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}

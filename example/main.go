@@ -364,7 +364,7 @@ func (p *windowPrinter) printNew() {
 // function is on top of the stack (the innermost frame, inlined frames
 // counting), as go tool pprof -top ranks them.
 func summarize(file string, reqs []pprofconv.Request) (string, error) {
-	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{})
+	profiles, _, err := pprofconv.Convert(reqs, pprofconv.Filter{})
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,8 @@ package pprofconv
 import (
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,20 +44,50 @@ type Filter struct {
 // the merged profile holds the latest snapshot of each process (resource)
 // instead of a sum.
 //
+// A window read twice (two copies of a file, or a file and the Collector's
+// copy of the same request) is converted once: a window is told by the
+// profile_id of its Profiles and, since the parts of a window split into
+// several requests share those ids, by its samples. The Report lists the
+// windows left out.
+//
 // A span link comes back as the labels trace_id and span_id, in lower-case
 // hex; other sample attributes as string or numeric labels. Every returned
-// profile passes pprof's CheckValid. Convert returns an error naming the
-// request's Source when an index points outside the dictionary or a scope
-// does not say which runtime profile it holds.
-func Convert(reqs []Request, f Filter) (map[string]*pprof.Profile, error) {
+// profile passes pprof's CheckValid.
+//
+// Convert checks what it reads before it builds anything from it, and
+// returns an error naming the request's Source and the profile when an
+// index points outside the dictionary, a scope does not say which runtime
+// profile it holds, windows of one runtime profile have different sample
+// or period types, or the values of a sample type, within a window or
+// across windows, times the period where pprof wants them so, add up past
+// the int64 maximum (no profiler counts that far; pprof's Merge would
+// wrap). A value below zero, which no profiler writes either, is read as
+// zero and counted in the Report.
+//
+// Memory: a pprof sample holds each location of its stack and each label
+// value, where OTLP lets many samples cite one stack or one attribute, so
+// a small request can stand for a huge pprof profile. Convert refuses, with
+// an error saying so, input whose pprof form would pass ExpansionPerByte
+// units per byte of its OTLP protobuf encoding, plus ExpansionBase (a
+// location or a sample value is a unit, a label value 8). What Convert
+// allocates on top of the decoded requests is at most 40 bytes a unit, the
+// merge included, and writing the profile with WriteFile as much again
+// (TestConvertMemoryBound, and TestCommandMemoryBound in cmd/pprofotel).
+func Convert(reqs []Request, f Filter) (map[string]*pprof.Profile, Report, error) {
 	type part struct {
 		p        *pprof.Profile
 		cols     []column
 		resource string
+		source   string
 	}
+	var rep Report
+	room := newBudget(reqs)
 	parts := make(map[string][]part)
 	// latest is the start of the last window, by profile name and resource.
 	latest := make(map[[2]string]int64)
+	// seen holds the windows converted, with where each was read.
+	seen := make(map[windowID]string)
+	seed := maphash.MakeSeed()
 	for _, r := range reqs {
 		d := r.Request.GetDictionary()
 		for _, rp := range r.Request.GetResourceProfiles() {
@@ -69,17 +101,24 @@ func Convert(reqs []Request, f Filter) (map[string]*pprof.Profile, error) {
 				}
 				name := text(d, attr(d, sp.GetScope().GetAttributes(), attrProfileName))
 				if name == "" {
-					return nil, fmt.Errorf("%s: scope_profiles[%d] lacks the attribute %s naming its runtime profile: not written by pprofotel", r.Source, i, attrProfileName)
+					return nil, rep, fmt.Errorf("%s: scope_profiles[%d] lacks the attribute %s naming its runtime profile: not written by pprofotel", r.Source, i, attrProfileName)
 				}
 				if len(f.Profiles) > 0 && !slices.Contains(f.Profiles, name) {
 					continue
 				}
-				c := &converter{d: d}
+				c := &converter{d: d, room: room, report: &rep}
 				p, cols, err := c.scope(name, sp)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %s profile: %w", r.Source, name, err)
+					return nil, rep, fmt.Errorf("%s: %s profile: %w", r.Source, name, err)
 				}
-				parts[name] = append(parts[name], part{p, cols, res})
+				if id, ok := identify(seed, name, sp, p); ok {
+					if first, dup := seen[id]; dup {
+						rep.Duplicates = append(rep.Duplicates, Duplicate{Profile: name, Source: r.Source, First: first})
+						continue
+					}
+					seen[id] = r.Source
+				}
+				parts[name] = append(parts[name], part{p, cols, res, r.Source})
 				k := [2]string{name, res}
 				latest[k] = max(latest[k], p.TimeNanos)
 			}
@@ -88,25 +127,27 @@ func Convert(reqs []Request, f Filter) (map[string]*pprof.Profile, error) {
 	out := make(map[string]*pprof.Profile, len(parts))
 	for name, ps := range parts {
 		srcs := make([]*pprof.Profile, 0, len(ps))
+		sources := make([]string, 0, len(ps))
 		for _, pt := range ps {
 			if pt.p.TimeNanos < latest[[2]string{name, pt.resource}] {
 				clearSnapshots(pt.p, pt.cols)
 			}
 			srcs = append(srcs, pt.p)
+			sources = append(sources, pt.source)
 		}
-		merged, err := merge(srcs)
+		merged, err := merge(srcs, sources)
 		if err != nil {
-			return nil, fmt.Errorf("merging %d %s profiles: %w", len(srcs), name, err)
+			return nil, rep, fmt.Errorf("%s profile: %w", name, err)
 		}
 		out[name] = merged
 	}
-	return out, nil
+	return out, rep, nil
 }
 
 // selects reports whether the window of p overlaps f's time range.
 func (f Filter) selects(p *profilespb.Profile) bool {
-	start := int64(p.GetTimeUnixNano())
-	end := start + int64(p.GetDurationNano())
+	start := nanos(p.GetTimeUnixNano())
+	end := addSaturated(start, nanos(p.GetDurationNano()))
 	if !f.Start.IsZero() && end <= f.Start.UnixNano() {
 		return false
 	}
@@ -125,10 +166,38 @@ func clearSnapshots(p *pprof.Profile, cols []column) {
 	}
 }
 
-// merge merges srcs with pprof's Merge, which adds up the samples with the
-// same stack and labels, after dropping the samples that hold only zeros.
-func merge(srcs []*pprof.Profile) (*pprof.Profile, error) {
+// merge merges srcs, read from sources, with pprof's Merge, which adds up
+// the samples with the same stack and labels, after dropping the samples
+// that hold only zeros. It checks first what Merge takes for granted, and
+// names the sources that break it: the same period and sample types in
+// every profile, and totals that int64 holds (Merge adds without a check).
+func merge(srcs []*pprof.Profile, sources []string) (*pprof.Profile, error) {
+	first := srcs[0]
+	for i, p := range srcs[1:] {
+		if !sameTypes(p.SampleType, first.SampleType) {
+			return nil, fmt.Errorf("%s and %s: windows of different sample types, %s and %s: convert them apart (select with -from, -to or -service)",
+				sources[0], sources[i+1], typeList(first.SampleType), typeList(p.SampleType))
+		}
+		if !sameTypes([]*pprof.ValueType{p.PeriodType}, []*pprof.ValueType{first.PeriodType}) {
+			return nil, fmt.Errorf("%s and %s: windows of different period types, %s and %s: convert them apart (select with -from, -to or -service)",
+				sources[0], sources[i+1], typeName(first.PeriodType), typeName(p.PeriodType))
+		}
+	}
+	var duration int64
+	for i, st := range first.SampleType {
+		var total int64
+		for j, p := range srcs {
+			for _, s := range p.Sample {
+				if total > math.MaxInt64-s.Value[i] {
+					return nil, fmt.Errorf("%s values add up past the int64 maximum over the windows from %s to %s: not values a profiler writes",
+						st.Type, sources[0], sources[j])
+				}
+				total += s.Value[i]
+			}
+		}
+	}
 	for _, p := range srcs {
+		duration = addSaturated(duration, p.DurationNanos)
 		p.Sample = slices.DeleteFunc(p.Sample, func(s *pprof.Sample) bool {
 			return !slices.ContainsFunc(s.Value, func(v int64) bool { return v != 0 })
 		})
@@ -139,11 +208,34 @@ func merge(srcs []*pprof.Profile) (*pprof.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.DefaultSampleType = srcs[0].DefaultSampleType
+	m.DurationNanos = duration
+	m.DefaultSampleType = first.DefaultSampleType
 	if err := m.CheckValid(); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// sameTypes reports whether a and b hold the same types and units.
+func sameTypes(a, b []*pprof.ValueType) bool {
+	return slices.EqualFunc(a, b, func(x, y *pprof.ValueType) bool { return typeName(x) == typeName(y) })
+}
+
+// typeList spells sample types as go tool pprof shows them.
+func typeList(ts []*pprof.ValueType) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = typeName(t)
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// typeName spells a value type as type/unit, or "none".
+func typeName(t *pprof.ValueType) string {
+	if t == nil || t.Type == "" && t.Unit == "" {
+		return "none"
+	}
+	return t.Type + "/" + t.Unit
 }
 
 // resourceKey identifies a resource by its attributes, in a canonical order.
@@ -201,7 +293,11 @@ func text(d *profilespb.ProfilesDictionary, v *commonpb.AnyValue) string {
 // converter rebuilds the pprof profile of one scope, resolving the
 // dictionary's indices once each.
 type converter struct {
-	d         *profilespb.ProfilesDictionary
+	d *profilespb.ProfilesDictionary
+	// room is what is left of the expansion budget of the conversion.
+	room *budget
+	// report counts the values repaired.
+	report    *Report
 	p         *pprof.Profile
 	mappings  map[int32]*pprof.Mapping
 	locations map[int32]*pprof.Location
@@ -256,12 +352,18 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 	}
 	n := len(cols)
 	first := sp.Profiles[0]
+	if first.GetTimeUnixNano() > math.MaxInt64 || first.GetDurationNano() > math.MaxInt64 {
+		return nil, nil, fmt.Errorf("time %d and duration %d ns: past what pprof holds (int64 nanoseconds)", first.GetTimeUnixNano(), first.GetDurationNano())
+	}
 	c.p = &pprof.Profile{
 		SampleType:        make([]*pprof.ValueType, n),
 		DefaultSampleType: text(c.d, attr(c.d, scopeAttrs, attrDefaultSampleType)),
 		TimeNanos:         int64(first.GetTimeUnixNano()),
 		DurationNanos:     int64(first.GetDurationNano()),
-		Period:            first.GetPeriod(),
+		Period:            c.nonNegative(first.GetPeriod()),
+		// pprof's Parse gives a profile without a period type an empty
+		// one, and its Merge takes one for granted.
+		PeriodType: &pprof.ValueType{},
 	}
 	for i := range cols {
 		c.p.SampleType[i] = &cols[i].ValueType
@@ -301,6 +403,10 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 				c.p.Sample = append(c.p.Sample, ps)
 			}
 			for _, v := range s.Values {
+				v = c.nonNegative(v)
+				if ps.Value[pos] > math.MaxInt64-v {
+					return nil, nil, fmt.Errorf("%s values add up past the int64 maximum: not values a profiler writes", col.Type)
+				}
 				ps.Value[pos] += v
 			}
 		}
@@ -308,7 +414,11 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 	for pos, col := range cols {
 		if col.scaledFrom >= 0 {
 			for _, s := range c.p.Sample {
-				s.Value[pos] = s.Value[col.scaledFrom] * c.p.Period
+				v := s.Value[col.scaledFrom]
+				if c.p.Period != 0 && v > math.MaxInt64/c.p.Period {
+					return nil, nil, fmt.Errorf("%s values, %s times the period %d, pass the int64 maximum: not values a profiler writes", col.Type, cols[col.scaledFrom].Type, c.p.Period)
+				}
+				s.Value[pos] = v * c.p.Period
 			}
 		}
 	}
@@ -319,11 +429,15 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 }
 
 func (c *converter) sample(s *profilespb.Sample, n int) (*pprof.Sample, error) {
-	ps := &pprof.Sample{Value: make([]int64, n)}
 	if s.StackIndex < 0 || int(s.StackIndex) >= len(c.d.GetStackTable()) {
 		return nil, fmt.Errorf("stack index %d out of range [0,%d)", s.StackIndex, len(c.d.GetStackTable()))
 	}
-	for _, li := range c.d.StackTable[s.StackIndex].GetLocationIndices() {
+	stack := c.d.StackTable[s.StackIndex].GetLocationIndices()
+	if err := c.room.spend(1 + n + len(stack)); err != nil {
+		return nil, err
+	}
+	ps := &pprof.Sample{Value: make([]int64, n), Location: make([]*pprof.Location, 0, len(stack))}
+	for _, li := range stack {
 		loc, err := c.location(li)
 		if err != nil {
 			return nil, err
@@ -357,6 +471,9 @@ func (c *converter) sample(s *profilespb.Sample, n int) (*pprof.Sample, error) {
 		if s.LinkIndex < 0 || int(s.LinkIndex) >= len(c.d.GetLinkTable()) {
 			return nil, fmt.Errorf("link index %d out of range [0,%d)", s.LinkIndex, len(c.d.GetLinkTable()))
 		}
+		if err := c.room.spend(2 * labelUnits); err != nil {
+			return nil, err
+		}
 		l := c.d.LinkTable[s.LinkIndex]
 		if ps.Label == nil {
 			ps.Label = make(map[string][]string)
@@ -375,6 +492,9 @@ func (c *converter) attribute(i int32) (*profilespb.KeyValueAndUnit, error) {
 }
 
 func (c *converter) addLabel(ps *pprof.Sample, k, unit string, v *commonpb.AnyValue) error {
+	if err := c.room.spend(labelUnits); err != nil {
+		return err
+	}
 	str := func(s string) {
 		if ps.Label == nil {
 			ps.Label = make(map[string][]string)
@@ -400,6 +520,22 @@ func (c *converter) addLabel(ps *pprof.Sample, k, unit string, v *commonpb.AnyVa
 		ps.NumLabel[k] = append(ps.NumLabel[k], x.IntValue)
 		ps.NumUnit[k] = append(ps.NumUnit[k], unit)
 	case *commonpb.AnyValue_ArrayValue:
+		if vs := x.ArrayValue.GetValues(); len(vs) > 0 {
+			// One allocation for the whole array, not one per doubling.
+			if _, ok := vs[0].GetValue().(*commonpb.AnyValue_IntValue); ok {
+				if ps.NumLabel == nil {
+					ps.NumLabel = make(map[string][]int64)
+					ps.NumUnit = make(map[string][]string)
+				}
+				ps.NumLabel[k] = slices.Grow(ps.NumLabel[k], len(vs))
+				ps.NumUnit[k] = slices.Grow(ps.NumUnit[k], len(vs))
+			} else {
+				if ps.Label == nil {
+					ps.Label = make(map[string][]string)
+				}
+				ps.Label[k] = slices.Grow(ps.Label[k], len(vs))
+			}
+		}
 		for _, e := range x.ArrayValue.GetValues() {
 			if err := c.addLabel(ps, k, unit, e); err != nil {
 				return err

@@ -141,7 +141,7 @@ func roundTrip(t *testing.T, inputs []otlp.Input) map[string]*pprofprofile.Profi
 	if err := otlptest.Validate(req); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	got, err := pprofconv.Convert([]pprofconv.Request{{Source: "request", Request: req}}, pprofconv.Filter{})
+	got, _, err := pprofconv.Convert([]pprofconv.Request{{Source: "request", Request: req}}, pprofconv.Filter{})
 	if err != nil {
 		t.Fatalf("Convert: %v", err)
 	}

@@ -17,4 +17,24 @@
 // value per timestamp (the off-CPU profile's waits) becomes one pprof sample
 // holding their sum. PGO reduces a merged CPU profile to what the Go
 // compiler uses.
+//
+// # Untrusted input
+//
+// What Read and Convert are given may come from anywhere, and they bound
+// the memory it can cost, refusing with an error that names the input and
+// the limit what goes past it, never with a panic or a hang:
+//
+//   - Read reads at most MaxInputSize (128 MiB) from one input, and
+//     ReadPath reads regular files only from a directory. Decoding
+//     allocates at most 128 times the size of what was read: about 30 for
+//     the profiler's files, and some 80 (protobuf) to 105 (JSON) for the
+//     worst, files of nothing but empty messages (TestReadMemoryBound).
+//   - Convert builds at most ExpansionPerByte (8) units per byte of the
+//     OTLP protobuf encoding of its input, plus ExpansionBase (1 Mi): a
+//     location or a sample value is a unit, a label value 8. It allocates at
+//     most 40 bytes a unit (about 23 measured, TestConvertMemoryBound), and
+//     WriteFile as much again.
+//
+// In all, reading, converting and writing input of N bytes allocates less
+// than 128 N + 80 (1 Mi + 8 N) bytes: 768 times the input plus 80 MiB.
 package pprofconv

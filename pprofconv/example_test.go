@@ -42,7 +42,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"heap"}})
+	profiles, _, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"heap"}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func ExamplePGO() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"cpu"}})
+	profiles, _, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"cpu"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func totals(profiles map[string]*pprof.Profile) map[string]int64 {
 }
 
 func TestConvertMergesWindows(t *testing.T) {
-	one, err := pprofconv.Convert([]pprofconv.Request{fixtureWindow("checkout", "a", 0)}, pprofconv.Filter{})
+	one, _, err := pprofconv.Convert([]pprofconv.Request{fixtureWindow("checkout", "a", 0)}, pprofconv.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestConvertMergesWindows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := pprofconv.Convert(reqs, tt.f)
+			got, _, err := pprofconv.Convert(reqs, tt.f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestConvertMergesWindows(t *testing.T) {
 }
 
 func TestConvertNoWindow(t *testing.T) {
-	got, err := pprofconv.Convert([]pprofconv.Request{fixtureWindow("checkout", "a", 0)}, pprofconv.Filter{Service: "nobody"})
+	got, _, err := pprofconv.Convert([]pprofconv.Request{fixtureWindow("checkout", "a", 0)}, pprofconv.Filter{Service: "nobody"})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("Convert = %v, %v; want nothing", got, err)
 	}
@@ -117,7 +117,7 @@ func TestConvertNoWindow(t *testing.T) {
 // fixture, stack by stack, in the form of otlptest.StackTotals.
 func TestConvertGolden(t *testing.T) {
 	reqs := []pprofconv.Request{fixtureWindow("checkout", "a", 0), fixtureWindow("checkout", "a", 1), fixtureWindow("checkout", "a", 2)}
-	got, err := pprofconv.Convert(reqs, pprofconv.Filter{})
+	got, _, err := pprofconv.Convert(reqs, pprofconv.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/pprofotel/profiler/internal/otlpjson"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
@@ -32,11 +34,26 @@ type Request struct {
 // commonly .json or .jsonl.
 var dirExtensions = []string{".pb", ".json", ".jsonl"}
 
+// MaxInputSize is the most Read reads from one input: a file, a file in a
+// directory, or standard input. It is 32 times the largest request the
+// profiler sends whole (4 MiB, a gRPC server's default receive limit) and
+// above the 100 MB at which the Collector's file exporter rotates its file
+// when rotation is configured. A larger input is refused with an error that
+// names it and this limit, rather than read until memory runs out: a path
+// to /dev/zero, or a file that keeps growing, ends there.
+const MaxInputSize = 128 << 20
+
 // ReadPath reads the requests in the file at path or, when path is a
 // directory, in its files ending in .pb, .json or .jsonl, in name order
 // (the profiler names its files so that this is the order they were
 // written). Files starting with "." are skipped: the file exporter writes
 // under such a name and renames the file when it is complete.
+//
+// In a directory, ReadPath reads regular files only, through symbolic
+// links too, and refuses, with an error naming it, an entry that is a
+// named pipe, a device or a socket: reading one could block forever or
+// never end. A path named explicitly is read whatever it is (a pipe from
+// the shell's <(...) works), up to MaxInputSize.
 func ReadPath(path string) ([]Request, error) {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -55,13 +72,63 @@ func ReadPath(path string) ([]Request, error) {
 		if e.IsDir() || strings.HasPrefix(name, ".") || !slices.Contains(dirExtensions, filepath.Ext(name)) {
 			continue
 		}
-		reqs, err := ReadFile(filepath.Join(path, name))
+		reqs, err := readRegular(filepath.Join(path, name))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, reqs...)
 	}
 	return out, nil
+}
+
+// readRegular reads the requests in the file at path if it is a regular
+// file, or the target of a symbolic link that is one. It looks before it
+// opens, since opening a device can have effects of its own and opening a
+// named pipe for reading waits for a writer; and it opens without blocking
+// and checks what it opened, since the entry can be replaced in between.
+func readRegular(path string) ([]Request, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, notRegular(path, info)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, notRegular(path, info)
+	}
+	return readFile(f, info, path)
+}
+
+// notRegular is the error for a file in a directory that is not a regular
+// file.
+func notRegular(path string, info fs.FileInfo) error {
+	return fmt.Errorf("%s: not a regular file (%s): refusing to read it from a directory; name it on the command line to read it", path, fileKind(info.Mode()))
+}
+
+// fileKind names the type of a file that is not a regular one.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return m.Type().String()
 }
 
 // ReadFile reads the requests in the file at path, whatever its name.
@@ -71,7 +138,25 @@ func ReadFile(path string) ([]Request, error) {
 		return nil, err
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return readFile(f, info, path)
+}
+
+// readFile reads the open file f, described by info, refusing a regular
+// file longer than MaxInputSize before reading any of it.
+func readFile(f *os.File, info fs.FileInfo, path string) ([]Request, error) {
+	if info.Mode().IsRegular() && info.Size() > MaxInputSize {
+		return nil, tooLong(path)
+	}
 	return Read(f, path)
+}
+
+// tooLong is the error for an input longer than MaxInputSize.
+func tooLong(source string) error {
+	return fmt.Errorf("%s: longer than %d MiB, the most pprofotel reads from one input: split it into smaller files", source, MaxInputSize>>20)
 }
 
 // Read reads OTLP profiles requests from r, naming source in errors and in
@@ -80,12 +165,16 @@ func ReadFile(path string) ([]Request, error) {
 // exporter writes them. Other input is one protobuf-encoded request.
 //
 // Read returns an error naming source and what is wrong when the input is
-// not OTLP profiles, is truncated, or was written for another version of
-// the OTLP profiles protocol than v1development.
+// not OTLP profiles, is truncated, was written for another version of the
+// OTLP profiles protocol than v1development, or is longer than
+// MaxInputSize.
 func Read(r io.Reader, source string) ([]Request, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxInputSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if len(data) > MaxInputSize {
+		return nil, tooLong(source)
 	}
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	switch {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -134,7 +135,7 @@ func TestConvertErrors(t *testing.T) {
 			r := fixtureWindow("checkout", "a", 0)
 			r.Source = "w"
 			tt.mutate(&r)
-			if _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{}); err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+			if _, _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{}); err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
 				t.Fatalf("Convert error %v, want one starting %q", err, tt.wantErr)
 			}
 		})
@@ -165,5 +166,84 @@ func TestReadPathDirectory(t *testing.T) {
 	}
 	if strings.Join(sources, " ") != "profiles-1.pb profiles-2.json" {
 		t.Errorf("read %v, want profiles-1.pb and profiles-2.json", sources)
+	}
+}
+
+// endless is an input that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '{'
+	}
+	return len(p), nil
+}
+
+// TestReadLimit checks that Read stops at MaxInputSize, and that a regular
+// file longer than that is refused before it is read.
+func TestReadLimit(t *testing.T) {
+	want := "longer than 128 MiB, the most pprofotel reads from one input"
+	if _, err := pprofconv.Read(endless{}, "in"); err == nil || err.Error() != "in: "+want+": split it into smaller files" {
+		t.Errorf("Read of an endless input: error %v, want %q", err, want)
+	}
+	path := filepath.Join(t.TempDir(), "big.pb")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: no disk space taken.
+	if err := f.Truncate(pprofconv.MaxInputSize + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, read := range []func(string) ([]pprofconv.Request, error){pprofconv.ReadFile, pprofconv.ReadPath, func(p string) ([]pprofconv.Request, error) { return pprofconv.ReadPath(filepath.Dir(p)) }} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := read(path)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), path+": "+want) {
+			t.Errorf("error %v, want one containing %q", err, path+": "+want)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("allocated %d bytes refusing the file, want it refused before it is read", n)
+		}
+	}
+}
+
+// TestReadMemoryBound checks the multiple of its size that reading an input
+// allocates, as package pprofconv's doc states it, on the worst inputs: a
+// flood of empty messages, each a few bytes and a struct of some 80 bytes
+// decoded, and in JSON a flood of small numbers.
+func TestReadMemoryBound(t *testing.T) {
+	var dict []byte
+	for range 200_000 {
+		dict = protowire.AppendTag(dict, 7, protowire.BytesType) // an empty stack
+		dict = protowire.AppendBytes(dict, nil)
+	}
+	bin := protowire.AppendTag(nil, 2, protowire.BytesType)
+	bin = protowire.AppendBytes(bin, dict)
+	bin = protowire.AppendTag(bin, 1, protowire.BytesType) // an empty resource_profiles
+	bin = protowire.AppendBytes(bin, nil)
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"protobuf, empty messages", bin},
+		{"json, empty objects", []byte(`{"resourceProfiles":[{}],"dictionary":{"stackTable":[` + strings.Repeat("{},", 200_000) + `{}]}}`)},
+		{"json, numbers", []byte(`{"resourceProfiles":[{}],"dictionary":{"stackTable":[{"locationIndices":[` + strings.Repeat("1,", 300_000) + `1]}]}}`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			n := allocated(func() { _, err = pprofconv.Read(bytes.NewReader(tt.data), "in") })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ratio := float64(n) / float64(len(tt.data)); ratio > 128 {
+				t.Errorf("reading %d bytes allocated %d, %.0f times as much; the doc states at most 128", len(tt.data), n, ratio)
+			} else {
+				t.Logf("%d bytes: %.0f times as much allocated", len(tt.data), ratio)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
+	"google.golang.org/protobuf/proto"
 )
 
 const (
@@ -130,7 +131,7 @@ func windowTotals(t *testing.T, reqs []pprofconv.Request, noLabels bool) []map[s
 	t.Helper()
 	var out []map[string]map[string]int64
 	for _, r := range reqs {
-		profiles, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{})
+		profiles, _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,7 +286,7 @@ func TestPGO(t *testing.T) {
 // writeOne converts one window's CPU profile to a file and returns its path.
 func writeOne(t *testing.T, r pprofconv.Request) string {
 	t.Helper()
-	profiles, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{Profiles: []string{"cpu"}})
+	profiles, _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{Profiles: []string{"cpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,5 +341,41 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("left %d files behind in the output directory", len(entries))
 			}
 		})
+	}
+}
+
+// TestProfilerWindowsWithinBudget checks that the profiler's own windows
+// stay far within pprofconv's expansion budget: the pprof form of each
+// holds at most one unit (a location or sample value, an eighth of a label
+// value) per byte of its OTLP encoding, an eighth of what Convert accepts.
+// pprofconv.ExpansionPerByte documents the figure this measures.
+func TestProfilerWindowsWithinBudget(t *testing.T) {
+	reqs, err := pprofconv.ReadPath(profiledDir(t, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		profiles, _, err := pprofconv.Convert([]pprofconv.Request{r}, pprofconv.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		units := 0
+		for _, p := range profiles {
+			for _, s := range p.Sample {
+				units += 1 + len(s.Value) + len(s.Location)
+				// A label value counts 8.
+				for _, v := range s.Label {
+					units += 8 * len(v)
+				}
+				for _, v := range s.NumLabel {
+					units += 8 * len(v)
+				}
+			}
+		}
+		size := proto.Size(r.Request)
+		if units == 0 || units > size {
+			t.Errorf("%s: %d units of pprof for %d bytes of OTLP, want between 1 and one per byte", r.Source, units, size)
+		}
+		t.Logf("%s: %d bytes, %d units, %.2f per byte", filepath.Base(r.Source), size, units, float64(units)/float64(size))
 	}
 }

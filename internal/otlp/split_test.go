@@ -59,7 +59,7 @@ func totals(t *testing.T, parts ...*collectorpb.ExportProfilesServiceRequest) ma
 	t.Helper()
 	sum := make(map[string]int64)
 	for i, part := range parts {
-		profs, err := pprofconv.Convert([]pprofconv.Request{{Source: fmt.Sprint("part ", i), Request: part}}, pprofconv.Filter{})
+		profs, _, err := pprofconv.Convert([]pprofconv.Request{{Source: fmt.Sprint("part ", i), Request: part}}, pprofconv.Filter{})
 		if err != nil {
 			t.Fatalf("part %d: %v", i, err)
 		}

@@ -68,14 +68,19 @@ func Unmarshal(data []byte) (*collectorpb.ExportProfilesServiceRequest, error) {
 	return req, nil
 }
 
-// decodeTree decodes JSON keeping numbers as written: 64-bit values must not
-// pass through float64.
+// decodeTree decodes one JSON value keeping numbers as written: 64-bit
+// values must not pass through float64. Anything but white space after
+// the value is an error: a decoder reads one value and would leave the
+// rest unread, a second request as well as garbage.
 func decodeTree(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
 		return nil, fmt.Errorf("otlp json: %w", err)
+	}
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("otlp json: %d bytes after the request", len(rest))
 	}
 	return tree, nil
 }
