@@ -19,6 +19,7 @@ import (
 // run's, each removal is counted in Stats and its metric and logged, and
 // the application's file stays.
 func TestFileRetention(t *testing.T) {
+	allowShortDurations(t)
 	dir := t.TempDir()
 	earlier := []string{
 		"profiles-20200101T000000.000000000Z-4242.pb",

@@ -98,6 +98,7 @@ func (h *countingHandler) snapshot() []string {
 // deliver, and leave nothing of the profiler that acts when the call
 // returns: no count, no log line, no callback, no further call.
 func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
+	allowShortDurations(t)
 	for _, tt := range []struct {
 		name string
 		grpc bool
@@ -174,7 +175,10 @@ func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
 					t.Errorf("the error does not name window [%s): %v", rng, err)
 				}
 			}
-			if !strings.Contains(ue.Windows[0].Err.Error(), "in flight") {
+			// Either the queue gives the call up at the deadline, or the HTTP
+			// exporter, which stops waiting for a client that ignores its
+			// context, returns first: both name the window as not delivered.
+			if msg := ue.Windows[0].Err.Error(); !strings.Contains(msg, "in flight") && !strings.Contains(msg, "did not return") {
 				t.Errorf("the window in flight is reported as %q", ue.Windows[0].Err)
 			}
 			stats := checkAccounting(t, p)

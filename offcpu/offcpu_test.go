@@ -106,7 +106,7 @@ func checkConvertedNamesBinary(t *testing.T, dir string) {
 		}
 		reqs = append(reqs, r...)
 	}
-	profiles, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"offcpu"}})
+	profiles, _, err := pprofconv.Convert(reqs, pprofconv.Filter{Profiles: []string{"offcpu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
