@@ -3,32 +3,14 @@ package profiler
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"fmt"
-	"io"
-	"log"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/pprofotel/profiler/internal/export"
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/exporters/otlpprofilegrpc"
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 )
 
 // envOf returns a getenv that sees only m.
@@ -42,6 +24,7 @@ func mustConfig(t *testing.T, opts []Option, env map[string]string) *config {
 	if err != nil {
 		t.Fatalf("newConfig: %v", err)
 	}
+	t.Cleanup(c.shutdownOwnExporter)
 	return c
 }
 
@@ -50,8 +33,11 @@ func TestNewConfigDefaults(t *testing.T) {
 	if c.disabled {
 		t.Error("disabled = true, want false")
 	}
-	if c.period != 60*time.Second {
-		t.Errorf("period = %v, want 60s", c.period)
+	if c.window != 60*time.Second {
+		t.Errorf("window = %v, want 60s", c.window)
+	}
+	if c.cpuDuration != 10200*time.Millisecond {
+		t.Errorf("cpuDuration = %v, want 10.2s (17%% of 60s)", c.cpuDuration)
 	}
 	if want := []ProfileType{CPUProfile, HeapProfile, GoroutineProfile}; !reflect.DeepEqual(c.profileTypes, want) {
 		t.Errorf("profileTypes = %v, want %v", c.profileTypes, want)
@@ -59,27 +45,8 @@ func TestNewConfigDefaults(t *testing.T) {
 	if c.rates[MutexProfile] != 10 || c.rates[BlockProfile] != 10000 {
 		t.Errorf("mutexFraction, blockRate = %d, %d, want 10, 10000", c.rates[MutexProfile], c.rates[BlockProfile])
 	}
-	if c.exporter != ExporterOTLP {
-		t.Errorf("exporter = %q, want otlp", c.exporter)
-	}
-	wantFile := export.FileConfig{Dir: filepath.Join(os.TempDir(), "pprofotel-profiles"), MaxFiles: 1000, MaxBytes: 1 << 30}
-	if !reflect.DeepEqual(c.file, wantFile) {
-		t.Errorf("file = %+v, want %+v", c.file, wantFile)
-	}
-	wantOTLP := export.OTLPConfig{
-		Protocol:    "http/protobuf",
-		Endpoint:    "http://localhost:4318/v1development/profiles",
-		Insecure:    true,
-		Timeout:     10 * time.Second,
-		Compression: "none",
-		UserAgent:   "pprofotel-go/0.1.0",
-	}
-	if !reflect.DeepEqual(c.otlp, wantOTLP) {
-		t.Errorf("otlp = %+v\nwant   %+v", c.otlp, wantOTLP)
-	}
-	wantRetry := export.RetryConfig{Enabled: true, InitialInterval: 5 * time.Second, MaxInterval: 30 * time.Second, MaxElapsedTime: time.Minute}
-	if c.retry != wantRetry {
-		t.Errorf("retry = %+v, want %+v", c.retry, wantRetry)
+	if _, ok := c.exporter.(*otlpprofilehttp.Exporter); !ok || !c.fromEnv {
+		t.Errorf("exporter = %T (from the environment: %v), want the OTLP/HTTP one built from the environment", c.exporter, c.fromEnv)
 	}
 	if c.resource == nil || c.resource.Len() == 0 {
 		t.Error("resource is empty")
@@ -87,8 +54,7 @@ func TestNewConfigDefaults(t *testing.T) {
 	if c.logger == nil {
 		t.Fatal("logger is nil")
 	}
-	ctx := context.Background()
-	if c.logger.Enabled(ctx, slog.LevelInfo) {
+	if c.logger.Enabled(context.Background(), slog.LevelInfo) {
 		t.Error("default logger passes Info; it must be quiet")
 	}
 }
@@ -100,12 +66,14 @@ func TestNewConfigEnv(t *testing.T) {
 		got  func(*config) any
 		want any
 	}{
-		{"period", map[string]string{"PPROFOTEL_PERIOD": "15s"},
-			func(c *config) any { return c.period }, 15 * time.Second},
-		{"period blanks", map[string]string{"PPROFOTEL_PERIOD": " 2m "},
-			func(c *config) any { return c.period }, 2 * time.Minute},
-		{"blank value is unset", map[string]string{"PPROFOTEL_PERIOD": "   "},
-			func(c *config) any { return c.period }, 60 * time.Second},
+		{"window", map[string]string{"PPROFOTEL_WINDOW": "15s"},
+			func(c *config) any { return c.window }, 15 * time.Second},
+		{"window blanks", map[string]string{"PPROFOTEL_WINDOW": " 2m "},
+			func(c *config) any { return c.window }, 2 * time.Minute},
+		{"blank value is unset", map[string]string{"PPROFOTEL_WINDOW": "   "},
+			func(c *config) any { return c.window }, 60 * time.Second},
+		{"window under the floor", map[string]string{"PPROFOTEL_WINDOW": "1ns"},
+			func(c *config) any { return c.window }, 60 * time.Second},
 		{"profiles", map[string]string{"PPROFOTEL_PROFILES": "block, cpu,MUTEX , cpu"},
 			func(c *config) any { return c.profileTypes }, []ProfileType{CPUProfile, MutexProfile, BlockProfile}},
 		{"profiles trailing comma", map[string]string{"PPROFOTEL_PROFILES": "goroutine,"},
@@ -118,38 +86,20 @@ func TestNewConfigEnv(t *testing.T) {
 			func(c *config) any { return c.rates[OffCPUProfile] }, 100},
 		{"off-CPU duty cycle default", nil,
 			func(c *config) any { return c.rates[OffCPUProfile] }, 10},
+		{"CPU duty cycle", map[string]string{"PPROFOTEL_CPU_DUTY": "50", "PPROFOTEL_WINDOW": "10s"},
+			func(c *config) any { return c.cpuDuration }, 5 * time.Second},
+		{"CPU duty cycle continuous", map[string]string{"PPROFOTEL_CPU_DUTY": "100"},
+			func(c *config) any { return c.cpuDuration }, time.Minute},
+		{"CPU duty cycle never under 100ms", map[string]string{"PPROFOTEL_CPU_DUTY": "1", "PPROFOTEL_WINDOW": "2s"},
+			func(c *config) any { return c.cpuDuration }, 100 * time.Millisecond},
+		{"CPU duty cycle over 100", map[string]string{"PPROFOTEL_CPU_DUTY": "101"},
+			func(c *config) any { return c.cpuDuration }, 10200 * time.Millisecond},
 		{"goroutine-leak interval default", nil,
 			func(c *config) any { return c.intervals[GoroutineLeakProfile] }, 5 * time.Minute},
 		{"goroutine-leak interval", map[string]string{"PPROFOTEL_GOROUTINELEAK_INTERVAL": "90s"},
 			func(c *config) any { return c.intervals[GoroutineLeakProfile] }, 90 * time.Second},
 		{"offcpu not linked in", map[string]string{"PPROFOTEL_PROFILES": "offcpu,cpu"},
 			func(c *config) any { return c.profileTypes }, []ProfileType{CPUProfile}},
-		{"exporter file", map[string]string{"PPROFOTEL_EXPORTER": "file"},
-			func(c *config) any { return c.exporter }, ExporterFile},
-		{"exporter none", map[string]string{"PPROFOTEL_EXPORTER": "NONE"},
-			func(c *config) any { return c.exporter }, ExporterNone},
-		{"file dir", map[string]string{"PPROFOTEL_FILE_DIR": "/var/tmp/prof"},
-			func(c *config) any { return c.file.Dir }, "/var/tmp/prof"},
-		{"file format json", map[string]string{"PPROFOTEL_FILE_FORMAT": "json"},
-			func(c *config) any { return c.file.JSON }, true},
-		{"file format proto", map[string]string{"PPROFOTEL_FILE_FORMAT": "Proto"},
-			func(c *config) any { return c.file.JSON }, false},
-		{"file max files", map[string]string{"PPROFOTEL_FILE_MAX_FILES": "50"},
-			func(c *config) any { return [2]int64{int64(c.file.MaxFiles), c.file.MaxBytes} }, [2]int64{50, 1 << 30}},
-		{"file max bytes", map[string]string{"PPROFOTEL_FILE_MAX_BYTES": "1048576"},
-			func(c *config) any { return [2]int64{int64(c.file.MaxFiles), c.file.MaxBytes} }, [2]int64{1000, 1 << 20}},
-		{"file retention off", map[string]string{"PPROFOTEL_FILE_MAX_FILES": "0", "PPROFOTEL_FILE_MAX_BYTES": "0"},
-			func(c *config) any { return [2]int64{int64(c.file.MaxFiles), c.file.MaxBytes} }, [2]int64{0, 0}},
-		{"protocol grpc", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
-			func(c *config) any { return [2]string{c.otlp.Protocol, c.otlp.Endpoint} }, [2]string{"grpc", "localhost:4317"}},
-		{"protocol http/json", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"},
-			func(c *config) any { return c.otlp.Protocol }, "http/json"},
-		{"headers", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "api-key=s3cr%3Dt, x-tenant = a%20b ,"},
-			func(c *config) any { return c.otlp.Headers }, map[string]string{"api-key": "s3cr=t", "x-tenant": "a b"}},
-		{"timeout", map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "2500"},
-			func(c *config) any { return c.otlp.Timeout }, 2500 * time.Millisecond},
-		{"compression", map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"},
-			func(c *config) any { return c.otlp.Compression }, "gzip"},
 		{"sdk enabled", map[string]string{"OTEL_SDK_DISABLED": "false", "PPROFOTEL_ENABLED": "TRUE"},
 			func(c *config) any { return c.disabled }, false},
 	}
@@ -163,15 +113,90 @@ func TestNewConfigEnv(t *testing.T) {
 	}
 }
 
+// TestExporterFromEnvironment checks the choice of exporter, as
+// autoexport makes it for the other signals.
+func TestExporterFromEnvironment(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		want     Exporter
+		warnings []string
+	}{
+		{"default", nil, &otlpprofilehttp.Exporter{}, nil},
+		{"none", map[string]string{"OTEL_PROFILES_EXPORTER": "none"}, noneExporter{}, nil},
+		{"PPROFOTEL_EXPORTER", map[string]string{"PPROFOTEL_EXPORTER": "NONE"}, noneExporter{}, nil},
+		{"OTEL_ wins", map[string]string{"OTEL_PROFILES_EXPORTER": "otlp", "PPROFOTEL_EXPORTER": "none"}, &otlpprofilehttp.Exporter{}, nil},
+		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, &otlpprofilegrpc.Exporter{}, nil},
+		{"per-signal protocol wins", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL": "http/json"},
+			&otlpprofilehttp.Exporter{}, nil},
+		{"unknown exporter", map[string]string{"OTEL_PROFILES_EXPORTER": "stdout"}, &otlpprofilehttp.Exporter{},
+			[]string{`OTEL_PROFILES_EXPORTER="stdout"`}},
+		{"unknown protocol", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http"}, &otlpprofilehttp.Exporter{},
+			[]string{`OTEL_EXPORTER_OTLP_PROTOCOL="http"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, nil, tt.env)
+			if reflect.TypeOf(c.exporter) != reflect.TypeOf(tt.want) || !c.fromEnv {
+				t.Errorf("exporter %T (from the environment: %v), want %T", c.exporter, c.fromEnv, tt.want)
+			}
+			if len(c.warnings) != len(tt.warnings) {
+				t.Fatalf("warnings %q, want %d", c.warnings, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if !strings.Contains(c.warnings[i].Error(), w) {
+					t.Errorf("warning %q does not name %s", c.warnings[i], w)
+				}
+			}
+		})
+	}
+}
+
+// defaultsExporter asks for collection defaults, as Splunk's does.
+type defaultsExporter struct {
+	noneExporter
+	profiles []string
+	window   time.Duration
+}
+
+func (e defaultsExporter) CollectionDefaults() ([]string, time.Duration) { return e.profiles, e.window }
+
+// TestExporterCollectionDefaults checks that an exporter's defaults apply
+// where neither an option nor a variable decides.
+func TestExporterCollectionDefaults(t *testing.T) {
+	exp := defaultsExporter{profiles: []string{"cpu", "heap"}, window: 10 * time.Second}
+	tests := []struct {
+		name       string
+		opts       []Option
+		env        map[string]string
+		wantTypes  []ProfileType
+		wantWindow time.Duration
+	}{
+		{"the exporter's", nil, nil, []ProfileType{CPUProfile, HeapProfile}, 10 * time.Second},
+		{"options win", []Option{WithProfileTypes(GoroutineProfile), WithWindow(time.Minute)}, nil,
+			[]ProfileType{GoroutineProfile}, time.Minute},
+		{"variables win", nil, map[string]string{"PPROFOTEL_PROFILES": "mutex", "PPROFOTEL_WINDOW": "30s"},
+			[]ProfileType{MutexProfile}, 30 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustConfig(t, append([]Option{WithExporter(exp)}, tt.opts...), tt.env)
+			if !reflect.DeepEqual(c.profileTypes, tt.wantTypes) || c.window != tt.wantWindow {
+				t.Errorf("types %v, window %v; want %v, %v", c.profileTypes, c.window, tt.wantTypes, tt.wantWindow)
+			}
+		})
+	}
+}
+
 func TestNewConfigOptionErrors(t *testing.T) {
 	tests := []struct {
 		opt  Option
 		want string
 	}{
-		{WithPeriod(-time.Second), "profiler: WithPeriod(-1s): period must be at least 1s"},
-		{WithPeriod(0), "profiler: WithPeriod(0s): period must be at least 1s"},
-		{WithPeriod(1), "profiler: WithPeriod(1ns): period must be at least 1s"},
-		{WithPeriod(999 * time.Millisecond), "profiler: WithPeriod(999ms): period must be at least 1s"},
+		{WithWindow(-time.Second), "profiler: WithWindow(-1s): window must be at least 1s"},
+		{WithWindow(0), "profiler: WithWindow(0s): window must be at least 1s"},
+		{WithWindow(1), "profiler: WithWindow(1ns): window must be at least 1s"},
+		{WithWindow(999 * time.Millisecond), "profiler: WithWindow(999ms): window must be at least 1s"},
 		{WithProfileTypes(), "profiler: WithProfileTypes(): at least one profile type is required"},
 		{WithProfileTypes(CPUProfile, ProfileType(42)), "profiler: WithProfileTypes(ProfileType(42)): unknown profile type"},
 		{WithMutexProfileFraction(0), "profiler: WithMutexProfileFraction(0): fraction must be positive"},
@@ -180,30 +205,13 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithGoroutineLeakInterval(0), "profiler: WithGoroutineLeakInterval(0s): interval must be positive"},
 		{WithOffCPUDutyCycle(0), "profiler: WithOffCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{WithOffCPUDutyCycle(101), "profiler: WithOffCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
-		{WithExporter("stdout"), `profiler: WithExporter("stdout"): exporter must be "otlp", "file", "none" or "splunk"`},
-		{WithFileDir(""), `profiler: WithFileDir(""): directory must not be empty`},
-		{WithFileRetention(-1, 0), "profiler: WithFileRetention(-1, 0): bounds must not be negative (0: no bound)"},
-		{WithFileRetention(10, -1), "profiler: WithFileRetention(10, -1): bounds must not be negative (0: no bound)"},
+		{WithCPUDutyCycle(0), "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
+		{WithCPUDutyCycle(101), "profiler: WithCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
+		{WithExporter(nil), "profiler: WithExporter(nil): exporter must not be nil"},
 		{WithServiceName(" "), `profiler: WithServiceName(" "): service name must not be empty`},
-		{WithProtocol("HTTP"), `profiler: WithProtocol("HTTP"): protocol must be "grpc", "http/protobuf" or "http/json"`},
-		{WithCompression("br"), `profiler: WithCompression("br"): compression must be "gzip" or "none"`},
-		{WithTimeout(-time.Millisecond), "profiler: WithTimeout(-1ms): timeout must be positive"},
-		{WithEndpoint("http://collector:4317"), `profiler: WithEndpoint("http://collector:4317"): endpoint must be host:port without a scheme; use WithEndpointURL for a URL`},
-		{WithEndpoint("collector"), `profiler: WithEndpoint("collector"): endpoint must be host:port`},
-		{WithEndpoint(":4317"), `profiler: WithEndpoint(":4317"): endpoint must name a host`},
-		{WithEndpoint("collector:0"), `profiler: WithEndpoint("collector:0"): endpoint port must be a number from 1 to 65535`},
-		{WithEndpointURL("collector:4318"), `profiler: WithEndpointURL("collector:4318"): endpoint URL scheme must be http or https`},
-		{WithEndpointURL("https://"), `profiler: WithEndpointURL("https://"): endpoint URL must name a host`},
-		{WithEndpointURL("http://a b/"), `profiler: WithEndpointURL("http://a b/"): parse`},
-		{WithHeaders(map[string]string{"": "v"}), `profiler: WithHeaders(map["":…]): otlp header name must not be empty`},
+		{WithMaxGoroutines(-1), "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
+		{WithQueueLimits(0, 1), "profiler: WithQueueLimits(0, 1): both limits must be positive"},
 		{WithLogger(nil), "profiler: WithLogger(nil): logger must not be nil"},
-		{WithTLSClientConfig(nil), "profiler: WithTLSClientConfig(nil): TLS configuration must not be nil"},
-		{WithRetry(RetryConfig{Enabled: true, InitialInterval: -time.Second}),
-			"profiler: WithRetry({Enabled:true InitialInterval:-1s MaxInterval:0s MaxElapsedTime:0s}): intervals and elapsed time must not be negative"},
-		{WithRetry(RetryConfig{MaxElapsedTime: -1}),
-			"profiler: WithRetry({Enabled:false InitialInterval:0s MaxInterval:0s MaxElapsedTime:-1ns}): intervals and elapsed time must not be negative"},
-		{WithRetry(RetryConfig{Enabled: true, InitialInterval: 2 * time.Second, MaxInterval: time.Second}),
-			"profiler: WithRetry({Enabled:true InitialInterval:2s MaxInterval:1s MaxElapsedTime:0s}): MaxInterval must not be less than InitialInterval"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -220,19 +228,19 @@ func TestNewConfigOptionErrors(t *testing.T) {
 
 func TestNewConfigReportsEveryError(t *testing.T) {
 	_, err := newConfig(
-		[]Option{WithPeriod(-time.Second), WithTimeout(0)},
-		envOf(map[string]string{"PPROFOTEL_EXPORTER": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "y"}),
+		[]Option{WithWindow(-time.Second), WithCPUDutyCycle(0)},
+		envOf(map[string]string{"PPROFOTEL_EXPORTER": "x", "PPROFOTEL_CPU_DUTY": "y"}),
 	)
 	if err == nil {
 		t.Fatal("newConfig succeeded, want an error")
 	}
-	for _, want := range []string{"WithPeriod(-1s)", "WithTimeout(0s)"} {
+	for _, want := range []string{"WithWindow(-1s)", "WithCPUDutyCycle(0)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}
 	}
 	// Variables are warnings, never errors.
-	for _, notWant := range []string{"PPROFOTEL_EXPORTER", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
+	for _, notWant := range []string{"PPROFOTEL_EXPORTER", "PPROFOTEL_CPU_DUTY"} {
 		if strings.Contains(err.Error(), notWant) {
 			t.Errorf("error %q mentions %s", err, notWant)
 		}
@@ -241,274 +249,34 @@ func TestNewConfigReportsEveryError(t *testing.T) {
 
 func TestOptionsWinOverEnv(t *testing.T) {
 	env := map[string]string{
-		"PPROFOTEL_PERIOD":         "5s",
+		"PPROFOTEL_WINDOW":         "5s",
 		"PPROFOTEL_PROFILES":       "cpu",
 		"PPROFOTEL_MUTEX_FRACTION": "3",
 		"PPROFOTEL_BLOCK_RATE":     "3",
-		"PPROFOTEL_EXPORTER":       "none",
-		"PPROFOTEL_FILE_DIR":       "/from/env",
-		"PPROFOTEL_FILE_FORMAT":    "json",
-		"PPROFOTEL_FILE_MAX_FILES": "5",
-		"PPROFOTEL_FILE_MAX_BYTES": "6",
+		"PPROFOTEL_CPU_DUTY":       "3",
+		"PPROFOTEL_EXPORTER":       "otlp",
 
 		"PPROFOTEL_GOROUTINELEAK_INTERVAL": "1m",
 	}
 	c := mustConfig(t, []Option{
-		WithPeriod(7 * time.Second),
+		WithWindow(10 * time.Second),
 		WithProfileTypes(BlockProfile, HeapProfile, BlockProfile),
 		WithMutexProfileFraction(100),
 		WithBlockProfileRate(1000000),
-		WithExporter(ExporterFile),
-		WithFileDir("/from/code"),
-		WithFileJSON(false),
-		WithFileRetention(7, 0),
+		WithCPUDutyCycle(50),
+		WithExporter(noneExporter{}),
 		WithGoroutineLeakInterval(time.Hour),
 	}, env)
-	got := []any{c.period, c.profileTypes, c.rates[MutexProfile], c.rates[BlockProfile], c.exporter, c.file,
+	got := []any{c.window, c.profileTypes, c.rates[MutexProfile], c.rates[BlockProfile], c.cpuDuration, c.exporter, c.fromEnv,
 		c.intervals[GoroutineLeakProfile]}
-	want := []any{7 * time.Second, []ProfileType{HeapProfile, BlockProfile}, 100, 1000000, ExporterFile,
-		export.FileConfig{Dir: "/from/code", JSON: false, MaxFiles: 7, MaxBytes: 0}, time.Hour}
+	want := []any{10 * time.Second, []ProfileType{HeapProfile, BlockProfile}, 100, 1000000, 5 * time.Second, Exporter(noneExporter{}), false,
+		time.Hour}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 
 	// An option shadows the variable, so a bad value of it does no harm.
-	mustConfig(t, []Option{WithPeriod(time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "abc"})
-}
-
-// TestOTLPPrecedence checks, for every OTLP setting, that an option wins over
-// the per-signal variable, which wins over the generic one, which wins over
-// the default.
-func TestOTLPPrecedence(t *testing.T) {
-	// Each layer of the certificate setting trusts another authority.
-	caSignal, caGeneric := testcert.New(t), testcert.New(t)
-	whichRoots := func(c export.OTLPConfig) any {
-		switch {
-		case c.TLS == nil:
-			return "system"
-		case c.TLS.ServerName == "from-option":
-			return "option"
-		case c.TLS.RootCAs.Equal(caSignal.Roots):
-			return "per-signal"
-		case c.TLS.RootCAs.Equal(caGeneric.Roots):
-			return "generic"
-		}
-		return "unknown roots"
-	}
-	type layers struct {
-		opt                Option
-		perSignal, generic string
-	}
-	settings := []struct {
-		name  string
-		suf   string // variable suffix
-		l     layers
-		base  map[string]string // variables needed to make the setting matter
-		opts  []Option
-		got   func(export.OTLPConfig) any
-		wants [4]any // option, per-signal, generic, default
-	}{
-		{
-			name: "endpoint http", suf: "ENDPOINT",
-			l:   layers{WithEndpointURL("http://opt:1/p"), "http://signal:2/s", "http://generic:3"},
-			got: func(c export.OTLPConfig) any { return c.Endpoint },
-			wants: [4]any{"http://opt:1/p", "http://signal:2/s", "http://generic:3/v1development/profiles",
-				"http://localhost:4318/v1development/profiles"},
-		},
-		{
-			name: "endpoint grpc", suf: "ENDPOINT",
-			l:     layers{WithEndpoint("opt:1"), "signal:2", "http://generic:3"},
-			opts:  []Option{WithProtocol(ProtocolGRPC)},
-			got:   func(c export.OTLPConfig) any { return c.Endpoint },
-			wants: [4]any{"opt:1", "signal:2", "generic:3", "localhost:4317"},
-		},
-		{
-			name: "headers", suf: "HEADERS",
-			l:   layers{WithHeaders(map[string]string{"o": "1"}), "s=2", "g=3"},
-			got: func(c export.OTLPConfig) any { return c.Headers },
-			wants: [4]any{map[string]string{"o": "1"}, map[string]string{"s": "2"}, map[string]string{"g": "3"},
-				map[string]string(nil)},
-		},
-		{
-			name: "timeout", suf: "TIMEOUT",
-			l:     layers{WithTimeout(time.Second), "2000", "3000"},
-			got:   func(c export.OTLPConfig) any { return c.Timeout },
-			wants: [4]any{time.Second, 2 * time.Second, 3 * time.Second, 10 * time.Second},
-		},
-		{
-			name: "compression", suf: "COMPRESSION",
-			l:     layers{WithCompression(GzipCompression), "none", "gzip"},
-			got:   func(c export.OTLPConfig) any { return c.Compression },
-			wants: [4]any{"gzip", "none", "gzip", "none"},
-		},
-		{
-			name: "protocol", suf: "PROTOCOL",
-			l:     layers{WithProtocol(ProtocolHTTPJSON), "grpc", "http/json"},
-			got:   func(c export.OTLPConfig) any { return c.Protocol },
-			wants: [4]any{"http/json", "grpc", "http/json", "http/protobuf"},
-		},
-		{
-			name: "certificate", suf: "CERTIFICATE",
-			l:     layers{WithTLSClientConfig(&tls.Config{ServerName: "from-option"}), caSignal.CAFile, caGeneric.CAFile},
-			got:   whichRoots,
-			wants: [4]any{"option", "per-signal", "generic", "system"},
-		},
-		{
-			// INSECURE decides only for a host:port endpoint.
-			name: "insecure", suf: "INSECURE",
-			l:     layers{WithInsecure(), "true", "false"},
-			base:  map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
-			got:   func(c export.OTLPConfig) any { return c.Insecure },
-			wants: [4]any{true, true, false, false},
-		},
-		{
-			name: "insecure per-signal false", suf: "INSECURE",
-			l:     layers{WithInsecure(), "false", "true"},
-			base:  map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
-			got:   func(c export.OTLPConfig) any { return c.Insecure },
-			wants: [4]any{true, false, true, false},
-		},
-	}
-	for _, s := range settings {
-		for level, label := range []string{"option", "per-signal", "generic", "default"} {
-			t.Run(s.name+"/"+label, func(t *testing.T) {
-				env := map[string]string{}
-				for k, v := range s.base {
-					env[k] = v
-				}
-				opts := append([]Option(nil), s.opts...)
-				if level <= 0 {
-					opts = append(opts, s.l.opt)
-				}
-				if level <= 1 {
-					env["OTEL_EXPORTER_OTLP_PROFILES_"+s.suf] = s.l.perSignal
-				}
-				if level <= 2 {
-					env["OTEL_EXPORTER_OTLP_"+s.suf] = s.l.generic
-				}
-				c := mustConfig(t, opts, env)
-				if got := s.got(c.otlp); !reflect.DeepEqual(got, s.wants[level]) {
-					t.Errorf("got %v, want %v", got, s.wants[level])
-				}
-			})
-		}
-	}
-}
-
-func TestHTTPEndpoint(t *testing.T) {
-	tests := []struct {
-		name         string
-		opts         []Option
-		env          map[string]string
-		wantEndpoint string
-		wantInsecure bool
-	}{
-		{"generic base without path", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318"},
-			"https://collector:4318/v1development/profiles", false},
-		{"generic base with root path", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"},
-			"http://collector:4318/v1development/profiles", true},
-		{"generic base with path", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp"},
-			"http://collector:4318/otlp/v1development/profiles", true},
-		{"generic base with path and trailing slash", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp/"},
-			"http://collector:4318/otlp/v1development/profiles", true},
-		{"generic base without port", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"},
-			"https://collector.example.com/v1development/profiles", false},
-		{"per-signal used as-is", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "https://collector:4318/custom/profiles"},
-			"https://collector:4318/custom/profiles", false},
-		{"per-signal without path used as-is", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "http://collector:4318"},
-			"http://collector:4318", true},
-		{"WithEndpoint is TLS by default", []Option{WithEndpoint("collector:4318")}, nil,
-			"https://collector:4318/v1development/profiles", false},
-		{"WithEndpoint and WithInsecure", []Option{WithEndpoint("collector:4318"), WithInsecure()}, nil,
-			"http://collector:4318/v1development/profiles", true},
-		{"WithEndpoint and INSECURE", []Option{WithEndpoint("[::1]:4318")},
-			map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "true"},
-			"http://[::1]:4318/v1development/profiles", true},
-		{"WithEndpointURL as-is", []Option{WithEndpointURL("https://collector/a/b?x=1")}, nil,
-			"https://collector/a/b?x=1", false},
-		{"last endpoint option wins", []Option{WithEndpointURL("https://first:1/"), WithEndpoint("second:2")}, nil,
-			"https://second:2/v1development/profiles", false},
-		{"WithInsecure does not override a URL from the environment", []Option{WithInsecure()},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318"},
-			"https://collector:4318/v1development/profiles", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := mustConfig(t, tt.opts, tt.env)
-			if c.otlp.Endpoint != tt.wantEndpoint || c.otlp.Insecure != tt.wantInsecure {
-				t.Errorf("endpoint, insecure = %q, %v, want %q, %v",
-					c.otlp.Endpoint, c.otlp.Insecure, tt.wantEndpoint, tt.wantInsecure)
-			}
-		})
-	}
-}
-
-func TestGRPCEndpoint(t *testing.T) {
-	grpc := WithProtocol(ProtocolGRPC)
-	tests := []struct {
-		name         string
-		opts         []Option
-		env          map[string]string
-		wantEndpoint string
-		wantInsecure bool
-	}{
-		{"default", []Option{grpc}, nil, "localhost:4317", true},
-		{"http scheme is plaintext", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317/ignored/path"},
-			"collector:4317", true},
-		{"https scheme is TLS", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "https://collector:4317"},
-			"collector:4317", false},
-		{"https scheme wins over INSECURE", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4317", "OTEL_EXPORTER_OTLP_INSECURE": "true"},
-			"collector:4317", false},
-		{"https without port", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"},
-			"collector.example.com:443", false},
-		{"http without port, IPv6", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://[::1]"},
-			"[::1]:80", true},
-		{"scheme-less is TLS by default", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
-			"collector:4317", false},
-		{"scheme-less with INSECURE", []Option{grpc},
-			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317", "OTEL_EXPORTER_OTLP_INSECURE": "TRUE"},
-			"collector:4317", true},
-		{"protocol from per-signal variable", nil,
-			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4317"},
-			"collector:4317", false},
-		{"WithEndpointURL http", []Option{grpc, WithEndpointURL("http://collector:4317/x")}, nil,
-			"collector:4317", true},
-		{"WithEndpoint with WithInsecure", []Option{grpc, WithEndpoint("collector:4317"), WithInsecure()}, nil,
-			"collector:4317", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := mustConfig(t, tt.opts, tt.env)
-			if c.otlp.Protocol != "grpc" {
-				t.Fatalf("protocol = %q, want grpc", c.otlp.Protocol)
-			}
-			if c.otlp.Endpoint != tt.wantEndpoint || c.otlp.Insecure != tt.wantInsecure {
-				t.Errorf("endpoint, insecure = %q, %v, want %q, %v",
-					c.otlp.Endpoint, c.otlp.Insecure, tt.wantEndpoint, tt.wantInsecure)
-			}
-		})
-	}
-}
-
-func TestWithInsecureConflictsWithHTTPSURL(t *testing.T) {
-	_, err := newConfig([]Option{WithInsecure(), WithEndpointURL("https://collector:4318/v1development/profiles")}, envOf(nil))
-	want := `profiler: WithInsecure() conflicts with WithEndpointURL("https://collector:4318/v1development/profiles")`
-	if err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("error = %v, want prefix %q", err, want)
-	}
+	mustConfig(t, []Option{WithWindow(time.Second)}, map[string]string{"PPROFOTEL_WINDOW": "abc"})
 }
 
 func TestDisabled(t *testing.T) {
@@ -525,7 +293,7 @@ func TestDisabled(t *testing.T) {
 		{"OTEL_SDK_DISABLED=false", map[string]string{"OTEL_SDK_DISABLED": "false"}, false, ""},
 		{"either switch disables", map[string]string{"OTEL_SDK_DISABLED": "true", "PPROFOTEL_ENABLED": "true"}, true, ""},
 		{"disabled ignores bad values", map[string]string{
-			"PPROFOTEL_ENABLED": "false", "PPROFOTEL_PERIOD": "abc", "OTEL_EXPORTER_OTLP_TIMEOUT": "x",
+			"PPROFOTEL_ENABLED": "false", "PPROFOTEL_WINDOW": "abc", "OTEL_PROFILES_EXPORTER": "x",
 		}, true, ""},
 		{"a valid off wins over an invalid switch", map[string]string{
 			"PPROFOTEL_ENABLED": "false", "OTEL_SDK_DISABLED": "sometimes",
@@ -558,7 +326,7 @@ func TestDisabled(t *testing.T) {
 	// still the application's.
 	var buf bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&buf, nil))
-	c, err := newConfig([]Option{WithPeriod(-1), WithLogger(l)}, envOf(map[string]string{"OTEL_SDK_DISABLED": "true"}))
+	c, err := newConfig([]Option{WithWindow(-1), WithLogger(l)}, envOf(map[string]string{"OTEL_SDK_DISABLED": "true"}))
 	if err != nil || !c.disabled || c.logger != l {
 		t.Errorf("newConfig = %+v, %v; want disabled with the given logger and no error", c, err)
 	}
@@ -592,304 +360,6 @@ func TestMinLevelHandler(t *testing.T) {
 	for _, want := range []string{"msg=trouble component=test g.n=1", "msg=failure component=test"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-}
-
-// TestOTLPClientCertificateEnv checks that the client certificate and key
-// are loaded from either form of their variables, each form resolved on its
-// own.
-func TestOTLPClientCertificateEnv(t *testing.T) {
-	pki := testcert.New(t)
-	tests := []struct {
-		name string
-		env  map[string]string
-	}{
-		{"generic", map[string]string{
-			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile,
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         pki.ClientKeyFile,
-		}},
-		{"per-signal", map[string]string{
-			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE": pki.ClientCertFile,
-			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY":         pki.ClientKeyFile,
-		}},
-		{"per-signal shadows bad generic", map[string]string{
-			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE": pki.ClientCertFile,
-			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY":         pki.ClientKeyFile,
-			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE":          "/nonexistent/cert.pem",
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":                  "/nonexistent/key.pem",
-		}},
-		{"mixed forms", map[string]string{
-			"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_CERTIFICATE": pki.ClientCertFile,
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":                  pki.ClientKeyFile,
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := mustConfig(t, nil, tt.env)
-			if c.otlp.TLS == nil || len(c.otlp.TLS.Certificates) != 1 {
-				t.Fatalf("TLS = %+v, want one client certificate", c.otlp.TLS)
-			}
-			got := c.otlp.TLS.Certificates[0]
-			if got.Leaf == nil || !bytes.Equal(got.Leaf.Raw, pki.Client.Leaf.Raw) {
-				t.Errorf("client certificate is not the one in %s", pki.ClientCertFile)
-			}
-			if c.otlp.TLS.RootCAs != nil {
-				t.Errorf("RootCAs set without a CERTIFICATE variable; want the system roots")
-			}
-		})
-	}
-}
-
-func TestOTLPTLSEnvWarnings(t *testing.T) {
-	pki := testcert.New(t)
-	other := testcert.New(t)
-	notPEM := filepath.Join(t.TempDir(), "ca.txt")
-	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		env  map[string]string
-		want []string // each must be in a warning
-	}{
-		{"missing CA file", map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"},
-			[]string{`profiler: OTEL_EXPORTER_OTLP_CERTIFICATE="/nonexistent/ca.pem": open /nonexistent/ca.pem: no such file or directory`}},
-		{"CA file not PEM", map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE": notPEM},
-			[]string{`profiler: OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE="` + notPEM + `": the file holds no PEM certificate`}},
-		{"CA file holds a key", map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": pki.ClientKeyFile},
-			[]string{`OTEL_EXPORTER_OTLP_CERTIFICATE="` + pki.ClientKeyFile + `": the file holds no PEM certificate`}},
-		{"certificate without key", map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile},
-			[]string{`profiler: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="` + pki.ClientCertFile + `": a client certificate needs its private key in OTEL_EXPORTER_OTLP_CLIENT_KEY`}},
-		{"key without certificate", map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY": pki.ClientKeyFile},
-			[]string{`profiler: OTEL_EXPORTER_OTLP_PROFILES_CLIENT_KEY="` + pki.ClientKeyFile + `": a client key needs its certificate`}},
-		{"missing key file", map[string]string{
-			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile,
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         "/nonexistent/key.pem",
-		}, []string{`profiler: OTEL_EXPORTER_OTLP_CLIENT_KEY="/nonexistent/key.pem": open /nonexistent/key.pem`}},
-		{"missing certificate and key files", map[string]string{
-			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/cert.pem",
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         "/nonexistent/key.pem",
-		}, []string{`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="/nonexistent/cert.pem"`, `OTEL_EXPORTER_OTLP_CLIENT_KEY="/nonexistent/key.pem"`}},
-		{"key of another certificate", map[string]string{
-			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientCertFile,
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         other.ClientKeyFile,
-		}, []string{`profiler: OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="` + pki.ClientCertFile + `" and OTEL_EXPORTER_OTLP_CLIENT_KEY="` + other.ClientKeyFile + `": tls: private key does not match public key`}},
-		{"certificate file holds a key", map[string]string{
-			"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.ClientKeyFile,
-			"OTEL_EXPORTER_OTLP_CLIENT_KEY":         pki.ClientKeyFile,
-		}, []string{`OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="` + pki.ClientKeyFile + `" and OTEL_EXPORTER_OTLP_CLIENT_KEY=`}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := newConfig(nil, envOf(tt.env))
-			if err != nil {
-				t.Fatalf("newConfig: %v", err)
-			}
-			warnings := fmt.Sprint(c.warnings)
-			for _, want := range tt.want {
-				if !strings.Contains(warnings, want) {
-					t.Errorf("warnings = %q\nwant them to contain %q", warnings, want)
-				}
-			}
-			// What could not be read is ignored, as otel-go ignores it:
-			// the system roots, no client certificate.
-			if c.otlp.TLS != nil && (c.otlp.TLS.RootCAs != nil || len(c.otlp.TLS.Certificates) > 0) {
-				t.Errorf("TLS configuration %+v kept part of what failed", c.otlp.TLS)
-			}
-		})
-	}
-}
-
-// TestWithTLSClientConfig checks that the option replaces all three
-// variables, bad ones included, and keeps its own copy.
-func TestWithTLSClientConfig(t *testing.T) {
-	pki := testcert.New(t)
-	in := &tls.Config{RootCAs: pki.Roots, Certificates: []tls.Certificate{pki.Client}, ServerName: "collector"}
-	opt := WithTLSClientConfig(in)
-	in.ServerName = "changed later"
-	c := mustConfig(t, []Option{opt}, map[string]string{
-		"OTEL_EXPORTER_OTLP_CERTIFICATE":        "/nonexistent/ca.pem",
-		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/nonexistent/cert.pem",
-	})
-	got := c.otlp.TLS
-	if got == nil || got == in {
-		t.Fatalf("TLS = %p, want a copy of %p", got, in)
-	}
-	if got.ServerName != "collector" || !got.RootCAs.Equal(pki.Roots) || len(got.Certificates) != 1 {
-		t.Errorf("TLS = {ServerName: %q, %d certificates}, want the option's", got.ServerName, len(got.Certificates))
-	}
-}
-
-func TestRetryConfigResolution(t *testing.T) {
-	const s = time.Second
-	tests := []struct {
-		name string
-		opts []Option
-		want export.RetryConfig
-	}{
-		{"default", nil, export.RetryConfig{Enabled: true, InitialInterval: 5 * s, MaxInterval: 30 * s, MaxElapsedTime: time.Minute}},
-		{"disabled", []Option{WithRetry(RetryConfig{})},
-			export.RetryConfig{Enabled: false, InitialInterval: 5 * s, MaxInterval: 30 * s, MaxElapsedTime: time.Minute}},
-		{"all given", []Option{WithRetry(RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 2 * s, MaxElapsedTime: 10 * s})},
-			export.RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 2 * s, MaxElapsedTime: 10 * s}},
-		{"zero fields default", []Option{WithRetry(RetryConfig{Enabled: true, MaxElapsedTime: 5 * time.Minute})},
-			export.RetryConfig{Enabled: true, InitialInterval: 5 * s, MaxInterval: 30 * s, MaxElapsedTime: 5 * time.Minute}},
-		{"initial above default cap", []Option{WithRetry(RetryConfig{Enabled: true, InitialInterval: time.Minute})},
-			export.RetryConfig{Enabled: true, InitialInterval: time.Minute, MaxInterval: time.Minute, MaxElapsedTime: time.Minute}},
-		{"cap below default initial", []Option{WithRetry(RetryConfig{Enabled: true, MaxInterval: 2 * s})},
-			export.RetryConfig{Enabled: true, InitialInterval: 2 * s, MaxInterval: 2 * s, MaxElapsedTime: time.Minute}},
-		{"last wins", []Option{WithRetry(RetryConfig{}), WithRetry(RetryConfig{Enabled: true, InitialInterval: s})},
-			export.RetryConfig{Enabled: true, InitialInterval: s, MaxInterval: 30 * s, MaxElapsedTime: time.Minute}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := mustConfig(t, tt.opts, nil).retry; got != tt.want {
-				t.Errorf("retry = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-// tlsReceiver is an OTLP endpoint, over gRPC and HTTP, that records what it
-// receives and the User-Agent and Content-Type it was sent with.
-type tlsReceiver struct {
-	collectorpb.UnimplementedProfilesServiceServer
-	mu           sync.Mutex
-	requests     []*collectorpb.ExportProfilesServiceRequest
-	userAgents   []string
-	contentTypes []string
-}
-
-func (r *tlsReceiver) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) (*collectorpb.ExportProfilesServiceResponse, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.requests = append(r.requests, req)
-	r.userAgents = append(r.userAgents, strings.Join(md.Get("user-agent"), ","))
-	r.contentTypes = append(r.contentTypes, strings.Join(md.Get("content-type"), ","))
-	return &collectorpb.ExportProfilesServiceResponse{}, nil
-}
-
-func (r *tlsReceiver) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
-	body, err := io.ReadAll(hr.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := new(collectorpb.ExportProfilesServiceRequest)
-	if hr.Header.Get("Content-Type") == "application/json" {
-		err = protojson.Unmarshal(body, req)
-	} else {
-		err = proto.Unmarshal(body, req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	r.requests = append(r.requests, req)
-	r.userAgents = append(r.userAgents, hr.Header.Get("User-Agent"))
-	r.contentTypes = append(r.contentTypes, hr.Header.Get("Content-Type"))
-	r.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
-}
-
-// startTLSReceiver serves r with serverTLS and returns its URL.
-func startTLSReceiver(t *testing.T, protocol string, r *tlsReceiver, serverTLS *tls.Config) string {
-	t.Helper()
-	if protocol == "grpc" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)))
-		collectorpb.RegisterProfilesServiceServer(srv, r)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_ = srv.Serve(ln)
-		}()
-		t.Cleanup(func() {
-			srv.Stop()
-			<-done
-		})
-		return "https://" + ln.Addr().String()
-	}
-	srv := httptest.NewUnstartedServer(r)
-	srv.TLS = serverTLS
-	// Rejected handshakes are expected; keep them out of the log.
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// TestOTLPTLSFromEnvironment configures TLS and mutual TLS through the
-// environment alone and exports to servers that trust only the test
-// authority, over every protocol. It also checks the User-Agent and, for
-// http/json, that the body is JSON.
-func TestOTLPTLSFromEnvironment(t *testing.T) {
-	pki := testcert.New(t)
-	request := &collectorpb.ExportProfilesServiceRequest{ResourceProfiles: []*profilespb.ResourceProfiles{{SchemaUrl: "https://example.com/schema"}}}
-	tests := []struct {
-		name              string
-		requireClientCert bool
-		clientCert        bool
-		wantOK            bool
-	}{
-		{"TLS", false, false, true},
-		{"mutual TLS", true, true, true},
-		{"mutual TLS without client certificate", true, false, false},
-	}
-	wantContentType := map[string]string{"grpc": "application/grpc", "http/protobuf": "application/x-protobuf", "http/json": "application/json"}
-	for _, protocol := range []string{"grpc", "http/protobuf", "http/json"} {
-		for _, tt := range tests {
-			t.Run(protocol+"/"+tt.name, func(t *testing.T) {
-				r := &tlsReceiver{}
-				url := startTLSReceiver(t, protocol, r, pki.ServerConfig(tt.requireClientCert))
-				env := map[string]string{
-					"OTEL_EXPORTER_OTLP_PROTOCOL":             protocol,
-					"OTEL_EXPORTER_OTLP_ENDPOINT":             url,
-					"OTEL_EXPORTER_OTLP_PROFILES_CERTIFICATE": pki.CAFile,
-				}
-				if tt.clientCert {
-					env["OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"] = pki.ClientCertFile
-					env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = pki.ClientKeyFile
-				}
-				c := mustConfig(t, []Option{WithTimeout(5 * time.Second)}, env)
-				e, err := export.NewOTLP(c.otlp)
-				if err != nil {
-					t.Fatalf("NewOTLP: %v", err)
-				}
-				defer e.Shutdown(context.Background())
-				err = e.Export(context.Background(), request)
-				if !tt.wantOK {
-					if err == nil {
-						t.Fatal("Export succeeded without a client certificate, want the server to refuse it")
-					}
-					r.mu.Lock()
-					defer r.mu.Unlock()
-					if len(r.requests) != 0 {
-						t.Errorf("server accepted %d requests, want none", len(r.requests))
-					}
-					return
-				}
-				if err != nil {
-					t.Fatalf("Export: %v", err)
-				}
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				if len(r.requests) != 1 || !proto.Equal(r.requests[0], request) {
-					t.Fatalf("server got %d requests, want the one sent", len(r.requests))
-				}
-				if ua := r.userAgents[0]; !strings.HasPrefix(ua, "pprofotel-go/"+Version) {
-					t.Errorf("User-Agent = %q, want it to start with pprofotel-go/%s", ua, Version)
-				}
-				if ct := r.contentTypes[0]; ct != wantContentType[protocol] {
-					t.Errorf("Content-Type = %q, want %q", ct, wantContentType[protocol])
-				}
-			})
 		}
 	}
 }

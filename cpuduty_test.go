@@ -112,18 +112,17 @@ func cpuFunctions(req *collectorpb.ExportProfilesServiceRequest, p *profilespb.P
 // burns CPU outside it never shows; and the heap and goroutine profiles
 // cover the whole window, window after window without a gap.
 func TestCPUDutyCycleOnTheRuntime(t *testing.T) {
-	allowShortDurations(t)
 	const (
 		period   = 800 * time.Millisecond
-		duration = 250 * time.Millisecond
+		duty     = 30
+		duration = period * duty / 100
 	)
 	d := &dutyCPU{}
-	cpuProfiler = collect.CPUProfiler{Start: d.start, Stop: d.stop}
-	defer func() { cpuProfiler = collect.CPUProfiler{} }()
 	r := newReceiver()
 	endpoint := startReceiver(t, "http", r)
 
-	p, err := Start(WithEndpointURL(endpoint+"/v1development/profiles"), WithPeriod(period), WithCPUProfileDuration(duration),
+	p, err := Start(shortWindows(), withRuntime(nil, collect.CPUProfiler{Start: d.start, Stop: d.stop}),
+		WithExporter(httpExporter(t, endpoint+"/v1development/profiles")), WithWindow(period), WithCPUDutyCycle(duty),
 		WithProfileTypes(CPUProfile, HeapProfile, GoroutineProfile), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)

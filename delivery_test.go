@@ -7,27 +7,24 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/otlptest"
 )
 
-// fastRetry retries within milliseconds, so that a test sees retries,
-// failures and drops in a few windows.
-var fastRetry = WithRetry(RetryConfig{
+// fastRetry retries as soon as the exporter allows, so that a test sees
+// retries, failures and drops in a few windows.
+var fastRetry = otlpprofilehttp.WithRetry(otlpprofilehttp.RetryConfig{
 	Enabled:         true,
-	InitialInterval: 5 * time.Millisecond,
-	MaxInterval:     10 * time.Millisecond,
-	MaxElapsedTime:  30 * time.Millisecond,
+	InitialInterval: 100 * time.Millisecond,
+	MaxInterval:     100 * time.Millisecond,
+	MaxElapsedTime:  250 * time.Millisecond,
 })
 
 // poll calls cond until it holds. The bound is a guard against a hang, not
@@ -93,7 +90,6 @@ func checkAccounting(t *testing.T, p *Profiler) Stats {
 // arrive whenever it is up, each once and in order, and every loss is
 // counted.
 func TestReceiverDownThenUp(t *testing.T) {
-	allowShortDurations(t)
 	baseline := runtime.NumGoroutine()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -103,11 +99,10 @@ func TestReceiverDownThenUp(t *testing.T) {
 	ln.Close() // nothing listens: connections are refused
 
 	const maxQueued = 2
-	p, err := Start(WithExporter(ExporterOTLP), WithProtocol(ProtocolHTTPProtobuf),
-		WithEndpointURL("http://"+addr+"/v1development/profiles"),
-		WithPeriod(20*time.Millisecond), WithProfileTypes(GoroutineProfile),
-		WithTimeout(time.Second), fastRetry, WithQueueLimits(maxQueued, 1<<20),
-		WithLogger(slog.New(slog.DiscardHandler)))
+	p, err := Start(shortWindows(),
+		WithExporter(httpExporter(t, "http://"+addr+"/v1development/profiles", otlpprofilehttp.WithTimeout(time.Second), fastRetry)),
+		WithWindow(20*time.Millisecond), WithProfileTypes(GoroutineProfile),
+		WithQueueLimits(maxQueued, 1<<20), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +215,6 @@ func TestReceiverDownThenUp(t *testing.T) {
 // answers: collection goes on, the queue stays bounded, and Stop returns at
 // its deadline, naming the windows it gave up.
 func TestHangingReceiver(t *testing.T) {
-	allowShortDurations(t)
 	baseline := runtime.NumGoroutine()
 	release := make(chan struct{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -237,11 +231,10 @@ func TestHangingReceiver(t *testing.T) {
 	go srv.Serve(ln)
 
 	const maxQueued = 3
-	p, err := Start(WithExporter(ExporterOTLP), WithProtocol(ProtocolHTTPProtobuf),
-		WithEndpointURL("http://"+ln.Addr().String()+"/v1development/profiles"),
-		WithPeriod(20*time.Millisecond), WithProfileTypes(GoroutineProfile),
-		WithTimeout(time.Hour), WithQueueLimits(maxQueued, 1<<20),
-		WithLogger(slog.New(slog.DiscardHandler)))
+	p, err := Start(shortWindows(),
+		WithExporter(httpExporter(t, "http://"+ln.Addr().String()+"/v1development/profiles", otlpprofilehttp.WithTimeout(time.Hour))),
+		WithWindow(20*time.Millisecond), WithProfileTypes(GoroutineProfile),
+		WithQueueLimits(maxQueued, 1<<20), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,102 +283,10 @@ func TestStartRejectsBadDeliveryOptions(t *testing.T) {
 	}{
 		{WithQueueLimits(0, 100), "WithQueueLimits(0, 100)"},
 		{WithQueueLimits(3, -1), "WithQueueLimits(3, -1)"},
-		{WithMaxRequestBytes(1000), "WithMaxRequestBytes(1000)"},
 	} {
-		_, err := Start(WithExporter(ExporterNone), tt.opt)
+		_, err := Start(WithExporter(noneExporter{}), tt.opt)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Start: %v; want an error naming %s", err, tt.want)
 		}
-	}
-}
-
-// partialReceiver accepts every request and answers with a partial success.
-type partialReceiver struct {
-	collectorpb.UnimplementedProfilesServiceServer
-	ps *collectorpb.ExportProfilesPartialSuccess
-}
-
-func (r *partialReceiver) Export(context.Context, *collectorpb.ExportProfilesServiceRequest) (*collectorpb.ExportProfilesServiceResponse, error) {
-	return &collectorpb.ExportProfilesServiceResponse{PartialSuccess: r.ps}, nil
-}
-
-func (r *partialReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	io.Copy(io.Discard, req.Body)
-	out, _ := proto.Marshal(&collectorpb.ExportProfilesServiceResponse{PartialSuccess: r.ps})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(out)
-}
-
-// warnings records the messages and attributes of warnings.
-type warnings struct {
-	mu      sync.Mutex
-	records []string
-}
-
-func (h *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (h *warnings) WithAttrs([]slog.Attr) slog.Handler           { return h }
-func (h *warnings) WithGroup(string) slog.Handler                { return h }
-func (h *warnings) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	h.mu.Lock()
-	h.records = append(h.records, b.String())
-	h.mu.Unlock()
-	return nil
-}
-
-// TestPartialSuccessIsLogged checks the README's promise that a partial
-// success is logged, with what the receiver rejected and why, and counted
-// as exported rather than retried.
-func TestPartialSuccessIsLogged(t *testing.T) {
-	for _, protocol := range []Protocol{ProtocolGRPC, ProtocolHTTPProtobuf} {
-		t.Run(string(protocol), func(t *testing.T) {
-			r := &partialReceiver{ps: &collectorpb.ExportProfilesPartialSuccess{RejectedProfiles: 3, ErrorMessage: "too old"}}
-			var endpoint string
-			if protocol == ProtocolGRPC {
-				ln, err := net.Listen("tcp", "127.0.0.1:0")
-				if err != nil {
-					t.Fatal(err)
-				}
-				srv := grpc.NewServer()
-				collectorpb.RegisterProfilesServiceServer(srv, r)
-				go srv.Serve(ln)
-				t.Cleanup(srv.Stop)
-				endpoint = "http://" + ln.Addr().String()
-			} else {
-				srv := httptest.NewServer(r)
-				t.Cleanup(srv.Close)
-				endpoint = srv.URL + "/v1development/profiles"
-			}
-			logs := new(warnings)
-			p, err := Start(WithProtocol(protocol), WithEndpointURL(endpoint),
-				WithPeriod(time.Hour), WithProfileTypes(GoroutineProfile),
-				WithLogger(slog.New(logs)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := stopWithin(t, p, context.Background()); err != nil {
-				t.Fatalf("Stop: %v", err)
-			}
-			s := checkAccounting(t, p)
-			if s.WindowsExported != 1 || s.ExportRetries != 0 {
-				t.Errorf("exported %d windows with %d retries, want 1 and 0", s.WindowsExported, s.ExportRetries)
-			}
-			logs.mu.Lock()
-			defer logs.mu.Unlock()
-			found := false
-			for _, rec := range logs.records {
-				if strings.Contains(rec, "rejected=3") && strings.Contains(rec, "message=too old") {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("no warning names the 3 rejected profiles and the message; got %q", logs.records)
-			}
-		})
 	}
 }

@@ -12,18 +12,18 @@ import (
 )
 
 func TestSecondStartIsErrAlreadyRunning(t *testing.T) {
-	p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	p, err := Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = Start(WithExporter(ExporterNone))
+	_, err = Start(WithExporter(noneExporter{}))
 	if !errors.Is(err, ErrAlreadyRunning) {
 		t.Errorf("second Start: err = %v, want ErrAlreadyRunning", err)
 	}
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p, err = Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	p, err = Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 	if errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("Start after Stop: %v", err)
 	}

@@ -57,16 +57,16 @@ func ExampleProfileType_Available() {
 
 // A service that wants every CPU sample records continuously, paying the
 // runtime's CPU profiler all the time; one that wants to pay less records
-// for a shorter part of each window. A duration over the period is
-// refused by Start, naming the option and the value.
-func ExampleWithCPUProfileDuration() {
+// for a smaller share of each window. A share over 100 % is refused by
+// Start, naming the option and the value.
+func ExampleWithCPUDutyCycle() {
 	_, err := profiler.Start(
-		profiler.WithPeriod(30*time.Second),
-		profiler.WithCPUProfileDuration(45*time.Second),
+		profiler.WithWindow(30*time.Second),
+		profiler.WithCPUDutyCycle(150),
 	)
 	fmt.Println(err)
 	// Output:
-	// profiler: WithCPUProfileDuration(45s): CPU profile duration must not exceed the period (30s)
+	// profiler: WithCPUDutyCycle(150): duty cycle must be a percentage from 1 to 100
 }
 
 // WithMaxGoroutines(0) keeps the goroutine profile however many goroutines

@@ -82,10 +82,9 @@ func TestGoroutineLeakProfile(t *testing.T) {
 	// A period of 50 ms and an interval of 150 ms: the profile is taken in
 	// windows 0, 3, 6, ... and in the last.
 	const every = 3
-	allowShortDurations(t)
 	dir := t.TempDir()
-	p, err := Start(WithPeriod(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
-		WithProfileTypes(GoroutineProfile, GoroutineLeakProfile), WithExporter(ExporterFile), WithFileDir(dir))
+	p, err := Start(shortWindows(), WithWindow(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
+		WithProfileTypes(GoroutineProfile, GoroutineLeakProfile), WithExporter(fileExporter(t, dir)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +196,7 @@ func TestGoroutineLeakProfile(t *testing.T) {
 // operator's, gets the same words as a warning, and the other profiles run.
 func checkLeakProfileRefused(t *testing.T) {
 	t.Run("option", func(t *testing.T) {
-		p, err := Start(WithProfileTypes(CPUProfile, GoroutineLeakProfile), WithExporter(ExporterNone))
+		p, err := Start(WithProfileTypes(CPUProfile, GoroutineLeakProfile), WithExporter(noneExporter{}))
 		if err == nil {
 			p.Stop(context.Background())
 			t.Fatalf("Start asking for goroutineleak on %s succeeded", runtime.Version())
@@ -214,7 +213,7 @@ func checkLeakProfileRefused(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		t.Setenv(envProfiles, "cpu,goroutineleak")
 		var logs bytes.Buffer
-		p, err := Start(WithExporter(ExporterNone), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		p, err := Start(WithExporter(noneExporter{}), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		if err != nil {
 			t.Fatalf("Start with %s=cpu,goroutineleak on %s: %v", envProfiles, runtime.Version(), err)
 		}
@@ -241,8 +240,8 @@ func TestLeakOnlyRunSendsOneRequestPerRead(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	p, err := Start(WithPeriod(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
-		WithProfileTypes(GoroutineLeakProfile), WithExporter(ExporterFile), WithFileDir(dir))
+	p, err := Start(WithWindow(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
+		WithProfileTypes(GoroutineLeakProfile), WithExporter(fileExporter(t, dir)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/collect"
 )
 
 func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
-	p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	p, err := Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
 		t.Fatalf("CPU profiler still held after Stop: %v", err)
 	}
 	pprof.StopCPUProfile()
-	p2, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	p2, err := Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 	if err != nil {
 		t.Fatalf("Start after Stop: %v", err)
 	}
@@ -53,12 +54,12 @@ func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
 }
 
 func TestSecondProfilerIsRefused(t *testing.T) {
-	p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+	p, err := Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Stop(context.Background())
-	if _, err := Start(WithExporter(ExporterNone)); err == nil || !strings.Contains(err.Error(), "already running") {
+	if _, err := Start(WithExporter(noneExporter{})); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Fatalf("second Start: err = %v, want an error saying a profiler is already running", err)
 	}
 }
@@ -94,26 +95,26 @@ func TestDisabledProfilerDoesNothing(t *testing.T) {
 // TestStartIgnoresBadEnvironment checks that an invalid variable is
 // logged, naming it and its value, and does not stop the profiler.
 func TestStartIgnoresBadEnvironment(t *testing.T) {
-	t.Setenv("PPROFOTEL_PERIOD", "soon")
+	t.Setenv("PPROFOTEL_WINDOW", "soon")
 	var logs bytes.Buffer
-	p, err := Start(WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithExporter(ExporterNone))
+	p, err := Start(WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithExporter(noneExporter{}))
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	defer p.Stop(context.Background())
-	if !strings.Contains(logs.String(), `PPROFOTEL_PERIOD=\"soon\"`) {
-		t.Errorf("logs = %q, want a warning naming PPROFOTEL_PERIOD and its value", logs.String())
+	if !strings.Contains(logs.String(), `PPROFOTEL_WINDOW=\"soon\"`) {
+		t.Errorf("logs = %q, want a warning naming PPROFOTEL_WINDOW and its value", logs.String())
 	}
-	if p.cfg.period != defaultPeriod {
-		t.Errorf("period = %v, want the default", p.cfg.period)
+	if p.cfg.window != defaultWindow {
+		t.Errorf("window = %v, want the default", p.cfg.window)
 	}
 }
 
 func TestStopIsBoundedByItsContext(t *testing.T) {
 	// A receiver that accepts connections and never answers.
 	endpoint := hangingEndpoint(t)
-	p, err := Start(WithExporter(ExporterOTLP), WithEndpointURL(endpoint), WithProtocol(ProtocolHTTPProtobuf),
-		WithPeriod(time.Hour), WithTimeout(time.Hour), WithProfileTypes(GoroutineProfile))
+	p, err := Start(WithExporter(httpExporter(t, endpoint, otlpprofilehttp.WithTimeout(time.Hour))),
+		WithWindow(time.Hour), WithProfileTypes(GoroutineProfile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,16 +136,15 @@ func TestStopIsBoundedByItsContext(t *testing.T) {
 func TestPanicWhileStartingIsAnError(t *testing.T) {
 	for _, typ := range []ProfileType{HeapProfile, MutexProfile, BlockProfile} {
 		t.Run(typ.String(), func(t *testing.T) {
-			profileSource = func(name string, w io.Writer) error {
+			panicking := func(name string, w io.Writer) error {
 				if name == typ.String() {
 					panic("decoder bug")
 				}
 				return collect.RuntimeSource(name, w)
 			}
-			defer func() { profileSource = collect.RuntimeSource }()
 			prevFraction := runtime.SetMutexProfileFraction(-1)
 
-			p, err := Start(WithExporter(ExporterNone), WithPeriod(time.Hour),
+			p, err := Start(withRuntime(panicking, collect.CPUProfiler{}), WithExporter(noneExporter{}), WithWindow(time.Hour),
 				WithProfileTypes(CPUProfile, typ), WithMutexProfileFraction(7))
 			if err == nil || !strings.Contains(err.Error(), "decoder bug") {
 				p.Stop(context.Background())
@@ -153,8 +153,7 @@ func TestPanicWhileStartingIsAnError(t *testing.T) {
 			if got := runtime.SetMutexProfileFraction(-1); got != prevFraction {
 				t.Errorf("mutex fraction after the failed Start = %d, want %d", got, prevFraction)
 			}
-			profileSource = collect.RuntimeSource
-			p, err = Start(WithExporter(ExporterNone), WithPeriod(time.Hour))
+			p, err = Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 			if err != nil {
 				t.Fatalf("Start after the failed Start: %v", err)
 			}
@@ -169,7 +168,6 @@ func TestPanicWhileStartingIsAnError(t *testing.T) {
 // application serving /debug/pprof/profile would: the profiler goes on
 // with its other profiles and counts the windows without CPU data.
 func TestCPUProfilerHeldByTheApplication(t *testing.T) {
-	allowShortDurations(t)
 	if err := pprof.StartCPUProfile(io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +177,7 @@ func TestCPUProfilerHeldByTheApplication(t *testing.T) {
 			pprof.StopCPUProfile()
 		}
 	}()
-	p, err := Start(WithExporter(ExporterNone), WithPeriod(20*time.Millisecond),
+	p, err := Start(shortWindows(), WithExporter(noneExporter{}), WithWindow(20*time.Millisecond),
 		WithProfileTypes(CPUProfile, GoroutineProfile))
 	if err != nil {
 		t.Fatal(err)

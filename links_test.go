@@ -40,7 +40,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	tracer := labels.WrapTracerProvider(tp).Tracer("links-test")
 
 	dir := t.TempDir()
-	p, err := Start(WithPeriod(time.Hour), WithCPUProfileDuration(time.Hour), WithProfileTypes(CPUProfile), WithExporter(ExporterFile), WithFileDir(dir))
+	p, err := Start(WithWindow(time.Hour), WithCPUDutyCycle(100), WithProfileTypes(CPUProfile), WithExporter(fileExporter(t, dir)))
 	if err != nil {
 		t.Fatal(err)
 	}

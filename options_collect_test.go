@@ -33,15 +33,14 @@ func TestCollectSettings(t *testing.T) {
 		// The option shadows the variable, which is then not validated.
 		{"goroutines: option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, maxGoroutines, 7},
 
-		{"cpu: default, a sixth of the period", nil, nil, cpuDuration, 10 * time.Second},
-		{"cpu: default follows the period", []Option{WithPeriod(30 * time.Second)}, nil, cpuDuration, 5 * time.Second},
-		{"cpu: default follows PPROFOTEL_PERIOD", nil, map[string]string{"PPROFOTEL_PERIOD": "12s"}, cpuDuration, 2 * time.Second},
-		{"cpu: default follows the Splunk window", nil, map[string]string{"SPLUNK_PROFILER_ENABLED": "true"}, cpuDuration, 10 * time.Second / 6},
-		{"cpu: variable", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, cpuDuration, 15 * time.Second},
-		{"cpu: variable equal to the period", nil, map[string]string{"PPROFOTEL_CPU_DURATION": "60s"}, cpuDuration, time.Minute},
-		{"cpu: option", []Option{WithCPUProfileDuration(20 * time.Second)}, nil, cpuDuration, 20 * time.Second},
-		{"cpu: option wins", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "15s"}, cpuDuration, time.Second},
-		{"cpu: option shadows an invalid variable", []Option{WithCPUProfileDuration(time.Second)}, map[string]string{"PPROFOTEL_CPU_DURATION": "x"}, cpuDuration, time.Second},
+		{"cpu: default, 17% of the window", nil, nil, cpuDuration, 10200 * time.Millisecond},
+		{"cpu: default follows the window", []Option{WithWindow(30 * time.Second)}, nil, cpuDuration, 5100 * time.Millisecond},
+		{"cpu: default follows PPROFOTEL_WINDOW", nil, map[string]string{"PPROFOTEL_WINDOW": "10s"}, cpuDuration, 1700 * time.Millisecond},
+		{"cpu: variable", nil, map[string]string{"PPROFOTEL_CPU_DUTY": "25"}, cpuDuration, 15 * time.Second},
+		{"cpu: variable, continuous", nil, map[string]string{"PPROFOTEL_CPU_DUTY": "100"}, cpuDuration, time.Minute},
+		{"cpu: option", []Option{WithCPUDutyCycle(50)}, nil, cpuDuration, 30 * time.Second},
+		{"cpu: option wins", []Option{WithCPUDutyCycle(10)}, map[string]string{"PPROFOTEL_CPU_DUTY": "25"}, cpuDuration, 6 * time.Second},
+		{"cpu: option shadows an invalid variable", []Option{WithCPUDutyCycle(10)}, map[string]string{"PPROFOTEL_CPU_DUTY": "x"}, cpuDuration, 6 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,21 +63,17 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
-		{[]Option{WithCPUProfileDuration(0)}, nil, "profiler: WithCPUProfileDuration(0s): CPU profile duration must be at least 100ms"},
-		{[]Option{WithCPUProfileDuration(-time.Second)}, nil, "profiler: WithCPUProfileDuration(-1s): CPU profile duration must be at least 100ms"},
-		{[]Option{WithCPUProfileDuration(time.Nanosecond)}, nil, "profiler: WithCPUProfileDuration(1ns): CPU profile duration must be at least 100ms"},
-		{[]Option{WithCPUProfileDuration(2 * time.Minute)}, nil, "profiler: WithCPUProfileDuration(2m0s): CPU profile duration must not exceed the period (1m0s)"},
-		{[]Option{WithCPUProfileDuration(20 * time.Second)}, map[string]string{"PPROFOTEL_PERIOD": "10s"},
-			"profiler: WithCPUProfileDuration(20s): CPU profile duration must not exceed the period (10s)"},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "90s"}, `profiler: PPROFOTEL_CPU_DURATION="90s": CPU profile duration must not exceed the period (1m0s)`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "0s"}, `profiler: PPROFOTEL_CPU_DURATION="0s": CPU profile duration must be positive`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "99ms"}, `profiler: PPROFOTEL_CPU_DURATION="99ms": CPU profile duration must be at least 100ms`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DURATION": "10"}, `profiler: PPROFOTEL_CPU_DURATION="10": time: missing unit in duration "10"`},
+		{[]Option{WithCPUDutyCycle(0)}, nil, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
+		{[]Option{WithCPUDutyCycle(-5)}, nil, "profiler: WithCPUDutyCycle(-5): duty cycle must be a percentage from 1 to 100"},
+		{[]Option{WithCPUDutyCycle(101)}, nil, "profiler: WithCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
+		{nil, map[string]string{"PPROFOTEL_CPU_DUTY": "101"}, `profiler: PPROFOTEL_CPU_DUTY="101": duty cycle must be a percentage from 1 to 100`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DUTY": "0"}, `profiler: PPROFOTEL_CPU_DUTY="0": duty cycle must be a percentage from 1 to 100`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DUTY": "10%"}, `profiler: PPROFOTEL_CPU_DUTY="10%": duty cycle must be a percentage from 1 to 100`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			c, err := newConfig(tt.opts, envOf(tt.env))
-			if tt.opts != nil {
+			c, err := newConfig(append([]Option{WithExporter(noneExporter{})}, tt.opts...), envOf(tt.env))
+			if len(tt.opts) > 0 {
 				// An invalid option fails Start.
 				if err == nil || err.Error() != tt.want {
 					t.Errorf("error = %v, want %q", err, tt.want)
@@ -92,7 +87,7 @@ func TestCollectSettingsErrors(t *testing.T) {
 			if len(c.warnings) != 1 || c.warnings[0].Error() != tt.want+"; ignored" {
 				t.Errorf("warnings = %v, want [%q]", c.warnings, tt.want+"; ignored")
 			}
-			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.period/defaultCPUShare {
+			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.window*defaultCPUDuty/100 {
 				t.Errorf("max goroutines %d, CPU duration %v: want the defaults", c.maxGoroutines, c.cpuDuration)
 			}
 		})
@@ -104,7 +99,6 @@ func TestCollectSettingsErrors(t *testing.T) {
 // skips every goroutine profile and counts it in Stats and in the metric,
 // the second skips none.
 func TestGoroutineProfilesSkipped(t *testing.T) {
-	allowShortDurations(t)
 	for _, tt := range []struct {
 		name        string
 		limit       int
@@ -119,8 +113,8 @@ func TestGoroutineProfilesSkipped(t *testing.T) {
 			reader := sdkmetric.NewManualReader()
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 			defer mp.Shutdown(context.Background())
-			p, err := Start(WithEndpointURL(endpoint+"/v1development/profiles"),
-				WithProfileTypes(GoroutineProfile, HeapProfile), WithPeriod(10*time.Millisecond),
+			p, err := Start(shortWindows(), WithExporter(httpExporter(t, endpoint+"/v1development/profiles")),
+				WithProfileTypes(GoroutineProfile, HeapProfile), WithWindow(10*time.Millisecond),
 				WithMaxGoroutines(tt.limit), WithMeterProvider(mp), WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				t.Fatal(err)
@@ -132,11 +126,11 @@ func TestGoroutineProfilesSkipped(t *testing.T) {
 			if err := p.Stop(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if units[metricGoroutineSkipped] != "{window}" {
-				t.Errorf("%s: unit %q, want {window}", metricGoroutineSkipped, units[metricGoroutineSkipped])
+			if units["pprofotel.goroutine_profiles.skipped"] != "{window}" {
+				t.Errorf("%s: unit %q, want {window}", "pprofotel.goroutine_profiles.skipped", units["pprofotel.goroutine_profiles.skipped"])
 			}
-			if v := metrics[metricGoroutineSkipped]; v < float64(before) || v > float64(after) {
-				t.Errorf("%s = %v, Stats said %d then %d", metricGoroutineSkipped, v, before, after)
+			if v := metrics["pprofotel.goroutine_profiles.skipped"]; v < float64(before) || v > float64(after) {
+				t.Errorf("%s = %v, Stats said %d then %d", "pprofotel.goroutine_profiles.skipped", v, before, after)
 			}
 			s := p.Stats()
 			var withGoroutines int

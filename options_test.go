@@ -64,46 +64,34 @@ func TestWithProfileTypes(t *testing.T) {
 	}
 }
 
-// Options keep their own copies, so that a caller reusing a slice or map
-// after Start cannot change the configuration.
+// Options keep their own copies, so that a caller reusing a slice after
+// Start cannot change the configuration.
 func TestOptionsCopyArguments(t *testing.T) {
 	types := []ProfileType{MutexProfile}
-	headers := map[string]string{"k": "v"}
-	opts := []Option{WithProfileTypes(types...), WithHeaders(headers)}
+	opts := []Option{WithProfileTypes(types...), WithExporter(noneExporter{})}
 	types[0] = CPUProfile
-	headers["k"] = "changed"
-	headers["extra"] = "x"
 
 	c := mustConfig(t, opts, nil)
 	if !reflect.DeepEqual(c.profileTypes, []ProfileType{MutexProfile}) {
 		t.Errorf("profileTypes = %v, want [mutex]", c.profileTypes)
 	}
-	if !reflect.DeepEqual(c.otlp.Headers, map[string]string{"k": "v"}) {
-		t.Errorf("headers = %v, want map[k:v]", c.otlp.Headers)
-	}
-
 	// The same options resolve alike twice.
 	c2 := mustConfig(t, opts, nil)
-	if !reflect.DeepEqual(c.profileTypes, c2.profileTypes) || !reflect.DeepEqual(c.otlp, c2.otlp) {
-		t.Errorf("second resolution differs: %+v vs %+v", c2.otlp, c.otlp)
+	if !reflect.DeepEqual(c.profileTypes, c2.profileTypes) {
+		t.Errorf("second resolution differs: %v vs %v", c2.profileTypes, c.profileTypes)
 	}
 }
 
 func TestOptionsLastWins(t *testing.T) {
+	second := &defaultsExporter{}
 	c := mustConfig(t, []Option{
 		nil, // ignored
-		WithPeriod(time.Second), WithPeriod(2 * time.Second),
-		WithExporter(ExporterNone), WithExporter(ExporterFile),
-		WithProtocol(ProtocolGRPC), WithProtocol(ProtocolHTTPJSON),
-		WithHeaders(map[string]string{"a": "1"}), WithHeaders(nil),
-		WithFileJSON(true), WithFileJSON(false),
-	}, map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "env=1"})
-	if c.period != 2*time.Second || c.exporter != ExporterFile || c.otlp.Protocol != "http/json" || c.file.JSON {
-		t.Errorf("period, exporter, protocol, json = %v, %v, %v, %v; want 2s, file, http/json, false",
-			c.period, c.exporter, c.otlp.Protocol, c.file.JSON)
-	}
-	// WithHeaders(nil) is an explicit "no headers": it shadows the variable.
-	if c.otlp.Headers != nil {
-		t.Errorf("headers = %v, want none", c.otlp.Headers)
+		WithWindow(time.Second), WithWindow(2 * time.Second),
+		WithExporter(noneExporter{}), WithExporter(second),
+		WithCPUDutyCycle(10), WithCPUDutyCycle(50),
+	}, nil)
+	if c.window != 2*time.Second || c.exporter != Exporter(second) || c.cpuDuration != time.Second {
+		t.Errorf("window, exporter, CPU recording = %v, %T, %v; want 2s, the second exporter, 1s",
+			c.window, c.exporter, c.cpuDuration)
 	}
 }

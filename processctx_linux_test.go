@@ -28,10 +28,10 @@ func TestProcessContextIsTheOTLPResource(t *testing.T) {
 	start := func() *Profiler {
 		t.Helper()
 		p, err := Start(
-			WithEndpointURL(endpoint+"/v1development/profiles"),
+			WithExporter(httpExporter(t, endpoint+"/v1development/profiles")),
 			WithServiceName("ctx-check"),
 			WithResource(resource.NewSchemaless(attribute.String("deployment.environment.name", "test"))),
-			WithPeriod(time.Second),
+			WithWindow(time.Second),
 		)
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestProcessContextSwitchedOff(t *testing.T) {
 			if tt.env != "" {
 				t.Setenv("PPROFOTEL_PROCESS_CONTEXT", tt.env)
 			}
-			p, err := Start(append(tt.opts, WithExporter(ExporterNone))...)
+			p, err := Start(append(tt.opts, WithExporter(noneExporter{}))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,7 +119,7 @@ func TestProcessContextSwitchedOff(t *testing.T) {
 
 	t.Run("invalid variable", func(t *testing.T) {
 		t.Setenv("PPROFOTEL_PROCESS_CONTEXT", "no")
-		c := mustConfig(t, []Option{WithExporter(ExporterNone)}, map[string]string{"PPROFOTEL_PROCESS_CONTEXT": "no"})
+		c := mustConfig(t, []Option{WithExporter(noneExporter{})}, map[string]string{"PPROFOTEL_PROCESS_CONTEXT": "no"})
 		if !c.processContext || !strings.Contains(fmt.Sprint(c.warnings), `PPROFOTEL_PROCESS_CONTEXT="no"`) {
 			t.Fatalf("process context %v, warnings %v; want it on and a warning naming PPROFOTEL_PROCESS_CONTEXT and its value", c.processContext, c.warnings)
 		}

@@ -22,12 +22,6 @@ import (
 // sends.
 const ScopeName = "github.com/pprofotel/profiler"
 
-// Hooks that tests replace to record what the collector read.
-var (
-	profileSource = collect.RuntimeSource
-	cpuProfiler   collect.CPUProfiler // zero: runtime/pprof's
-)
-
 // running guards against two profilers at once: the CPU profile and the
 // runtime's mutex and block rates are process-wide.
 var running atomic.Bool
@@ -40,7 +34,7 @@ type Profiler struct {
 	collector *collect.Collector
 	// pipe converts the windows and exports them from its own goroutine,
 	// so that the loop never waits on the network.
-	pipe    pipeline
+	pipe    *pipeline
 	omitted collect.Omissions
 	sent    delivery.Outcomes
 	metrics metric.Registration
@@ -100,14 +94,17 @@ func Start(opts ...Option) (*Profiler, error) {
 		return &Profiler{cfg: cfg}, nil
 	}
 	if err := checkAvailable(cfg.profileTypes); err != nil {
+		cfg.shutdownOwnExporter()
 		return nil, err
 	}
 	if !running.CompareAndSwap(false, true) {
+		cfg.shutdownOwnExporter()
 		return nil, ErrAlreadyRunning
 	}
 	p, err := start(cfg)
 	if err != nil {
 		running.Store(false)
+		cfg.shutdownOwnExporter()
 		return nil, err
 	}
 	return p, nil
@@ -118,11 +115,6 @@ func start(cfg *config) (*Profiler, error) {
 		cfg:          cfg,
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
-	}
-	var err error
-	p.pipe, err = newPipeline(cfg, &p.sent, func(int, time.Duration, error) { p.sent.Retries.Add(1) })
-	if err != nil {
-		return nil, err
 	}
 	names := make([]string, len(cfg.profileTypes))
 	intervals := make(map[string]time.Duration)
@@ -136,28 +128,35 @@ func start(cfg *config) (*Profiler, error) {
 	if maxGoroutines == 0 {
 		maxGoroutines = -1 // no limit, in collect.Config's terms
 	}
+	source := cfg.runtime.source
+	if source == nil {
+		source = collect.RuntimeSource
+	}
+	var err error
 	p.collector, err = collect.New(collect.Config{
 		Profiles:      names,
-		Source:        profileSource,
-		CPU:           cpuProfiler,
+		Source:        source,
+		CPU:           cfg.runtime.cpu,
 		Logger:        cfg.logger,
 		Omissions:     &p.omitted,
 		MaxGoroutines: maxGoroutines,
-		Period:        cfg.period,
+		Period:        cfg.window,
 		Intervals:     intervals,
 		CPUDuration:   cfg.cpuDuration,
 	})
 	if err != nil {
-		p.pipe.shutdown(context.Background())
 		return nil, err
 	}
+	// From here on the queue owns the exporter: a failed start shuts both
+	// down.
+	p.pipe = newPipeline(cfg, &p.sent)
 
 	for _, t := range cfg.profileTypes {
 		if r := t.descriptor().Rate; r != nil {
 			p.restore = append(p.restore, r.Set(cfg.rates[t]))
 		}
 	}
-	if p.metrics, err = p.registerMetrics(cfg.delivery.meterProvider); err != nil {
+	if p.metrics, err = p.registerMetrics(cfg.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
@@ -167,6 +166,7 @@ func start(cfg *config) (*Profiler, error) {
 			_ = p.metrics.Unregister()
 		}
 		p.pipe.shutdown(context.Background())
+		cfg.fromEnv = false // shut down with the queue
 		return nil, err
 	}
 	if r := cfg.resourceRepairs; r.n > 0 {
@@ -218,7 +218,7 @@ func (p *Profiler) startCollector() (err error) {
 // network.
 func (p *Profiler) loop() {
 	defer close(p.done)
-	ticker := time.NewTicker(p.cfg.period)
+	ticker := time.NewTicker(p.cfg.window)
 	defer ticker.Stop()
 	// cpuTimer starts and stops the CPU profile within a window, under a
 	// duty cycle; cpuChange is nil while nothing is due.

@@ -154,8 +154,8 @@ func TestConfiguredOnlyThroughEnvironment(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 			t.Setenv("OTEL_SERVICE_NAME", "env-only")
-			t.Setenv("PPROFOTEL_PERIOD", "2s")
-			t.Setenv("PPROFOTEL_CPU_DURATION", "2s") // continuous: every window holds CPU samples
+			t.Setenv("PPROFOTEL_WINDOW", "2s")
+			t.Setenv("PPROFOTEL_CPU_DUTY", "100") // continuous: every window holds CPU samples
 			t.Setenv("PPROFOTEL_PROFILES", "cpu,heap,goroutine,mutex,block")
 			t.Setenv("PPROFOTEL_MUTEX_FRACTION", "1")
 			t.Setenv("PPROFOTEL_BLOCK_RATE", "1")
@@ -284,17 +284,13 @@ func (r *recorder) stopCPU() {
 // profile recorded in the window, the difference of the cumulative
 // profiles between the window's ends, the snapshots at its end.
 func TestWindowsAreLossless(t *testing.T) {
-	allowShortDurations(t)
 	rec := &recorder{raw: map[string][][]byte{}}
-	profileSource, cpuProfiler = rec.source, collect.CPUProfiler{Start: rec.startCPU, Stop: rec.stopCPU}
-	defer func() { profileSource, cpuProfiler = collect.RuntimeSource, collect.CPUProfiler{} }()
-
 	dir := t.TempDir()
-	p, err := Start(
-		WithPeriod(300*time.Millisecond), WithCPUProfileDuration(300*time.Millisecond),
+	p, err := Start(shortWindows(), withRuntime(rec.source, collect.CPUProfiler{Start: rec.startCPU, Stop: rec.stopCPU}),
+		WithWindow(300*time.Millisecond), WithCPUDutyCycle(100),
 		WithProfileTypes(CPUProfile, HeapProfile, GoroutineProfile, MutexProfile, BlockProfile),
 		WithMutexProfileFraction(1), WithBlockProfileRate(1),
-		WithExporter(ExporterFile), WithFileDir(dir),
+		WithExporter(fileExporter(t, dir)),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,7 @@ func TestUnavailableProfileFailsStart(t *testing.T) {
 	need := errors.New("needs Go 1.99")
 	d.Available = func() error { return need }
 
-	p, err := Start(WithProfileTypes(GoroutineProfile), WithExporter(ExporterNone))
+	p, err := Start(WithProfileTypes(GoroutineProfile), WithExporter(noneExporter{}))
 	if err == nil {
 		p.Stop(t.Context())
 		t.Fatal("Start succeeded with an unavailable profile type")

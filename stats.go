@@ -16,16 +16,17 @@ import (
 // WindowsDropped + WindowsQueued.
 type Stats struct {
 	// WindowsCollected counts windows collected and converted into a
-	// request, the last, partial one at Stop included. A window in which
-	// the encoding finds nothing to send (the Splunk encoding, when no
-	// sample was taken) is not counted.
+	// request, the last, partial one at Stop included. A window with no
+	// profile to send (between two reads of the goroutine-leak profile
+	// when it is the only type, or whose only profile was skipped) is not
+	// counted.
 	WindowsCollected int64
 	// WindowsExported counts windows the receiver accepted in full.
 	WindowsExported int64
 	// WindowsFailed counts windows the exporter gave up on: a permanent
 	// error (such as HTTP 400 or gRPC INVALID_ARGUMENT), retries that ran
 	// out of time, Stop's deadline, or a window too large to split into
-	// requests that fit WithMaxRequestBytes. Of a window split in several
+	// requests that fit the exporter's limit. Of a window split in several
 	// requests, some may have arrived.
 	WindowsFailed int64
 	// WindowsDropped counts windows discarded unsent, oldest first, to keep
@@ -36,13 +37,16 @@ type Stats struct {
 	// not counting the one being exported.
 	WindowsQueued int64
 	// ExportRetries counts export attempts repeated after a retryable
-	// failure (see WithRetry).
+	// failure, as the exporter reports them (the OTLP and Splunk
+	// exporters' WithRetry).
 	ExportRetries int64
 	// BytesSent sums the protobuf sizes of the requests the receiver
-	// accepted, before compression.
+	// accepted, before compression, as the exporter reports them; for an
+	// exporter that reports none, the size of each request it accepted.
 	BytesSent int64
 	// FilesRemoved counts the file exporter's files removed from its
-	// directory, oldest first, to keep within WithFileRetention.
+	// directory, oldest first, to keep within its retention bounds
+	// (package exporters/otlpprofilefile).
 	FilesRemoved int64
 	// CollectionTime is the time spent reading the runtime's profiles and
 	// computing their deltas, summed over windows.
@@ -134,86 +138,103 @@ func (p *Profiler) countLeaks(w collect.Window) {
 	}
 }
 
-// Names of the profiler's own metrics, all asynchronous and reported from
-// Stats. The counters are cumulative since Start.
-const (
-	metricWindowsCollected = "pprofotel.windows.collected"
-	metricWindowsExported  = "pprofotel.windows.exported"
-	metricWindowsFailed    = "pprofotel.windows.failed"
-	metricWindowsDropped   = "pprofotel.windows.dropped"
-	metricWindowsQueued    = "pprofotel.windows.queued"
-	metricExportRetries    = "pprofotel.export.retries"
-	metricExportBytes      = "pprofotel.export.bytes"
-	metricCollectionTime   = "pprofotel.collection.time"
-	metricConversionTime   = "pprofotel.conversion.time"
-	metricCPUSkipped       = "pprofotel.cpu_profiles.skipped"
-	metricGoroutineSkipped = "pprofotel.goroutine_profiles.skipped"
-	metricProfilesLeftOut  = "pprofotel.profiles.left_out"
+// statsMetric is one of the profiler's own metrics: an asynchronous
+// instrument reported from a field of Stats.
+type statsMetric struct {
+	name, unit, description string
+	kind                    metricKind
+	// value reads the field; seconds for a duration.
+	value func(Stats) float64
+}
 
-	metricGoroutinesLeaked = "pprofotel.goroutines.leaked"
-	metricOffCPUSkipped    = "pprofotel.offcpu.skipped"
-	metricOffCPUTruncated  = "pprofotel.offcpu.truncated"
-	metricFilesRemoved     = "pprofotel.files.removed"
-	metricStringsRepaired  = "pprofotel.strings.repaired"
+type metricKind int
+
+const (
+	counter       metricKind = iota // cumulative since Start
+	upDownCounter                   // a level that rises and falls
+	gauge                           // the latest value
 )
 
-// registerMetrics reports Stats as metrics of mp, or of the global
-// MeterProvider when mp is nil, until the returned registration is
-// unregistered.
+// statsMetrics is the one table of the profiler's metrics: their names,
+// units and descriptions, and the Stats field each reports. The counters
+// are cumulative since Start.
+var statsMetrics = []statsMetric{
+	{"pprofotel.windows.collected", "{window}", "Profile windows collected and converted.", counter,
+		func(s Stats) float64 { return float64(s.WindowsCollected) }},
+	{"pprofotel.windows.exported", "{window}", "Profile windows the receiver accepted.", counter,
+		func(s Stats) float64 { return float64(s.WindowsExported) }},
+	{"pprofotel.windows.failed", "{window}", "Profile windows the exporter gave up on.", counter,
+		func(s Stats) float64 { return float64(s.WindowsFailed) }},
+	{"pprofotel.windows.dropped", "{window}", "Profile windows dropped unsent to bound the queue, oldest first.", counter,
+		func(s Stats) float64 { return float64(s.WindowsDropped) }},
+	{"pprofotel.windows.queued", "{window}", "Profile windows waiting to be exported.", upDownCounter,
+		func(s Stats) float64 { return float64(s.WindowsQueued) }},
+	{"pprofotel.export.retries", "{retry}", "Export attempts repeated after a retryable failure.", counter,
+		func(s Stats) float64 { return float64(s.ExportRetries) }},
+	{"pprofotel.export.bytes", "By", "Protobuf size of the requests the receiver accepted, before compression.", counter,
+		func(s Stats) float64 { return float64(s.BytesSent) }},
+	{"pprofotel.files.removed", "{file}", "Files the file exporter removed, oldest first, to keep within its retention bounds.", counter,
+		func(s Stats) float64 { return float64(s.FilesRemoved) }},
+	{"pprofotel.collection.time", "s", "Time spent reading runtime profiles and computing deltas.", counter,
+		func(s Stats) float64 { return s.CollectionTime.Seconds() }},
+	{"pprofotel.conversion.time", "s", "Time spent converting profiles into OTLP requests.", counter,
+		func(s Stats) float64 { return s.ConversionTime.Seconds() }},
+	{"pprofotel.cpu_profiles.skipped", "{window}", "Windows without a CPU profile because the CPU profiler was in use elsewhere.", counter,
+		func(s Stats) float64 { return float64(s.CPUProfilesSkipped) }},
+	{"pprofotel.goroutine_profiles.skipped", "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.", counter,
+		func(s Stats) float64 { return float64(s.GoroutineProfilesSkipped) }},
+	{"pprofotel.profiles.left_out", "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.", counter,
+		func(s Stats) float64 { return float64(s.ProfilesLeftOut) }},
+	{"pprofotel.goroutines.leaked", "{goroutine}", "Leaked goroutines the latest goroutine-leak profile found.", gauge,
+		func(s Stats) float64 { return float64(s.GoroutinesLeaked) }},
+	{"pprofotel.offcpu.skipped", "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.", counter,
+		func(s Stats) float64 { return float64(s.OffCPUSkipped) }},
+	{"pprofotel.offcpu.truncated", "{stretch}", "Off-CPU stretches read only in part.", counter,
+		func(s Stats) float64 { return float64(s.OffCPUTruncated) }},
+	{"pprofotel.strings.repaired", "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.", counter,
+		func(s Stats) float64 { return float64(s.StringsRepaired) }},
+}
+
+// registerMetrics reports Stats as the metrics of statsMetrics on mp, or
+// on the global MeterProvider when mp is nil, until the returned
+// registration is unregistered. Times are float64 seconds; the rest are
+// int64.
 func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
-	counter := func(name, unit, desc string) (metric.Int64ObservableCounter, error) {
-		return m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-	}
-	collected, err1 := counter(metricWindowsCollected, "{window}", "Profile windows collected and converted.")
-	exported, err2 := counter(metricWindowsExported, "{window}", "Profile windows the receiver accepted.")
-	failed, err3 := counter(metricWindowsFailed, "{window}", "Profile windows the exporter gave up on.")
-	dropped, err4 := counter(metricWindowsDropped, "{window}", "Profile windows dropped unsent to bound the queue, oldest first.")
-	retries, err5 := counter(metricExportRetries, "{retry}", "Export attempts repeated after a retryable failure.")
-	sent, err6 := counter(metricExportBytes, "By", "Protobuf size of the requests the receiver accepted, before compression.")
-	queued, err7 := m.Int64ObservableUpDownCounter(metricWindowsQueued, metric.WithUnit("{window}"),
-		metric.WithDescription("Profile windows waiting to be exported."))
-	collecting, err8 := m.Float64ObservableCounter(metricCollectionTime, metric.WithUnit("s"),
-		metric.WithDescription("Time spent reading runtime profiles and computing deltas."))
-	converting, err9 := m.Float64ObservableCounter(metricConversionTime, metric.WithUnit("s"),
-		metric.WithDescription("Time spent converting profiles into OTLP requests."))
-	cpuSkipped, err10 := counter(metricCPUSkipped, "{window}", "Windows without a CPU profile because the CPU profiler was in use elsewhere.")
-	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
-	leaked, err12 := m.Int64ObservableGauge(metricGoroutinesLeaked, metric.WithUnit("{goroutine}"),
-		metric.WithDescription("Leaked goroutines the latest goroutine-leak profile found."))
-	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
-	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
-	goroutineSkipped, err15 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
-	filesRemoved, err16 := counter(metricFilesRemoved, "{file}", "Files the file exporter removed, oldest first, to keep within its retention bounds.")
-	repaired, err17 := counter(metricStringsRepaired, "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.")
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15, err16, err17} {
+	instruments := make([]metric.Observable, len(statsMetrics))
+	for i, sm := range statsMetrics {
+		var (
+			inst metric.Observable
+			err  error
+		)
+		switch {
+		case sm.unit == "s":
+			inst, err = m.Float64ObservableCounter(sm.name, metric.WithUnit(sm.unit), metric.WithDescription(sm.description))
+		case sm.kind == upDownCounter:
+			inst, err = m.Int64ObservableUpDownCounter(sm.name, metric.WithUnit(sm.unit), metric.WithDescription(sm.description))
+		case sm.kind == gauge:
+			inst, err = m.Int64ObservableGauge(sm.name, metric.WithUnit(sm.unit), metric.WithDescription(sm.description))
+		default:
+			inst, err = m.Int64ObservableCounter(sm.name, metric.WithUnit(sm.unit), metric.WithDescription(sm.description))
+		}
 		if err != nil {
 			return nil, err
 		}
+		instruments[i] = inst
 	}
 	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := p.Stats()
-		o.ObserveInt64(collected, s.WindowsCollected)
-		o.ObserveInt64(exported, s.WindowsExported)
-		o.ObserveInt64(failed, s.WindowsFailed)
-		o.ObserveInt64(dropped, s.WindowsDropped)
-		o.ObserveInt64(queued, s.WindowsQueued)
-		o.ObserveInt64(retries, s.ExportRetries)
-		o.ObserveInt64(sent, s.BytesSent)
-		o.ObserveFloat64(collecting, s.CollectionTime.Seconds())
-		o.ObserveFloat64(converting, s.ConversionTime.Seconds())
-		o.ObserveInt64(cpuSkipped, s.CPUProfilesSkipped)
-		o.ObserveInt64(leftOut, s.ProfilesLeftOut)
-		o.ObserveInt64(leaked, s.GoroutinesLeaked)
-		o.ObserveInt64(offCPUSkipped, s.OffCPUSkipped)
-		o.ObserveInt64(offCPUTruncated, s.OffCPUTruncated)
-		o.ObserveInt64(goroutineSkipped, s.GoroutineProfilesSkipped)
-		o.ObserveInt64(filesRemoved, s.FilesRemoved)
-		o.ObserveInt64(repaired, s.StringsRepaired)
+		for i, sm := range statsMetrics {
+			switch inst := instruments[i].(type) {
+			case metric.Float64Observable:
+				o.ObserveFloat64(inst, sm.value(s))
+			case metric.Int64Observable:
+				o.ObserveInt64(inst, int64(sm.value(s)))
+			}
+		}
 		return nil
-	}, collected, exported, failed, dropped, queued, retries, sent, collecting, converting, cpuSkipped, leftOut, leaked,
-		offCPUSkipped, offCPUTruncated, goroutineSkipped, filesRemoved, repaired)
+	}, instruments...)
 }

@@ -62,32 +62,30 @@ func readMetrics(t *testing.T, reader *sdkmetric.ManualReader) (values map[strin
 // asMetrics gives s as the values its metrics must report.
 func asMetrics(s Stats) map[string]float64 {
 	return map[string]float64{
-		metricWindowsCollected: float64(s.WindowsCollected),
-		metricWindowsExported:  float64(s.WindowsExported),
-		metricWindowsFailed:    float64(s.WindowsFailed),
-		metricWindowsDropped:   float64(s.WindowsDropped),
-		metricWindowsQueued:    float64(s.WindowsQueued),
-		metricExportRetries:    float64(s.ExportRetries),
-		metricExportBytes:      float64(s.BytesSent),
-		metricCollectionTime:   s.CollectionTime.Seconds(),
-		metricConversionTime:   s.ConversionTime.Seconds(),
-		metricGoroutinesLeaked: float64(s.GoroutinesLeaked),
-		metricFilesRemoved:     float64(s.FilesRemoved),
-		metricStringsRepaired:  float64(s.StringsRepaired),
+		"pprofotel.windows.collected": float64(s.WindowsCollected),
+		"pprofotel.windows.exported":  float64(s.WindowsExported),
+		"pprofotel.windows.failed":    float64(s.WindowsFailed),
+		"pprofotel.windows.dropped":   float64(s.WindowsDropped),
+		"pprofotel.windows.queued":    float64(s.WindowsQueued),
+		"pprofotel.export.retries":    float64(s.ExportRetries),
+		"pprofotel.export.bytes":      float64(s.BytesSent),
+		"pprofotel.collection.time":   s.CollectionTime.Seconds(),
+		"pprofotel.conversion.time":   s.ConversionTime.Seconds(),
+		"pprofotel.goroutines.leaked": float64(s.GoroutinesLeaked),
+		"pprofotel.files.removed":     float64(s.FilesRemoved),
+		"pprofotel.strings.repaired":  float64(s.StringsRepaired),
 	}
 }
 
 func TestStatsAndMetrics(t *testing.T) {
-	allowShortDurations(t)
 	r := newReceiver()
 	endpoint := startReceiver(t, "http", r)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 
-	p, err := Start(WithExporter(ExporterOTLP), WithProtocol(ProtocolHTTPProtobuf),
-		WithEndpointURL(endpoint+"/v1development/profiles"),
-		WithPeriod(20*time.Millisecond), WithProfileTypes(GoroutineProfile, HeapProfile),
+	p, err := Start(shortWindows(), WithExporter(httpExporter(t, endpoint+"/v1development/profiles")),
+		WithWindow(20*time.Millisecond), WithProfileTypes(GoroutineProfile, HeapProfile),
 		WithMeterProvider(mp), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -100,11 +98,11 @@ func TestStatsAndMetrics(t *testing.T) {
 	got, units := readMetrics(t, reader)
 	after := asMetrics(p.Stats())
 	wantUnits := map[string]string{
-		metricWindowsCollected: "{window}", metricWindowsExported: "{window}",
-		metricWindowsFailed: "{window}", metricWindowsDropped: "{window}",
-		metricWindowsQueued: "{window}", metricExportRetries: "{retry}",
-		metricExportBytes: "By", metricCollectionTime: "s", metricConversionTime: "s",
-		metricGoroutinesLeaked: "{goroutine}", metricFilesRemoved: "{file}", metricStringsRepaired: "{string}",
+		"pprofotel.windows.collected": "{window}", "pprofotel.windows.exported": "{window}",
+		"pprofotel.windows.failed": "{window}", "pprofotel.windows.dropped": "{window}",
+		"pprofotel.windows.queued": "{window}", "pprofotel.export.retries": "{retry}",
+		"pprofotel.export.bytes": "By", "pprofotel.collection.time": "s", "pprofotel.conversion.time": "s",
+		"pprofotel.goroutines.leaked": "{goroutine}", "pprofotel.files.removed": "{file}", "pprofotel.strings.repaired": "{string}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]
@@ -120,7 +118,7 @@ func TestStatsAndMetrics(t *testing.T) {
 			t.Errorf("%s = %v, stats said %v then %v", name, v, before[name], after[name])
 		}
 	}
-	if got[metricWindowsCollected] < 3 || got[metricExportBytes] <= 0 || got[metricCollectionTime] <= 0 || got[metricConversionTime] <= 0 {
+	if got["pprofotel.windows.collected"] < 3 || got["pprofotel.export.bytes"] <= 0 || got["pprofotel.collection.time"] <= 0 || got["pprofotel.conversion.time"] <= 0 {
 		t.Errorf("metrics report nothing done: %v", got)
 	}
 
@@ -191,24 +189,23 @@ func TestStatsOfDisabledProfiler(t *testing.T) {
 }
 
 // TestWindowsWithNothingToSend runs windows in which the CPU profiler
-// records nothing: no encoding has a request to send for them, and they
-// must not count as collected windows that never end.
+// records nothing: there is no request to send for them, and they must not
+// count as collected windows that never end.
 func TestWindowsWithNothingToSend(t *testing.T) {
-	allowShortDurations(t)
 	for _, tt := range []struct {
-		exporter      ExporterKind
+		name          string
+		exporter      Exporter
 		wantCollected bool
 	}{
-		{ExporterSplunk, false},
-		{ExporterNone, false},
+		{"discarding", noneExporter{}, false},
+		{"to files", fileExporter(t, t.TempDir()), false},
 	} {
-		t.Run(string(tt.exporter), func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			// A CPU profiler that writes nothing: no CPU profile in any
 			// window.
-			cpuProfiler = collect.CPUProfiler{Start: func(io.Writer) error { return nil }, Stop: func() {}}
-			defer func() { cpuProfiler = collect.CPUProfiler{} }()
-			p, err := Start(WithExporter(tt.exporter), WithProfileTypes(CPUProfile),
-				WithPeriod(5*time.Millisecond), WithLogger(slog.New(slog.DiscardHandler)))
+			silent := collect.CPUProfiler{Start: func(io.Writer) error { return nil }, Stop: func() {}}
+			p, err := Start(shortWindows(), withRuntime(nil, silent), WithExporter(tt.exporter), WithProfileTypes(CPUProfile),
+				WithWindow(5*time.Millisecond), WithLogger(slog.New(slog.DiscardHandler)))
 			if err != nil {
 				t.Fatal(err)
 			}

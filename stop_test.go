@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilegrpc"
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -98,7 +100,6 @@ func (h *countingHandler) snapshot() []string {
 // deliver, and leave nothing of the profiler that acts when the call
 // returns: no count, no log line, no callback, no further call.
 func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
-	allowShortDurations(t)
 	for _, tt := range []struct {
 		name string
 		grpc bool
@@ -122,9 +123,8 @@ func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
 			if tt.busy {
 				period = 20 * time.Millisecond
 			}
-			opts := []Option{WithExporter(ExporterOTLP), WithProfileTypes(GoroutineProfile),
-				WithProcessContext(false), WithPeriod(period), WithLogger(slog.New(logs)),
-				WithRetry(RetryConfig{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})}
+			opts := []Option{WithProfileTypes(GoroutineProfile),
+				WithProcessContext(false), WithWindow(period), WithLogger(slog.New(logs))}
 			if tt.grpc {
 				conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()),
 					grpc.WithUnaryInterceptor(deaf.intercept))
@@ -132,12 +132,18 @@ func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer conn.Close()
-				opts = append(opts, WithGRPCConn(conn), WithProtocol(ProtocolGRPC))
+				exp, err := otlpprofilegrpc.New(context.Background(), otlpprofilegrpc.WithGRPCConn(conn),
+					otlpprofilegrpc.WithRetry(otlpprofilegrpc.RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: 100 * time.Millisecond}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, WithExporter(exp))
 			} else {
-				opts = append(opts, WithHTTPClient(&http.Client{Transport: deaf}),
-					WithProtocol(ProtocolHTTPProtobuf), WithEndpointURL("http://127.0.0.1:1/v1development/profiles"))
+				opts = append(opts, WithExporter(httpExporter(t, "http://127.0.0.1:1/v1development/profiles",
+					otlpprofilehttp.WithHTTPClient(&http.Client{Transport: deaf}),
+					otlpprofilehttp.WithRetry(otlpprofilehttp.RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: 100 * time.Millisecond}))))
 			}
-			p, err := Start(opts...)
+			p, err := Start(append([]Option{shortWindows()}, opts...)...)
 			if err != nil {
 				t.Fatalf("Start: %v", err)
 			}

@@ -3,16 +3,14 @@ package profiler
 import (
 	"context"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
-	"google.golang.org/grpc"
 
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/pprofconv"
@@ -35,7 +33,6 @@ const (
 // the repaired strings, counted, and logged once each however many windows
 // repeat them.
 func TestInvalidUTF8IsRepaired(t *testing.T) {
-	allowShortDurations(t)
 	tests := []struct {
 		name string
 		// start returns the options of the exporter and a function that
@@ -44,23 +41,23 @@ func TestInvalidUTF8IsRepaired(t *testing.T) {
 	}{
 		{"file protobuf", func(t *testing.T) ([]Option, func() []*collectorpb.ExportProfilesServiceRequest) {
 			dir := t.TempDir()
-			return []Option{WithExporter(ExporterFile), WithFileDir(dir)}, func() []*collectorpb.ExportProfilesServiceRequest {
+			return []Option{WithExporter(fileExporter(t, dir))}, func() []*collectorpb.ExportProfilesServiceRequest {
 				return readFiles(t, dir, "*.pb")
 			}
 		}},
 		{"file JSON", func(t *testing.T) ([]Option, func() []*collectorpb.ExportProfilesServiceRequest) {
 			dir := t.TempDir()
-			return []Option{WithExporter(ExporterFile), WithFileDir(dir), WithFileJSON(true)}, func() []*collectorpb.ExportProfilesServiceRequest {
+			return []Option{WithExporter(fileExporterJSON(t, dir))}, func() []*collectorpb.ExportProfilesServiceRequest {
 				return readFiles(t, dir, "*.json")
 			}
 		}},
 		{"OTLP gRPC", func(t *testing.T) ([]Option, func() []*collectorpb.ExportProfilesServiceRequest) {
 			r := newReceiver()
-			return []Option{WithEndpointURL(startReceiver(t, "grpc", r)), WithProtocol(ProtocolGRPC)}, r.received
+			return []Option{WithExporter(grpcExporter(t, startReceiver(t, "grpc", r)))}, r.received
 		}},
 		{"OTLP HTTP", func(t *testing.T) ([]Option, func() []*collectorpb.ExportProfilesServiceRequest) {
 			r := newReceiver()
-			return []Option{WithEndpointURL(startReceiver(t, "http", r) + "/v1development/profiles"), WithProtocol(ProtocolHTTPProtobuf)}, r.received
+			return []Option{WithExporter(httpExporter(t, startReceiver(t, "http", r)+"/v1development/profiles"))}, r.received
 		}},
 	}
 	for _, tt := range tests {
@@ -71,7 +68,7 @@ func TestInvalidUTF8IsRepaired(t *testing.T) {
 
 			logs := &warnings{}
 			opts, delivered := tt.start(t)
-			p, err := Start(append(opts, WithPeriod(50*time.Millisecond), WithProfileTypes(GoroutineProfile),
+			p, err := Start(append(opts, shortWindows(), WithWindow(50*time.Millisecond), WithProfileTypes(GoroutineProfile),
 				WithLogger(slog.New(logs)))...)
 			if err != nil {
 				t.Fatal(err)
@@ -144,55 +141,6 @@ func TestInvalidUTF8IsRepaired(t *testing.T) {
 	}
 }
 
-// TestInvalidUTF8IsRepairedInSplunkEncoding checks the same for the Splunk
-// encoding, whose pprof bodies hold the labels of the CPU profile.
-func TestInvalidUTF8IsRepairedInSplunkEncoding(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv := &logsReceiver{}
-	srv := grpc.NewServer()
-	collogspb.RegisterLogsServiceServer(srv, recv)
-	go srv.Serve(ln)
-	defer srv.Stop()
-
-	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment="+invalidDeployment)
-	p, err := Start(WithExporter(ExporterSplunk), WithEndpointURL("http://"+ln.Addr().String()),
-		WithProfileTypes(CPUProfile), WithPeriod(time.Hour), WithCPUProfileDuration(time.Hour),
-		WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Stop(context.Background()) })
-	pprof.Do(context.Background(), pprof.Labels("route", invalidRoute), func(context.Context) {
-		spinForSplunk(300 * time.Millisecond)
-	})
-	if err := p.Stop(context.Background()); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
-	s := checkAccounting(t, p)
-	if s.WindowsExported != 1 {
-		t.Fatalf("%d windows exported, want the one window", s.WindowsExported)
-	}
-	if s.StringsRepaired != 2 {
-		t.Errorf("StringsRepaired = %d, want 2 (the resource and the label)", s.StringsRepaired)
-	}
-	recv.mu.Lock()
-	defer recv.mu.Unlock()
-	var labeled int
-	for _, rec := range recv.records {
-		for _, smp := range decodeBody(t, rec).Sample {
-			if sampleHas(smp, "spinForSplunk") && len(smp.Label["route"]) == 1 && smp.Label["route"][0] == repairedRoute {
-				labeled++
-			}
-		}
-	}
-	if labeled == 0 {
-		t.Errorf("no CPU sample of spinForSplunk labeled route=%q", repairedRoute)
-	}
-}
-
 // labeledGoroutine starts a goroutine that carries the pprof label route
 // until stop is closed.
 func labeledGoroutine(route string) (stop chan struct{}) {
@@ -238,4 +186,26 @@ func resourceAttrs(req *collectorpb.ExportProfilesServiceRequest) map[string]str
 		out[kv.GetKey()] = kv.GetValue().GetStringValue()
 	}
 	return out
+}
+
+// warnings records the messages and attributes of warnings.
+type warnings struct {
+	mu      sync.Mutex
+	records []string
+}
+
+func (h *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (h *warnings) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *warnings) WithGroup(string) slog.Handler                { return h }
+func (h *warnings) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	h.mu.Lock()
+	h.records = append(h.records, b.String())
+	h.mu.Unlock()
+	return nil
 }

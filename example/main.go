@@ -12,7 +12,7 @@
 // go tool pprof's flame graph. With OTEL_EXPORTER_OTLP_ENDPOINT (or the
 // PROFILES form) set, it sends the windows there instead.
 //
-//	go run ./example -duration 30s -period 5s
+//	go run ./example -duration 30s -window 5s
 package main
 
 import (
@@ -36,13 +36,14 @@ import (
 	gpprof "github.com/google/pprof/profile"
 
 	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/export"
 	_ "github.com/pprofotel/profiler/offcpu" // so that PPROFOTEL_PROFILES=...,offcpu works here
 	"github.com/pprofotel/profiler/pprofconv"
 )
 
 func main() {
 	duration := flag.Duration("duration", 30*time.Second, "how long to run the service under load")
-	period := flag.Duration("period", 5*time.Second, "profiling period, one window per period (PPROFOTEL_PERIOD wins)")
+	period := flag.Duration("window", 5*time.Second, "length of a profiling window (PPROFOTEL_WINDOW wins)")
 	dir := flag.String("dir", "", "where the file exporter writes windows (PPROFOTEL_FILE_DIR wins; default: a new temporary directory)")
 	flag.Parse()
 
@@ -57,10 +58,10 @@ func main() {
 		opts = append(opts, profiler.WithServiceName("pprofotel-example"))
 	}
 	periodText := period.String()
-	if set("PPROFOTEL_PERIOD") {
-		periodText = os.Getenv("PPROFOTEL_PERIOD")
+	if set("PPROFOTEL_WINDOW") {
+		periodText = os.Getenv("PPROFOTEL_WINDOW")
 	} else {
-		opts = append(opts, profiler.WithPeriod(*period))
+		opts = append(opts, profiler.WithWindow(*period))
 	}
 	if !set("PPROFOTEL_PROFILES") {
 		types := []profiler.ProfileType{profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
@@ -77,9 +78,6 @@ func main() {
 	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" ||
 		!set("PPROFOTEL_EXPORTER") && !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
 	if toFiles {
-		if !set("PPROFOTEL_EXPORTER") {
-			opts = append(opts, profiler.WithExporter(profiler.ExporterFile))
-		}
 		switch {
 		case set("PPROFOTEL_FILE_DIR"):
 			*dir = os.Getenv("PPROFOTEL_FILE_DIR")
@@ -89,10 +87,12 @@ func main() {
 				log.Fatal(err)
 			}
 			*dir, madeDir = d, d
-			fallthrough
-		default:
-			opts = append(opts, profiler.WithFileDir(*dir))
 		}
+		exp, err := export.NewFile(export.FileConfig{Dir: *dir})
+		if err != nil {
+			log.Fatal(err)
+		}
+		opts = append(opts, profiler.WithExporter(exp))
 		fmt.Printf("writing windows to %s\n", *dir)
 	} else {
 		fmt.Println("sending windows to the exporter the environment configures")

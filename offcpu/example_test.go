@@ -3,6 +3,7 @@ package offcpu_test
 import (
 	"context"
 	"log"
+	"time"
 
 	"github.com/pprofotel/profiler"
 	_ "github.com/pprofotel/profiler/offcpu" // links the off-CPU profile in
@@ -15,12 +16,15 @@ import (
 // to the whole window.
 func Example() {
 	p, err := profiler.Start(
-		profiler.WithExporter(profiler.ExporterNone),
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile),
 		profiler.WithOffCPUDutyCycle(25),
 	)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer p.Stop(context.Background())
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.Stop(ctx)
+	}()
 }

@@ -11,6 +11,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
@@ -130,8 +131,12 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
 
 	dir := t.TempDir()
-	p, err := profiler.Start(profiler.WithPeriod(time.Hour), profiler.WithProfileTypes(profiler.OffCPUProfile),
-		profiler.WithOffCPUDutyCycle(100), profiler.WithExporter(profiler.ExporterFile), profiler.WithFileDir(dir))
+	exp, err := export.NewFile(export.FileConfig{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profiler.Start(profiler.WithWindow(time.Hour), profiler.WithProfileTypes(profiler.OffCPUProfile),
+		profiler.WithOffCPUDutyCycle(100), profiler.WithExporter(exp))
 	if err != nil {
 		t.Fatal(err)
 	}

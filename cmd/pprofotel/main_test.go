@@ -17,6 +17,7 @@ import (
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/internal/cputest"
+	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
@@ -74,12 +75,16 @@ func profiledDir(t *testing.T, n int) string {
 	runtime.MemProfileRate = 512
 	defer func() { runtime.MemProfileRate = old }()
 	dir := t.TempDir()
+	exp, err := export.NewFile(export.FileConfig{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := profiler.Start(
 		profiler.WithServiceName("pprofotel-cmd-test"),
-		profiler.WithPeriod(profiler.MinPeriod), profiler.WithCPUProfileDuration(profiler.MinPeriod),
+		profiler.WithWindow(time.Second), profiler.WithCPUDutyCycle(100),
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.MutexProfile, profiler.BlockProfile),
 		profiler.WithMutexProfileFraction(1), profiler.WithBlockProfileRate(1),
-		profiler.WithExporter(profiler.ExporterFile), profiler.WithFileDir(dir),
+		profiler.WithExporter(exp),
 	)
 	if err != nil {
 		t.Fatal(err)

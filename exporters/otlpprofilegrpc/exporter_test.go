@@ -36,7 +36,7 @@ func env(m map[string]string) func(string) string {
 var quiet = slog.New(slog.DiscardHandler)
 
 // fastRetry retries without waiting long.
-var fastRetry = WithRetry(RetryConfig{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})
+var fastRetry = WithRetry(RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: 100 * time.Millisecond})
 
 func TestExport(t *testing.T) {
 	req := receivertest.Request(3)

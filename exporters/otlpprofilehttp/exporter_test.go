@@ -55,7 +55,7 @@ func (s *syncBuffer) String() string {
 }
 
 // fastRetry retries without waiting long.
-var fastRetry = WithRetry(RetryConfig{Enabled: true, InitialInterval: time.Millisecond, MaxInterval: time.Millisecond})
+var fastRetry = WithRetry(RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: 100 * time.Millisecond})
 
 func TestExport(t *testing.T) {
 	req := receivertest.Request(3)

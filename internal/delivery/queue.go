@@ -10,10 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/export"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/export/report"
 )
 
 // Defaults of Config.
@@ -29,13 +30,12 @@ const (
 	DefaultLogInterval = time.Minute
 )
 
-// Window is the request of one collection window: an OTLP profiles
-// request, or an OTLP logs request in the Splunk encoding.
-type Window[R proto.Message] struct {
+// Window is the OTLP profiles request of one collection window.
+type Window struct {
 	// Start and End delimit the window; they name it in logs and errors.
 	Start, End time.Time
 	// Request is owned by the Queue once enqueued.
-	Request R
+	Request *collectorpb.ExportProfilesServiceRequest
 }
 
 // Outcomes counts what a Queue did. The fields are updated atomically and may
@@ -50,28 +50,25 @@ type Outcomes struct {
 	// Dropped counts windows removed unsent to keep the queue within its
 	// bounds, and windows enqueued after Shutdown.
 	Dropped atomic.Int64
-	// Retries counts export attempts repeated after a retryable failure.
-	// The Queue does not retry; whoever wraps the exporter with a retry
-	// policy adds to it.
+	// Retries counts export attempts repeated after a retryable failure,
+	// as the exporter reports them (package report).
 	Retries atomic.Int64
-	// BytesSent sums the protobuf sizes of the requests the exporter
-	// accepted, before any compression.
+	// BytesSent sums the protobuf sizes, before any compression, of what
+	// the receiver accepted: as the exporter reports it, or, from an
+	// exporter that reports none, the size of each request it accepted.
 	BytesSent atomic.Int64
-	// FilesRemoved counts files the file exporter removed to keep its
-	// directory within its retention bounds. The Queue removes nothing;
-	// whoever receives the file exporter's reports adds to it.
+	// FilesRemoved counts files a file exporter reports it removed to
+	// keep its directory within its retention bounds.
 	FilesRemoved atomic.Int64
 }
 
 // Config configures a Queue.
-type Config[R proto.Message] struct {
+type Config struct {
 	// Exporter sends the requests. The Queue owns it: it serialises
-	// calls to Export and shuts it down in Shutdown.
-	Exporter export.Sender[R]
-	// Split cuts a request larger than MaxRequestBytes into requests that
-	// are not, or fails; it never drops data. Nil sends every request
-	// whole.
-	Split func(req R, maxBytes int) ([]R, error)
+	// calls to Export and shuts it down in Shutdown. Each Export's
+	// context carries a report.Report, which the Queue adds to Outcomes
+	// once the call returns (unless Shutdown gave the call up).
+	Exporter export.Exporter
 	// MaxWindows bounds the number of queued windows; <= 0 takes
 	// DefaultMaxWindows. The window being exported is not counted.
 	MaxWindows int
@@ -79,9 +76,6 @@ type Config[R proto.Message] struct {
 	// <= 0 takes DefaultMaxBytes. The newest window is kept even when it
 	// alone is larger, so that a small budget delays nothing.
 	MaxBytes int64
-	// MaxRequestBytes is the largest request sent whole; larger ones are
-	// split. <= 0 takes otlp.DefaultMaxRequestBytes.
-	MaxRequestBytes int
 	// Logger receives drops (error, rate-limited), failed exports (error,
 	// rate-limited) and exports (debug). Nil discards.
 	Logger *slog.Logger
@@ -92,22 +86,14 @@ type Config[R proto.Message] struct {
 	Outcomes *Outcomes
 	// Now reads the clock for the rate limits; nil is time.Now.
 	Now func() time.Time
-	// Gate guards the exporting goroutine's counts and logs; nil makes
-	// the Queue its own. Shutdown closes it before it returns. Callbacks
-	// the exporter makes from within Export (retries, partial successes)
-	// should run through it too (Gate.Run), so that an export Shutdown
-	// gave up on touches nothing of the application when it returns.
-	Gate *Gate
 }
 
 // Queue queues windows and exports them from its own goroutine. Its
 // methods are safe for concurrent use.
-type Queue[R proto.Message] struct {
-	exp        export.Sender[R]
-	split      func(R, int) ([]R, error)
+type Queue struct {
+	exp        export.Exporter
 	maxWindows int
 	maxBytes   int64
-	maxRequest int
 	logger     *slog.Logger
 	stats      *Outcomes
 	// gate guards every effect of the exporting goroutine on stats and
@@ -123,9 +109,9 @@ type Queue[R proto.Message] struct {
 	stopRunning context.CancelFunc
 
 	mu       sync.Mutex
-	queue    []queued[R] // oldest first
+	queue    []queued // oldest first
 	bytes    int64
-	inFlight *Window[R] // the window being exported, nil between exports
+	inFlight *Window // the window being exported, nil between exports
 	closing  bool
 	stopCtx  context.Context // Shutdown's, set with closing
 	dropLog  rateLimit
@@ -135,22 +121,20 @@ type Queue[R proto.Message] struct {
 	shutErr  error
 }
 
-type queued[R proto.Message] struct {
-	Window[R]
+type queued struct {
+	Window
 	size int64
 }
 
 // New starts a Queue.
-func New[R proto.Message](cfg Config[R]) *Queue[R] {
-	s := &Queue[R]{
+func New(cfg Config) *Queue {
+	s := &Queue{
 		exp:        cfg.Exporter,
-		split:      cfg.Split,
 		maxWindows: cfg.MaxWindows,
 		maxBytes:   cfg.MaxBytes,
-		maxRequest: cfg.MaxRequestBytes,
 		logger:     cfg.Logger,
 		stats:      cfg.Outcomes,
-		gate:       cfg.Gate,
+		gate:       new(Gate),
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 	}
@@ -160,17 +144,11 @@ func New[R proto.Message](cfg Config[R]) *Queue[R] {
 	if s.maxBytes <= 0 {
 		s.maxBytes = DefaultMaxBytes
 	}
-	if s.maxRequest <= 0 {
-		s.maxRequest = otlp.DefaultMaxRequestBytes
-	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	if s.stats == nil {
 		s.stats = new(Outcomes)
-	}
-	if s.gate == nil {
-		s.gate = new(Gate)
 	}
 	interval := cfg.LogInterval
 	if interval <= 0 {
@@ -189,7 +167,7 @@ func New[R proto.Message](cfg Config[R]) *Queue[R] {
 
 // Enqueue queues w for export and returns at once. When the queue is over
 // its bounds, the oldest windows are dropped. After Shutdown, w is dropped.
-func (s *Queue[R]) Enqueue(w Window[R]) {
+func (s *Queue) Enqueue(w Window) {
 	size := int64(proto.Size(w.Request))
 	s.mu.Lock()
 	if s.closing {
@@ -197,12 +175,12 @@ func (s *Queue[R]) Enqueue(w Window[R]) {
 		s.drop(1, "the sender is shut down")
 		return
 	}
-	s.queue = append(s.queue, queued[R]{Window: w, size: size})
+	s.queue = append(s.queue, queued{Window: w, size: size})
 	s.bytes += size
 	dropped := 0
 	for len(s.queue) > 1 && (len(s.queue) > s.maxWindows || s.bytes > s.maxBytes) {
 		s.bytes -= s.queue[0].size
-		s.queue[0] = queued[R]{} // let the request be collected
+		s.queue[0] = queued{} // let the request be collected
 		s.queue = s.queue[1:]
 		dropped++
 	}
@@ -218,13 +196,13 @@ func (s *Queue[R]) Enqueue(w Window[R]) {
 
 // Len returns the number of queued windows and their summed protobuf size.
 // The window being exported is not counted.
-func (s *Queue[R]) Len() (windows int, bytes int64) {
+func (s *Queue) Len() (windows int, bytes int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue), s.bytes
 }
 
-func (s *Queue[R]) drop(n int, why string) {
+func (s *Queue) drop(n int, why string) {
 	total := s.stats.Dropped.Add(int64(n))
 	s.mu.Lock()
 	since, ok := s.dropLog.note(n)
@@ -238,7 +216,7 @@ func (s *Queue[R]) drop(n int, why string) {
 
 // run exports the queue, oldest first, until Shutdown has nothing more
 // for it or has given up on it.
-func (s *Queue[R]) run() {
+func (s *Queue) run() {
 	defer close(s.done)
 	for {
 		s.mu.Lock()
@@ -252,7 +230,7 @@ func (s *Queue[R]) run() {
 			continue
 		}
 		w := s.queue[0]
-		s.queue[0] = queued[R]{}
+		s.queue[0] = queued{}
 		s.queue = s.queue[1:]
 		s.bytes -= w.size
 		s.inFlight = &w.Window
@@ -269,15 +247,15 @@ func (s *Queue[R]) run() {
 	}
 }
 
-// send exports w, split into parts if needed, and accounts for the result.
-// It reports false when Shutdown has given up on the export meanwhile (the
-// gate is closed): Shutdown has accounted for w, and the goroutine must end
-// without touching anything more.
-func (s *Queue[R]) send(ctx context.Context, q queued[R]) (open bool) {
+// send exports w and accounts for the result, with what the exporter
+// reported of the call. It reports false when Shutdown has given up on the
+// export meanwhile (the gate is closed): Shutdown has accounted for w, and
+// the goroutine must end without touching anything more.
+func (s *Queue) send(ctx context.Context, q queued) (open bool) {
 	w := q.Window
-	// A panic here, in splitting or in an exporter, is the profiler's bug;
-	// on this goroutine it would end the application. Lose the window
-	// instead, and say so.
+	// A panic here, in an exporter, is the profiler's bug or the
+	// application's exporter's; on this goroutine it would end the
+	// application. Lose the window instead, and say so.
 	defer func() {
 		if r := recover(); r != nil {
 			open = s.fail(w, fmt.Errorf("internal error: %v", r))
@@ -286,38 +264,32 @@ func (s *Queue[R]) send(ctx context.Context, q queued[R]) (open bool) {
 	if err := s.running.Err(); err != nil {
 		return s.fail(w, fmt.Errorf("not attempted: %w", err))
 	}
-	parts := []R{w.Request}
-	if s.split != nil && q.size > int64(s.maxRequest) {
-		var err error
-		if parts, err = s.split(w.Request, s.maxRequest); err != nil {
-			return s.fail(w, err)
-		}
+	var rep report.Report
+	err := s.exp.Export(report.NewContext(ctx, &rep), w.Request)
+	sent := rep.BytesSent()
+	if err == nil && sent == 0 {
+		sent = q.size // measured once, at Enqueue
 	}
-	for i, part := range parts {
-		if err := s.exp.Export(ctx, part); err != nil {
-			if len(parts) > 1 {
-				err = fmt.Errorf("part %d of %d (%d arrived): %w", i+1, len(parts), i, err)
-			}
-			return s.fail(w, err)
-		}
-		size := q.size // measured once, at Enqueue
-		if len(parts) > 1 {
-			size = int64(proto.Size(part))
-		}
-		if !s.gate.Run(func() { s.stats.BytesSent.Add(size) }) {
-			return false
-		}
+	if !s.gate.Run(func() {
+		s.stats.Retries.Add(rep.Retries())
+		s.stats.BytesSent.Add(sent)
+		s.stats.FilesRemoved.Add(rep.FilesRemoved())
+	}) {
+		return false
+	}
+	if err != nil {
+		return s.fail(w, err)
 	}
 	return s.gate.Run(func() {
 		s.settle()
 		s.stats.Exported.Add(1)
-		s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End, "requests", len(parts))
+		s.logger.Debug("pprofotel: window exported", "start", w.Start, "end", w.End)
 	})
 }
 
 // fail accounts for the window in flight, w, as not delivered, unless
 // Shutdown has given up on it; it reports whether it did.
-func (s *Queue[R]) fail(w Window[R], err error) bool {
+func (s *Queue) fail(w Window, err error) bool {
 	return s.gate.Run(func() {
 		s.settle()
 		total := s.stats.Failed.Add(1)
@@ -336,7 +308,7 @@ func (s *Queue[R]) fail(w Window[R], err error) bool {
 }
 
 // settle marks the window in flight as accounted for.
-func (s *Queue[R]) settle() {
+func (s *Queue) settle() {
 	s.mu.Lock()
 	s.inFlight = nil
 	s.mu.Unlock()
@@ -356,7 +328,7 @@ func (s *Queue[R]) settle() {
 // The error, an *UndeliveredError when windows were lost, lists every
 // window that was queued or in flight and did not arrive. Later calls
 // return the same result.
-func (s *Queue[R]) Shutdown(ctx context.Context) error {
+func (s *Queue) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true
@@ -422,7 +394,7 @@ func (s *Queue[R]) Shutdown(ctx context.Context) error {
 // the window it was exporting and for those still queued: each is
 // undelivered because of cause, counted as failed and carried by the final
 // report. The caller holds s.mu and has closed the gate.
-func (s *Queue[R]) abandon(cause error) {
+func (s *Queue) abandon(cause error) {
 	var lost []Undelivered
 	if w := s.inFlight; w != nil {
 		lost = append(lost, Undelivered{Start: w.Start, End: w.End,
@@ -431,7 +403,7 @@ func (s *Queue[R]) abandon(cause error) {
 	}
 	for i, q := range s.queue {
 		lost = append(lost, Undelivered{Start: q.Start, End: q.End, Err: fmt.Errorf("not attempted: %w", cause)})
-		s.queue[i] = queued[R]{}
+		s.queue[i] = queued{}
 	}
 	s.queue, s.bytes = nil, 0
 	s.unsent = append(s.unsent, lost...)

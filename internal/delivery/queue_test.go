@@ -16,6 +16,7 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/otlptest"
 )
@@ -23,16 +24,12 @@ import (
 var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // window returns window i: [epoch+i min, epoch+(i+1) min).
-// The profiler's Queue: profiles requests, split by otlp.Split.
 type (
-	profilesConfig = Config[*collectorpb.ExportProfilesServiceRequest]
-	profilesWindow = Window[*collectorpb.ExportProfilesServiceRequest]
+	profilesConfig = Config
+	profilesWindow = Window
 )
 
-func newProfilesSender(cfg profilesConfig) *Queue[*collectorpb.ExportProfilesServiceRequest] {
-	cfg.Split = otlp.Split
-	return New(cfg)
-}
+func newProfilesSender(cfg profilesConfig) *Queue { return New(cfg) }
 
 func window(i int) profilesWindow {
 	start := epoch.Add(time.Duration(i) * time.Minute)
@@ -419,73 +416,53 @@ func TestFailedExportsAreCountedNotRetried(t *testing.T) {
 	}
 }
 
-func TestLargeRequestsAreSplit(t *testing.T) {
-	exp := newFakeExporter(false)
-	stats := &Outcomes{}
-	w := window(0)
-	limit := proto.Size(w.Request) * 2 / 3
-	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, MaxRequestBytes: limit})
-	s.Enqueue(w)
-	if err := s.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	checkNoGoroutine(t)
-	exp.mu.Lock()
-	parts := exp.got
-	exp.mu.Unlock()
-	if len(parts) < 2 {
-		t.Fatalf("%d requests sent, want the window split in at least 2", len(parts))
-	}
-	sent := int64(0)
-	for i, p := range parts {
-		if size := proto.Size(p); size > limit {
-			t.Errorf("part %d: %d bytes over the limit of %d", i, size, limit)
-		}
-		if err := otlptest.Validate(p); err != nil {
-			t.Errorf("part %d: %v", i, err)
-		}
-		sent += int64(proto.Size(p))
-	}
-	if got := stats.BytesSent.Load(); got != sent {
-		t.Errorf("BytesSent = %d, want %d", got, sent)
-	}
-	if got := stats.Exported.Load(); got != 1 {
-		t.Errorf("Exported = %d windows, want 1", got)
-	}
+// reportingExporter reports through the call's context what package
+// report lets an exporter report.
+type reportingExporter struct {
+	retries, sent, removed int64
+	fail                   error
 }
 
-func TestUnsplittableWindowFails(t *testing.T) {
-	exp := newFakeExporter(false)
-	stats := &Outcomes{}
-	logs := &logRecorder{}
-	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, MaxRequestBytes: 100, Logger: slog.New(logs)})
-	s.Enqueue(window(0))
-	if err := s.Shutdown(context.Background()); err != nil {
-		// Shutdown began before the window failed: it reports it.
-		if !strings.Contains(err.Error(), "maximum request size of 100 bytes") {
-			t.Errorf("Shutdown: %v; want the window reported as too large", err)
-		}
+func (e *reportingExporter) Export(ctx context.Context, _ *collectorpb.ExportProfilesServiceRequest) error {
+	r := report.FromContext(ctx)
+	for range e.retries {
+		r.Retried()
 	}
-	checkNoGoroutine(t)
-	if got := stats.Failed.Load(); got != 1 {
-		t.Errorf("Failed = %d, want 1", got)
+	r.Sent(e.sent)
+	r.Removed(e.removed)
+	return e.fail
+}
+
+func (e *reportingExporter) Shutdown(context.Context) error { return nil }
+
+// TestExportersReport checks that what an exporter reports of a call
+// reaches the Outcomes, and that the bytes of an exporter that reports
+// none are the accepted request's size.
+func TestExportersReport(t *testing.T) {
+	size := int64(proto.Size(window(0).Request))
+	tests := []struct {
+		name                               string
+		exp                                *reportingExporter
+		wantRetries, wantSent, wantRemoved int64
+		wantExported, wantFailed           int64
+	}{
+		{"reports all", &reportingExporter{retries: 2, sent: 1234, removed: 3}, 2, 1234, 3, 1, 0},
+		{"reports nothing", &reportingExporter{}, 0, size, 0, 1, 0},
+		{"fails after retries", &reportingExporter{retries: 4, fail: errors.New("receiver down")}, 4, 0, 0, 0, 1},
 	}
-	if got := exp.windows(); len(got) != 0 {
-		t.Errorf("exported %v; a window that cannot be split small enough must not be cut", got)
-	}
-	logs.mu.Lock()
-	defer logs.mu.Unlock()
-	found := false
-	for _, r := range logs.records {
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "error" && strings.Contains(a.Value.String(), "maximum request size of 100 bytes") {
-				found = true
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stats := &Outcomes{}
+			s := newProfilesSender(profilesConfig{Exporter: tt.exp, Outcomes: stats})
+			s.Enqueue(window(0))
+			s.Shutdown(context.Background())
+			checkNoGoroutine(t)
+			got := []int64{stats.Retries.Load(), stats.BytesSent.Load(), stats.FilesRemoved.Load(), stats.Exported.Load(), stats.Failed.Load()}
+			want := []int64{tt.wantRetries, tt.wantSent, tt.wantRemoved, tt.wantExported, tt.wantFailed}
+			if !slices.Equal(got, want) {
+				t.Errorf("retries, bytes, files removed, exported, failed = %v, want %v", got, want)
 			}
-			return true
 		})
-	}
-	if !found {
-		t.Error("the failure was not logged with its reason")
 	}
 }
 
@@ -535,15 +512,15 @@ type deafExporter struct {
 	returned chan struct{} // closed when an Export returns
 	outcome  error
 	panics   bool
-	gate     *Gate
-	callback atomic.Int64
 }
 
-func (e *deafExporter) Export(context.Context, *collectorpb.ExportProfilesServiceRequest) error {
+func (e *deafExporter) Export(ctx context.Context, _ *collectorpb.ExportProfilesServiceRequest) error {
 	e.started <- struct{}{}
 	<-e.release
 	defer close(e.returned)
-	e.gate.Run(func() { e.callback.Add(1) })
+	// What it reports once the call returns must not be counted.
+	report.FromContext(ctx).Retried()
+	report.FromContext(ctx).Sent(100)
 	if e.panics {
 		panic("transport bug after the deadline")
 	}
@@ -570,12 +547,11 @@ func TestShutdownLeavesAStuckExportBehind(t *testing.T) {
 		{name: "cancelled context", cancel: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			gate := new(Gate)
 			exp := &deafExporter{started: make(chan struct{}, 10), release: make(chan struct{}),
-				returned: make(chan struct{}), outcome: tt.outcome, panics: tt.panics, gate: gate}
+				returned: make(chan struct{}), outcome: tt.outcome, panics: tt.panics}
 			stats := &Outcomes{}
 			logs := &logRecorder{}
-			s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, Logger: slog.New(logs), Gate: gate})
+			s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats, Logger: slog.New(logs)})
 			for i := range 3 {
 				s.Enqueue(window(i))
 			}
@@ -639,8 +615,8 @@ func TestShutdownLeavesAStuckExportBehind(t *testing.T) {
 			if got := stats.Failed.Load(); got != 3 {
 				t.Errorf("Failed = %d after the export returned, want 3", got)
 			}
-			if got := exp.callback.Load(); got != 0 {
-				t.Errorf("the exporter's callback ran %d times after Shutdown", got)
+			if got := stats.Retries.Load(); got != 0 {
+				t.Errorf("the retries the export given up reported were counted: %d", got)
 			}
 			logs.mu.Lock()
 			defer logs.mu.Unlock()

@@ -103,14 +103,14 @@ func TestThrottlingHoldsForEveryWindow(t *testing.T) {
 				Enabled: true, InitialInterval: period, MaxInterval: period, MaxElapsedTime: tt.delay / 4,
 			})
 			var stats delivery.Outcomes
-			s := delivery.New(delivery.Config[*collectorpb.ExportProfilesServiceRequest]{
+			s := delivery.New(delivery.Config{
 				Exporter: retrying, MaxWindows: 3, Outcomes: &stats,
 			})
 			periods := 3
 			enqueued := 0
 			end := time.Now().Add(time.Duration(periods)*tt.delay + tt.delay/2)
 			for now := time.Now(); now.Before(end); now = time.Now() {
-				s.Enqueue(delivery.Window[*collectorpb.ExportProfilesServiceRequest]{
+				s.Enqueue(delivery.Window{
 					Start: now.Add(-period), End: now,
 					Request: &collectorpb.ExportProfilesServiceRequest{Dictionary: &profilespb.ProfilesDictionary{StringTable: []string{""}}},
 				})

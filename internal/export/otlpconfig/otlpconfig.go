@@ -198,6 +198,15 @@ func (s *Settings) SetTLSClientConfig(c *tls.Config) {
 	s.tls = c.Clone()
 }
 
+// MinRetryInterval is the shortest RetryConfig.InitialInterval and
+// MaxInterval that WithRetry accepts (0 still means the default). A retry
+// that soon after a failure seldom finds the receiver recovered, and only
+// multiplies its load: with both at a nanosecond, a receiver that answers
+// 503 at once got a new request for every round trip, for all of
+// MaxElapsedTime. At 100ms one window's retries come at most about 20
+// times a second (each wait is drawn from the upper half of the interval).
+const MinRetryInterval = 100 * time.Millisecond
+
 // SetRetry is WithRetry. Zero durations take the defaults at Resolve.
 func (s *Settings) SetRetry(rc export.RetryConfig) {
 	switch {
@@ -206,6 +215,9 @@ func (s *Settings) SetRetry(rc export.RetryConfig) {
 		return
 	case rc.MaxInterval > 0 && rc.MaxInterval < rc.InitialInterval:
 		s.Fail("WithRetry", fmt.Sprintf("%+v", rc), "MaxInterval must not be less than InitialInterval")
+		return
+	case rc.InitialInterval > 0 && rc.InitialInterval < MinRetryInterval, rc.MaxInterval > 0 && rc.MaxInterval < MinRetryInterval:
+		s.Fail("WithRetry", fmt.Sprintf("%+v", rc), fmt.Sprintf("InitialInterval and MaxInterval must be 0 (the default) or at least %s", MinRetryInterval))
 		return
 	}
 	s.retry = &rc

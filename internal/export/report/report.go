@@ -1,6 +1,7 @@
 // Package report carries what an exporter did during one Export call back
 // to the profiler, which counts it in Stats and its metrics: the retries
-// it made and the bytes the receiver accepted. The profiler puts a Report
+// it made, the bytes the receiver accepted, and the files a file exporter
+// removed. The profiler puts a Report
 // in the context of every Export; an exporter that does not report (one
 // written by a user) loses nothing but those two counts.
 //
@@ -19,6 +20,7 @@ import (
 type Report struct {
 	retries atomic.Int64
 	sent    atomic.Int64
+	removed atomic.Int64
 }
 
 // Retried records one export attempt repeated after a retryable failure.
@@ -34,6 +36,22 @@ func (r *Report) Sent(n int64) {
 	if r != nil {
 		r.sent.Add(n)
 	}
+}
+
+// Removed records n files that a file exporter removed to keep its
+// directory within its retention bounds.
+func (r *Report) Removed(n int64) {
+	if r != nil {
+		r.removed.Add(n)
+	}
+}
+
+// FilesRemoved returns the files recorded as removed so far.
+func (r *Report) FilesRemoved() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.removed.Load()
 }
 
 // Retries returns the retries recorded so far.

@@ -80,3 +80,27 @@ func newReportedError(r slog.Record, attrs []slog.Attr) *reportedError {
 
 func (e *reportedError) Error() string { return e.text }
 func (e *reportedError) Unwrap() error { return e.err }
+
+// minLevelHandler passes on records at min or above. It makes the default
+// logger quiet: warnings and errors reach the application's handler,
+// progress reports do not.
+type minLevelHandler struct {
+	min  slog.Level
+	next slog.Handler
+}
+
+func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.next.Enabled(ctx, l)
+}
+
+func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+	return h.next.Handle(ctx, r)
+}
+
+func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevelHandler{h.min, h.next.WithAttrs(attrs)}
+}
+
+func (h minLevelHandler) WithGroup(name string) slog.Handler {
+	return minLevelHandler{h.min, h.next.WithGroup(name)}
+}

@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/export"
 )
 
@@ -49,7 +51,8 @@ func TestErrorsReachOTelHandle(t *testing.T) {
 
 	// Nobody listens on port 1: the export fails at once, and without
 	// retries the window is given up.
-	unreachable := WithEndpointURL("http://127.0.0.1:1/v1development/profiles")
+	unreachable := WithExporter(httpExporter(t, "http://127.0.0.1:1/v1development/profiles",
+		otlpprofilehttp.WithRetry(otlpprofilehttp.RetryConfig{Enabled: false})))
 	const failure = "pprofotel: profile window not delivered"
 	for _, ownLogger := range []bool{false, true} {
 		name := map[bool]string{false: "default logger", true: "WithLogger"}[ownLogger]
@@ -59,6 +62,11 @@ func TestErrorsReachOTelHandle(t *testing.T) {
 			var defaultLogs, ownLogs bytes.Buffer
 			slog.SetDefault(slog.New(slog.NewTextHandler(&defaultLogs, nil)))
 			opts := []Option{unreachable}
+			if ownLogger {
+				// A second profiler: the first one shut its exporter down.
+				opts = []Option{WithExporter(httpExporter(t, "http://127.0.0.1:1/v1development/profiles",
+					otlpprofilehttp.WithRetry(otlpprofilehttp.RetryConfig{Enabled: false})))}
+			}
 			if ownLogger {
 				opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&ownLogs, nil))))
 			}
@@ -86,4 +94,19 @@ func TestErrorsReachOTelHandle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startForOneWindow starts a profiler of goroutines only with opts, stops
+// it, which exports the one window, and returns Stop's error and the
+// windows that failed. A window whose export fails before Stop begins its
+// shutdown is counted as failed but is not in Stop's error.
+func startForOneWindow(t *testing.T, opts ...Option) (stopErr error, failed int64) {
+	t.Helper()
+	opts = append([]Option{WithProfileTypes(GoroutineProfile), WithProcessContext(false)}, opts...)
+	p, err := Start(opts...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	stopErr = p.Stop(context.Background())
+	return stopErr, p.Stats().WindowsFailed
 }

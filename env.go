@@ -1,0 +1,43 @@
+package profiler
+
+import "time"
+
+// The environment variables the profiler reads. config.go and exporter.go
+// are the only places that read them, always through an envconfig.Reader
+// over the getenv function given to newConfig; the runtime rates'
+// variables are named in their profile descriptors (internal/collect), and
+// each exporter package reads its own.
+const (
+	envSDKDisabled        = "OTEL_SDK_DISABLED"
+	envConfigFile         = "OTEL_CONFIG_FILE"
+	envServiceName        = "OTEL_SERVICE_NAME"
+	envResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
+
+	// The exporter, as the specification names the variable for the
+	// other signals (OTEL_TRACES_EXPORTER...), and its OTLP protocol.
+	envProfilesExporter     = "OTEL_PROFILES_EXPORTER"
+	envOTLPProfilesProtocol = "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL"
+	envOTLPProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envSplunkEnabled        = "SPLUNK_PROFILER_ENABLED"
+
+	envEnabled       = "PPROFOTEL_ENABLED"
+	envWindow        = "PPROFOTEL_WINDOW"
+	envProfiles      = "PPROFOTEL_PROFILES"
+	envExporter      = "PPROFOTEL_EXPORTER"
+	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
+	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
+	envCPUDuty       = "PPROFOTEL_CPU_DUTY"
+)
+
+// Defaults.
+const (
+	defaultWindow = 60 * time.Second
+
+	// defaultCPUDuty is the share of each window, in percent, that the
+	// CPU profile records unless WithCPUDutyCycle says otherwise: about a
+	// sixth, 10.2s of the default 60s. Almost all that CPU profiling
+	// costs is the runtime's sampling while the profile records (issue
+	// 18; benchmark/README.md, "Application overhead and the CPU duty
+	// cycle"), so the cost falls with the share.
+	defaultCPUDuty = 17
+)
