@@ -77,27 +77,6 @@ func TestStretchLength(t *testing.T) {
 	}
 }
 
-// TestPollInterval checks the time between two reads of a stretch: a chunk
-// of about an eighth of maxBytes at the rate last seen, within 10 and
-// 250 ms, and the longest before any rate is known.
-func TestPollInterval(t *testing.T) {
-	const MiB = 1 << 20
-	for _, tt := range []struct {
-		rate float64
-		want time.Duration
-	}{
-		{0, 250 * time.Millisecond},
-		{1 * MiB, 250 * time.Millisecond},
-		{8 * MiB, 125 * time.Millisecond},
-		{20 * MiB, 50 * time.Millisecond},
-		{1000 * MiB, 10 * time.Millisecond},
-	} {
-		if got := pollInterval(8*MiB, tt.rate); got != tt.want {
-			t.Errorf("pollInterval(8 MiB, %.0f B/s) = %v, want %v", tt.rate, got, tt.want)
-		}
-	}
-}
-
 // BenchmarkStretch traces a second of a ping-pong workload, with no
 // bounds, and reports the rate at which the runtime wrote the trace (at
 // the last read), the bytes and waits read per second traced, the most
