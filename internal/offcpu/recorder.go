@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/trace"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,13 @@ const (
 	DefaultMaxTraceBytes = 8 << 20
 	// DefaultMaxWaits bounds the waits kept per window.
 	DefaultMaxWaits = 50_000
+	// DefaultMaxGoroutines is the number of goroutines above which no
+	// stretch is traced. At every generation's end the runtime writes
+	// into the trace the state of every goroutine that did not run in it,
+	// and the parser keeps state for each: the memory a stretch takes
+	// grows with the goroutines, whatever MaxTraceBytes, at about
+	// 1 KB a goroutine (benchmark/README.md, "Off-CPU profile").
+	DefaultMaxGoroutines = 50_000
 	// minCycle keeps very short windows from restarting the trace in a
 	// tight loop.
 	minCycle = 100 * time.Millisecond
@@ -69,6 +77,9 @@ type Config struct {
 	Cycle         time.Duration
 	MaxTraceBytes uint64
 	MaxWaits      int
+	// MaxGoroutines is DefaultMaxGoroutines when 0; negative sets no
+	// limit.
+	MaxGoroutines int
 	Logger        *slog.Logger
 	Stats         *Stats
 }
@@ -88,8 +99,10 @@ type Recorder struct {
 	cycle       time.Duration
 	// bufs are the two buffers a stretch's trace goes into: one filled
 	// by the sink while the other is parsed.
-	bufs       [2][]byte
-	skipLogged bool
+	bufs [2][]byte
+	// skipLogged is the reason the last stretch was skipped for, logged
+	// once until a stretch is traced again; "" for none.
+	skipLogged string
 	errLogged  bool
 	// rate is the trace's bytes per second in the last stretch, 0
 	// before the first.
@@ -116,6 +129,9 @@ func Start(now time.Time, cfg Config) *Recorder {
 	}
 	if cfg.MaxWaits <= 0 {
 		cfg.MaxWaits = DefaultMaxWaits
+	}
+	if cfg.MaxGoroutines == 0 {
+		cfg.MaxGoroutines = DefaultMaxGoroutines
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -174,8 +190,27 @@ func (r *Recorder) startStretch() stretch {
 		r.cfg.Stats.Truncated.Add(1)
 		return st
 	}
+	if n := runtime.NumGoroutine(); r.tooMany(n) {
+		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxGoroutines))
+		return st
+	}
 	st.sink = r.startTrace()
 	return st
+}
+
+// tooMany reports whether n goroutines are too many to trace.
+func (r *Recorder) tooMany(n int) bool {
+	return r.cfg.MaxGoroutines > 0 && n > r.cfg.MaxGoroutines
+}
+
+// skip counts a stretch not traced, and logs why, once until a stretch is
+// traced again.
+func (r *Recorder) skip(reason, msg string, args ...any) {
+	r.cfg.Stats.Skipped.Add(1)
+	if r.skipLogged != reason {
+		r.cfg.Logger.Warn(msg, args...)
+		r.skipLogged = reason
+	}
 }
 
 // stretchLength returns how long to trace and then rest in a cycle, at
@@ -251,16 +286,12 @@ func (r *Recorder) loop(st stretch) {
 func (r *Recorder) startTrace() *traceSink {
 	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs[0])
 	if err := trace.Start(sink); err != nil {
-		r.cfg.Stats.Skipped.Add(1)
-		if !r.skipLogged {
-			r.cfg.Logger.Warn("pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle", "error", err)
-			r.skipLogged = true
-		}
+		r.skip("tracer", "pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle", "error", err)
 		return nil
 	}
-	if r.skipLogged {
+	if r.skipLogged != "" {
 		r.cfg.Logger.Info("pprofotel: off-CPU profiling resumed")
-		r.skipLogged = false
+		r.skipLogged = ""
 	}
 	return sink
 }
@@ -294,6 +325,8 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 		q   *request
 		cut bool
 		err error
+		// abandon is set when what the sink holds is not to be read.
+		abandon bool
 	)
 	parse := func() {
 		header, gens := st.sink.take(spare)
@@ -310,6 +343,12 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 		q, ready = wait(time.Until(end), st.sink.ready)
 		if ready {
 			parse()
+			if r.tooMany(runtime.NumGoroutine()) {
+				// Goroutines started during the stretch: the next
+				// generation's end writes them all; it is not read.
+				cut, abandon = true, true
+				break
+			}
 		}
 		if q != nil || !time.Now().Before(end) || st.sink.isFull() || err != nil || rd.truncated {
 			break
@@ -322,7 +361,9 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 	stopTrace()
 	stopped := time.Now()
 	sinkCut, offered := st.sink.close()
-	parse()
+	if !abandon {
+		parse()
+	}
 	r.bufs[0], r.bufs[1] = st.sink.buf, spare
 	elapsed := stopped.Sub(st.start)
 	if elapsed > 0 && offered > 0 {

@@ -316,3 +316,33 @@ func TestApplicationsStrayStopLeavesItsTraceOn(t *testing.T) {
 		t.Error("the runtime's trace stopped under the application's flight recorder")
 	}
 }
+
+// TestSkipsAboveMaxGoroutines checks the goroutine guard: with more
+// goroutines than the limit no stretch starts the tracer; the stretches
+// are counted as skipped and logged once, and the window has no waits.
+func TestSkipsAboveMaxGoroutines(t *testing.T) {
+	defer SetDutyCycle(100)()
+	var logs bytes.Buffer
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, MaxGoroutines: 1, Cycle: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if trace.IsEnabled() {
+		t.Error("the tracer runs, with more goroutines than the limit")
+	}
+	// Two cycles at least, however late the timers fire.
+	for deadline := time.Now().Add(10 * time.Second); stats.Skipped.Load() < 2 && time.Now().Before(deadline); {
+		waittest.InSleep(10 * time.Millisecond)
+	}
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 0 {
+		t.Errorf("%d waits recorded over the goroutine limit", len(p.Samples))
+	}
+	if n := stats.Skipped.Load(); n < 2 {
+		t.Errorf("Skipped = %d, want at least 2", n)
+	}
+	if n := strings.Count(logs.String(), "goroutines, more than the 1 whose trace it reads"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+}
