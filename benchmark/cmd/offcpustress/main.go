@@ -13,6 +13,12 @@
 // each trace.Start and trace.Stop took: the part of a stall that is the
 // runtime's, not the recorder's parse.
 //
+// Mode stw starts and stops the execution tracer, and runs a garbage
+// collection, rounds times each, alternately, under the ping-pong load,
+// and prints the distribution of the stop-the-world pauses of each from
+// the runtime's histograms: the pause a trace start makes, against the
+// two a collection makes, under the same load.
+//
 // Mode apptracer is an application that, in one goroutine, starts its
 // own flight recorder, snapshots it and stops it, and in another runs
 // trace.Start for 10 ms, again and again: the calls that failed, with the
@@ -24,6 +30,7 @@
 // with and without the profile.
 //
 //	go run ./cmd/offcpustress -mode chan -rounds 3 -phase 10s -duty 100
+//	go run ./cmd/offcpustress -mode stw -rounds 200
 //	go run ./cmd/offcpustress -mode apptracer -rounds 3 -phase 10s
 //	go run ./cmd/offcpustress -mode goroutines -n 100000,300000 -phase 10s
 package main
@@ -57,7 +64,7 @@ var (
 )
 
 func main() {
-	mode := flag.String("mode", "chan", "chan, apptracer or goroutines")
+	mode := flag.String("mode", "chan", "chan, stw, apptracer or goroutines")
 	rounds := flag.Int("rounds", 3, "rounds of phases")
 	phase := flag.Duration("phase", 10*time.Second, "length of a phase")
 	duty := flag.Int("duty", 10, "off-CPU duty cycle, percent")
@@ -73,6 +80,8 @@ func main() {
 	switch *mode {
 	case "chan":
 		runChan(*rounds, *phase, *pairs, *duty, strings.Split(*configs, ","))
+	case "stw":
+		runSTW(*rounds, *pairs)
 	case "apptracer":
 		runAppTracer(*rounds, *phase, *duty)
 	case "goroutines":
@@ -386,6 +395,87 @@ func pingPong(pairs int, d time.Duration) histogram {
 		h.merge(&hs[i])
 	}
 	return h
+}
+
+func runSTW(rounds, pairs int) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			pingPong(pairs, 100*time.Millisecond)
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	before := schedMetrics()
+	var startWall, stopWall []float64
+	for range rounds {
+		t0 := time.Now()
+		if err := trace.Start(io.Discard); err != nil {
+			log.Fatal(err)
+		}
+		t1 := time.Now()
+		time.Sleep(5 * time.Millisecond)
+		t2 := time.Now()
+		trace.Stop()
+		startWall = append(startWall, float64(t1.Sub(t0)))
+		stopWall = append(stopWall, float64(time.Since(t2)))
+		time.Sleep(5 * time.Millisecond)
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	after := schedMetrics()
+	stop.Store(true)
+	wg.Wait()
+	q := func(v []float64, p float64) time.Duration {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return time.Duration(s[int(p*float64(len(s)-1))]).Round(time.Microsecond)
+	}
+	fmt.Printf("%d trace starts and stops, %d forced collections, under %d ping-pong pair(s):\n", rounds, rounds, pairs)
+	fmt.Printf("  trace.Start wall time p50 %v p90 %v max %v; trace.Stop p50 %v p90 %v max %v\n",
+		q(startWall, 0.5), q(startWall, 0.9), q(startWall, 1), q(stopWall, 0.5), q(stopWall, 0.9), q(stopWall, 1))
+	for i, name := range []string{"stop-the-world, not GC (the tracer's)", "of which stopping", "stop-the-world, GC"} {
+		h := diff(before[i], after[i])
+		fmt.Printf("  %s: %d pauses, p50 %v, p90 %v, p99 %v, max %v\n", name, h.n,
+			h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.quantile(1))
+	}
+}
+
+// bucketCounts is the difference of two readings of a runtime histogram.
+type bucketCounts struct {
+	buckets []float64
+	counts  []uint64
+	n       uint64
+}
+
+func diff(before, after *metrics.Float64Histogram) bucketCounts {
+	d := bucketCounts{buckets: after.Buckets}
+	for i := range after.Counts {
+		c := after.Counts[i] - before.Counts[i]
+		d.counts = append(d.counts, c)
+		d.n += c
+	}
+	return d
+}
+
+// quantile returns the upper bound of the bucket holding quantile q.
+func (d bucketCounts) quantile(q float64) time.Duration {
+	if d.n == 0 {
+		return 0
+	}
+	want := uint64(q * float64(d.n-1))
+	var seen uint64
+	for i, c := range d.counts {
+		seen += c
+		if c > 0 && seen > want {
+			hi := d.buckets[i+1]
+			if hi > 1e9 {
+				hi = d.buckets[i]
+			}
+			return time.Duration(hi * 1e9).Round(time.Microsecond)
+		}
+	}
+	return 0
 }
 
 func runAppTracer(rounds int, length time.Duration, duty int) {
