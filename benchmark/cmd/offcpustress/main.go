@@ -149,10 +149,10 @@ func profiled(config string, length time.Duration, duty int, run func()) {
 }
 
 // traceCycles runs the execution tracer for duty percent of every cycle
-// (the phase, at most 10 s, as the recorder's), with a writer that keeps
+// (the window, at most 10 s, as the recorder's), with a writer that keeps
 // nothing, until done, and prints how long its starts and stops took.
 func traceCycles(length time.Duration, duty int, done <-chan struct{}) {
-	cycle := min(length, 10*time.Second)
+	cycle := min(window, length, 10*time.Second)
 	on := max(cycle*time.Duration(duty)/100, 10*time.Millisecond)
 	var starts, stops []time.Duration
 	var at []string
@@ -274,8 +274,9 @@ func runChan(rounds int, length time.Duration, pairs, duty int, configs []string
 				}
 				fmt.Printf("    operations of 10 ms or more: %s\n", strings.Join(l, ", "))
 			}
-			fmt.Printf("    longest, by runtime/metrics: stop-the-world for the tracer and others %v (stopping %v), for GC %v; runnable before running %v\n",
-				longest(before[0], after[0]), longest(before[1], after[1]), longest(before[2], after[2]), longest(before[3], after[3]))
+			fmt.Printf("    longest, by runtime/metrics: stop-the-world for the tracer and others %v (stopping %v; %d pauses), for GC %v (%d pauses); runnable before running %v\n",
+				longest(before[0], after[0]), longest(before[1], after[1]), diff(before[0], after[0]).n,
+				longest(before[2], after[2]), diff(before[2], after[2]).n, longest(before[3], after[3]))
 			if results[config] == nil {
 				results[config] = new(row)
 			}
