@@ -65,14 +65,14 @@ type Stats struct {
 	// first taken). A leaked goroutine never ends, so it only grows.
 	GoroutinesLeaked int64
 	// OffCPUSkipped counts traced stretches of the off-CPU profile that
-	// did not run because the execution tracer was in use elsewhere
-	// (runtime/trace.Start, /debug/pprof/trace, another flight recorder).
+	// did not run: the application ran the execution tracer with
+	// runtime/trace.Start (/debug/pprof/trace, say), or more goroutines
+	// than the profile traces (50,000).
 	OffCPUSkipped int64
 	// OffCPUTruncated counts traced stretches read only in part: more
-	// trace than a stretch's byte budget, trace the flight recorder
-	// dropped before it was read (the parser fell behind), more waits
-	// than a window keeps, or a trace unreadable past some point. Values
-	// are scaled by the time actually read.
+	// trace than a stretch's byte budget, more waits than a window keeps,
+	// a trace ended early or unreadable past some point. Values are
+	// scaled by the time actually read.
 	OffCPUTruncated int64
 }
 
@@ -167,7 +167,7 @@ func (p *Profiler) registerMetrics(mp metric.MeterProvider) (metric.Registration
 	leftOut, err11 := counter(metricProfilesLeftOut, "{profile}", "Runtime profiles that could not be read or decoded and were left out of their window.")
 	leaked, err12 := m.Int64ObservableGauge(metricGoroutinesLeaked, metric.WithUnit("{goroutine}"),
 		metric.WithDescription("Leaked goroutines the latest goroutine-leak profile found."))
-	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.")
+	offCPUSkipped, err13 := counter(metricOffCPUSkipped, "{stretch}", "Off-CPU stretches not traced: the execution tracer was in use elsewhere, or too many goroutines.")
 	offCPUTruncated, err14 := counter(metricOffCPUTruncated, "{stretch}", "Off-CPU stretches read only in part.")
 	goroutineSkipped, err15 := counter(metricGoroutineSkipped, "{window}", "Windows without a goroutine profile because more goroutines ran than the limit allows.")
 	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10, err11, err12, err13, err14, err15} {

@@ -78,8 +78,8 @@ func TestStretchLength(t *testing.T) {
 }
 
 // BenchmarkStretch traces a second of a ping-pong workload, with no
-// bounds, and reports the rate at which the runtime wrote the trace (at
-// the last read), the bytes and waits read per second traced, the most
+// bounds, and reports the rate at which the runtime wrote the trace in
+// the stretch, the bytes and waits read per second traced, the most
 // read in one stretch, and (ns/op) the wall time until the window was
 // read, parse included.
 func BenchmarkStretch(b *testing.B) {
@@ -99,9 +99,8 @@ func BenchmarkStretch(b *testing.B) {
 					b.Fatal(err)
 				}
 				secs += r.windows[0].traced.Seconds() + r.windows[1].traced.Seconds()
-				// The runtime's rate, from all it wrote between the last
-				// two reads; what was read is less when the parser fell
-				// behind and the flight recorder dropped generations.
+				// The runtime's rate, from all it wrote in the stretch;
+				// what was read is less when a generation was dropped.
 				rate += r.rate
 				readBytes += float64(r.readTotal)
 				for _, s := range p.Samples {
@@ -119,7 +118,7 @@ func BenchmarkStretch(b *testing.B) {
 }
 
 // BenchmarkParse reads, again and again, a trace recorded once in memory
-// from a ping-pong pair (300 ms, as the flight recorder writes it): the
+// from a ping-pong pair (300 ms, in a flight recorder): the
 // parser's speed alone, in trace bytes per second, and the bytes it
 // allocates per trace byte. Nothing else runs while it reads, unlike in
 // BenchmarkStretch, where the pair holds the processors.

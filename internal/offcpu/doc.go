@@ -33,7 +33,7 @@
 // that did run appears only for the time since. The runtime's own
 // goroutines (GC workers, the background sweeper) are left out.
 //
-// Cost is bounded four ways. The trace runs only for the duty cycle's
+// Cost is bounded five ways. The trace runs only for the duty cycle's
 // share of the time. The parser reads whole generations only; the runtime
 // ends one about every second and when the trace stops, and each is
 // parsed as soon as it ends, while the stretch runs (traceSink). Third, a
@@ -49,9 +49,22 @@
 // (Stats.Truncated). Values are scaled by the window's length over the
 // time traced in it (a whole stretch's wall-clock time, a cut one's time
 // read), so that a window's total estimates the waiting in the whole
-// window; at a 100% duty cycle the scale is about 1.
+// window; at a 100% duty cycle the scale is about 1. Fifth, no stretch is
+// traced with more than MaxGoroutines goroutines: every generation's end
+// writes the state of every goroutine that did not run, and the runtime
+// and the parser keep state for each, about 1 KB a goroutine at the peak
+// whatever MaxTraceBytes (Stats.Skipped).
 //
-// The recorder's own waits, while it sleeps between polls, are left out.
+// Stalls: starting the tracer stops the world once (runtime.StartTrace),
+// so every stretch pauses the application once, as a garbage collection
+// does twice; ending a generation and stopping the trace preempt the
+// processors one at a time. The recorder bounds how often (at most once
+// a cycle, never while the window is full or the tracer already runs for
+// the application's flight recorder), not how long: that is the
+// runtime's, and under contention for the CPUs it is as long as the
+// operating system keeps a thread from running.
+//
+// The recorder's own waits, while it waits for the trace, are left out.
 //
 // Spans: package labels writes a runtime/trace log record (category
 // labels.TraceLogCategory) on the goroutine when a span's Start gives it
