@@ -97,8 +97,8 @@ type Recorder struct {
 	cur         int
 	windowStart time.Time
 	cycle       time.Duration
-	// bufs are the two buffers a stretch's trace goes into: one filled
-	// by the sink while the other is parsed.
+	// bufs are the two buffers a stretch's trace goes into, kept from
+	// one stretch to the next (traceSink.take).
 	bufs [2][]byte
 	// skipLogged is the reason the last stretch was skipped for, logged
 	// once until a stretch is traced again; "" for none.
@@ -284,7 +284,7 @@ func (r *Recorder) loop(st stretch) {
 // skipped; one that comes while a stretch runs fails, for the rest of
 // that stretch, with "execution tracer already enabled".
 func (r *Recorder) startTrace() *traceSink {
-	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs[0])
+	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs)
 	if err := trace.Start(sink); err != nil {
 		r.skip("tracer", "pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle", "error", err)
 		return nil
@@ -320,7 +320,6 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 	w := r.windows[r.cur]
 	rd := w.newReading(st.start)
 	end := st.start.Add(st.length)
-	spare := r.bufs[1]
 	var (
 		q   *request
 		cut bool
@@ -329,14 +328,13 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 		abandon bool
 	)
 	parse := func() {
-		header, gens := st.sink.take(spare)
+		header, gens := st.sink.take()
 		if gens == nil || err != nil || rd.truncated {
 			return
 		}
 		if rerr := rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); rerr != nil {
 			err, cut = rerr, true
 		}
-		spare = gens
 	}
 	for {
 		var ready bool
@@ -364,7 +362,7 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 	if !abandon {
 		parse()
 	}
-	r.bufs[0], r.bufs[1] = st.sink.buf, spare
+	r.bufs = st.sink.buffers()
 	elapsed := stopped.Sub(st.start)
 	if elapsed > 0 && offered > 0 {
 		// From all the runtime produced, read or not, so that a burst

@@ -37,6 +37,9 @@ type traceSink struct {
 	// under way from complete on.
 	buf      []byte
 	complete int
+	// lent is what the last take returned: the caller's until the next
+	// take, then the storage the sink fills.
+	lent []byte
 	// kept counts the bytes kept in the stretch, taken or not; offered
 	// every byte written after the header, kept or not.
 	kept, offered int
@@ -46,9 +49,9 @@ type traceSink struct {
 }
 
 // newTraceSink returns a sink that keeps at most limit bytes and asks to
-// end the stretch at soft, filling buf (emptied) first.
-func newTraceSink(soft, limit int, buf []byte) *traceSink {
-	return &traceSink{ready: make(chan struct{}, 1), soft: soft, limit: limit, buf: buf[:0]}
+// end the stretch at soft, in the storage of bufs (emptied).
+func newTraceSink(soft, limit int, bufs [2][]byte) *traceSink {
+	return &traceSink{ready: make(chan struct{}, 1), soft: soft, limit: limit, buf: bufs[0][:0], lent: bufs[1]}
 }
 
 func (s *traceSink) Write(b []byte) (int, error) {
@@ -101,18 +104,28 @@ func (s *traceSink) signal() {
 }
 
 // take returns the header and the generations completed since the last
-// take (nil when none), handing the sink spare to fill with what follows;
-// the returned slice is the caller's until it hands it back as spare.
-func (s *traceSink) take(spare []byte) (header, gens []byte) {
+// take (nil when none). The generations are the caller's until its next
+// take, when the sink fills their storage again: two buffers serve the
+// whole stretch, one filled while the other is parsed.
+func (s *traceSink) take() (header, gens []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.complete == 0 {
 		return s.header, nil
 	}
 	gens = s.buf[:s.complete]
-	s.buf = append(spare[:0], s.buf[s.complete:]...)
+	s.buf = append(s.lent[:0], s.buf[s.complete:]...)
+	s.lent = gens
 	s.complete = 0
 	return s.header, gens
+}
+
+// buffers returns the sink's two buffers, for the next stretch's sink;
+// the sink must be closed.
+func (s *traceSink) buffers() [2][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return [2][]byte{s.buf, s.lent}
 }
 
 // close ignores every later write, and reports whether the stretch was

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"runtime/trace"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,20 +17,19 @@ import (
 // each parses on its own after the header: together they are the trace,
 // once.
 func TestSinkHandsOverWholeGenerations(t *testing.T) {
-	sink := newTraceSink(64<<20, 64<<20, nil)
+	sink := newTraceSink(64<<20, 64<<20, [2][]byte{})
 	if err := trace.Start(sink); err != nil {
 		t.Fatal(err)
 	}
 	w := newWindow(DefaultMaxWaits)
 	rd := w.newReading(time.Now())
-	var spare []byte
 	takes := 0
 	for range 3 {
 		waittest.InSleep(20 * time.Millisecond)
 		// Only the runtime ends a generation while the trace runs, about
 		// every second: wait for one.
 		<-sink.ready
-		header, gens := sink.take(spare)
+		header, gens := sink.take()
 		if gens == nil {
 			t.Fatal("ready, but no generation to take")
 		}
@@ -39,14 +39,13 @@ func TestSinkHandsOverWholeGenerations(t *testing.T) {
 		if err := rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); err != nil {
 			t.Fatalf("take %d does not parse on its own: %v", takes, err)
 		}
-		spare = gens
 		takes++
 	}
 	trace.Stop()
 	if dropped, offered := sink.close(); dropped || offered != sink.kept {
 		t.Errorf("dropped %v, offered %d, kept %d; want all kept", dropped, offered, sink.kept)
 	}
-	if _, gens := sink.take(spare); gens != nil {
+	if _, gens := sink.take(); gens != nil {
 		if err := rd.read(io.MultiReader(bytes.NewReader(sink.header), bytes.NewReader(gens))); err != nil {
 			t.Fatalf("the last generation does not parse: %v", err)
 		}
@@ -63,7 +62,7 @@ func TestSinkHandsOverWholeGenerations(t *testing.T) {
 func TestSinkLimitKeepsWholeGenerations(t *testing.T) {
 	batch := func(n int) []byte { return bytes.Repeat([]byte{1}, n) }
 	end := []byte{evEndOfGeneration}
-	s := newTraceSink(150, 250, nil)
+	s := newTraceSink(150, 250, [2][]byte{})
 	for _, b := range [][]byte{[]byte("go 1.26 trace\x00\x00\x00"), batch(100), end} {
 		s.Write(b)
 	}
@@ -82,11 +81,11 @@ func TestSinkLimitKeepsWholeGenerations(t *testing.T) {
 	s.Write(end)
 	s.Write(batch(1)) // and all after it
 	s.Write(end)
-	header, gens := s.take(nil)
+	header, gens := s.take()
 	if string(header) != "go 1.26 trace\x00\x00\x00" || len(gens) != 222 || s.kept != 222 {
 		t.Errorf("took %d bytes after header %q, kept %d; want the two whole generations, 222", len(gens), header, s.kept)
 	}
-	if _, more := s.take(nil); more != nil {
+	if _, more := s.take(); more != nil {
 		t.Errorf("a second take gave %d bytes", len(more))
 	}
 	dropped, offered := s.close()
@@ -95,8 +94,36 @@ func TestSinkLimitKeepsWholeGenerations(t *testing.T) {
 	}
 	s.Write(batch(5))
 	s.Write(end)
-	if _, late := s.take(nil); late != nil || s.offered != offered {
+	if _, late := s.take(); late != nil || s.offered != offered {
 		t.Errorf("a write after close was kept")
+	}
+}
+
+// TestSinkTakesAlternateTwoBuffers takes generations one after the other
+// while the sink fills: each take's bytes stay as written until the next
+// take, whatever the sink writes meanwhile, and the two buffers handed on
+// to the next stretch are distinct.
+func TestSinkTakesAlternateTwoBuffers(t *testing.T) {
+	end := []byte{evEndOfGeneration}
+	s := newTraceSink(1<<20, 1<<20, [2][]byte{make([]byte, 0, 64), make([]byte, 0, 64)})
+	s.Write([]byte("go 1.26 trace\x00\x00\x00"))
+	var prev []byte
+	for i := range byte(5) {
+		body := bytes.Repeat([]byte{'a' + i}, 10)
+		s.Write(body)
+		s.Write(end)
+		_, gens := s.take()
+		next := bytes.Repeat([]byte{'A' + i}, 40)
+		s.Write(next) // the next generation begins while gens is read
+		want := append(append(slices.Clone(prev), body...), evEndOfGeneration)
+		if !bytes.Equal(gens, want) {
+			t.Fatalf("take %d: %q, want %q", i, gens, want)
+		}
+		prev = next
+	}
+	s.close()
+	if b := s.buffers(); &b[0][:1][0] == &b[1][:1][0] {
+		t.Error("the two buffers handed on share their storage")
 	}
 }
 
