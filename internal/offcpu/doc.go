@@ -20,9 +20,9 @@
 // (Stats.Skipped); while a stretch runs, it fails with "execution tracer
 // already enabled", for at most the stretch's length (a second at the
 // defaults). trace.Stop has no handle: an application that calls it
-// without a trace.Start of its own ends the Recorder's stretch early
-// (counted as cut), and the Recorder then takes care not to stop the
-// trace a second time, under the application's flight recorder.
+// without a trace.Start of its own ends the Recorder's stretch early, and
+// the Recorder then takes care not to stop the trace a second time, under
+// the application's flight recorder (stopTrace).
 //
 // What counts as a wait: a goroutine seen running inside a traced stretch
 // that then stops; the wait lasts until it runs again, so it includes the

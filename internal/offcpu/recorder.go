@@ -303,7 +303,9 @@ func (r *Recorder) startTrace() *traceSink {
 // already ended the stretch's; a second Stop would then take the count of
 // the application's flight recorder and stop the runtime's trace under
 // it. So the slot is probed first: a trace.Start that succeeds found it
-// free, and the Stop that follows is then its own.
+// free, and the Stop that follows is then its own. The one case left is
+// an application that stopped the stretch's trace and started one of its
+// own since: that one is stopped.
 func stopTrace() {
 	if !trace.IsEnabled() {
 		return // no subscriber left: ours was ended already

@@ -287,7 +287,7 @@ func TestApplicationFlightRecorderNeverFails(t *testing.T) {
 // trace.Start fails while a stretch runs and that calls trace.Stop anyway,
 // ending the stretch's trace, while its flight recorder runs: the
 // recorder's own stop must not then end the runtime's trace under that
-// flight recorder, and the stretch counts as cut.
+// flight recorder, and the application's next trace.Start succeeds.
 func TestApplicationsStrayStopLeavesItsTraceOn(t *testing.T) {
 	defer SetDutyCycle(100)()
 	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
