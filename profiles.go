@@ -36,7 +36,12 @@ const (
 	// execution trace, traced a share of every window; see
 	// [WithOffCPUDutyCycle]. Its trace parser is linked in by importing
 	// package github.com/pprofotel/profiler/offcpu; without it Start
-	// fails when an option asks for the profile.
+	// fails when an option asks for the profile. While it traces it holds
+	// runtime/trace.Start's place and leaves the flight recorder to the
+	// application: an application's trace.Start fails until the stretch
+	// ends (at most a second at the defaults), and one made first has the
+	// stretch skipped, as has a process with more than 50,000 goroutines
+	// ([Stats].OffCPUSkipped).
 	OffCPUProfile
 	// GoroutineLeakProfile reports the goroutines leaked so far: blocked
 	// for good on a channel or a sync primitive that no other goroutine

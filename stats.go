@@ -72,14 +72,14 @@ type Stats struct {
 	// first taken). A leaked goroutine never ends, so it only grows.
 	GoroutinesLeaked int64
 	// OffCPUSkipped counts traced stretches of the off-CPU profile that
-	// did not run because the execution tracer was in use elsewhere
-	// (runtime/trace.Start, /debug/pprof/trace, another flight recorder).
+	// did not run: the application ran the execution tracer with
+	// runtime/trace.Start (/debug/pprof/trace, say), or more goroutines
+	// than the profile traces (50,000).
 	OffCPUSkipped int64
 	// OffCPUTruncated counts traced stretches read only in part: more
-	// trace than a stretch's byte budget, trace the flight recorder
-	// dropped before it was read (the parser fell behind), more waits
-	// than a window keeps, or a trace unreadable past some point. Values
-	// are scaled by the time actually read.
+	// trace than a stretch's byte budget, more waits than a window keeps,
+	// a trace ended early or unreadable past some point. Values are
+	// scaled by the time actually read.
 	OffCPUTruncated int64
 	// StringsRepaired counts strings that were not valid UTF-8, which
 	// proto3 requires of every string a request carries, and were sent
@@ -187,7 +187,7 @@ var statsMetrics = []statsMetric{
 		func(s Stats) float64 { return float64(s.ProfilesLeftOut) }},
 	{"pprofotel.goroutines.leaked", "{goroutine}", "Leaked goroutines the latest goroutine-leak profile found.", gauge,
 		func(s Stats) float64 { return float64(s.GoroutinesLeaked) }},
-	{"pprofotel.offcpu.skipped", "{stretch}", "Off-CPU stretches not traced because the execution tracer was in use elsewhere.", counter,
+	{"pprofotel.offcpu.skipped", "{stretch}", "Off-CPU stretches not traced: the execution tracer was in use elsewhere, or too many goroutines.", counter,
 		func(s Stats) float64 { return float64(s.OffCPUSkipped) }},
 	{"pprofotel.offcpu.truncated", "{stretch}", "Off-CPU stretches read only in part.", counter,
 		func(s Stats) float64 { return float64(s.OffCPUTruncated) }},

@@ -97,7 +97,8 @@ type Omissions struct {
 // are updated atomically and may be read at any time.
 type OffCPUOmissions struct {
 	// Skipped counts stretches not traced because the execution tracer
-	// was in use elsewhere (runtime/trace.Start, another flight recorder).
+	// was in use elsewhere (runtime/trace.Start), or because more
+	// goroutines ran than the recorder traces.
 	Skipped atomic.Int64
 	// Truncated counts stretches read only in part: the trace outgrew
 	// the recorder's byte budget, the window its wait limit, or the trace

@@ -77,30 +77,9 @@ func TestStretchLength(t *testing.T) {
 	}
 }
 
-// TestPollInterval checks the time between two reads of a stretch: a chunk
-// of about an eighth of maxBytes at the rate last seen, within 10 and
-// 250 ms, and the longest before any rate is known.
-func TestPollInterval(t *testing.T) {
-	const MiB = 1 << 20
-	for _, tt := range []struct {
-		rate float64
-		want time.Duration
-	}{
-		{0, 250 * time.Millisecond},
-		{1 * MiB, 250 * time.Millisecond},
-		{8 * MiB, 125 * time.Millisecond},
-		{20 * MiB, 50 * time.Millisecond},
-		{1000 * MiB, 10 * time.Millisecond},
-	} {
-		if got := pollInterval(8*MiB, tt.rate); got != tt.want {
-			t.Errorf("pollInterval(8 MiB, %.0f B/s) = %v, want %v", tt.rate, got, tt.want)
-		}
-	}
-}
-
 // BenchmarkStretch traces a second of a ping-pong workload, with no
-// bounds, and reports the rate at which the runtime wrote the trace (at
-// the last read), the bytes and waits read per second traced, the most
+// bounds, and reports the rate at which the runtime wrote the trace in
+// the stretch, the bytes and waits read per second traced, the most
 // read in one stretch, and (ns/op) the wall time until the window was
 // read, parse included.
 func BenchmarkStretch(b *testing.B) {
@@ -120,9 +99,8 @@ func BenchmarkStretch(b *testing.B) {
 					b.Fatal(err)
 				}
 				secs += r.windows[0].traced.Seconds() + r.windows[1].traced.Seconds()
-				// The runtime's rate, from all it wrote between the last
-				// two reads; what was read is less when the parser fell
-				// behind and the flight recorder dropped generations.
+				// The runtime's rate, from all it wrote in the stretch;
+				// what was read is less when a generation was dropped.
 				rate += r.rate
 				readBytes += float64(r.readTotal)
 				for _, s := range p.Samples {
@@ -140,7 +118,7 @@ func BenchmarkStretch(b *testing.B) {
 }
 
 // BenchmarkParse reads, again and again, a trace recorded once in memory
-// from a ping-pong pair (300 ms, as the flight recorder writes it): the
+// from a ping-pong pair (300 ms, in a flight recorder): the
 // parser's speed alone, in trace bytes per second, and the bytes it
 // allocates per trace byte. Nothing else runs while it reads, unlike in
 // BenchmarkStretch, where the pair holds the processors.

@@ -4,46 +4,67 @@
 // The Go runtime records in its execution trace every time a goroutine
 // stops running (it blocks on a channel, a select, a lock, the network, a
 // sleep, a system call, or is preempted) and every time it runs again, with
-// the goroutine's stack and a timestamp. A Recorder runs the trace's flight
-// recorder (runtime/trace.FlightRecorder) for a share of every cycle, the
-// duty cycle, reads what it recorded with golang.org/x/exp/trace, and turns
+// the goroutine's stack and a timestamp. A Recorder subscribes to the
+// trace with runtime/trace.Start for a share of every cycle, the duty
+// cycle, reads what it receives with golang.org/x/exp/trace, and turns
 // each wait into an event, the time it began and how long it lasted, of
 // the sample of its kind: the blocking stack, the reason as the trace
 // names it, and the span active on the goroutine.
 //
+// Sharing the tracer: the runtime allows one trace.Start and one flight
+// recorder (runtime/trace.FlightRecorder) at a time, side by side. The
+// Recorder takes trace.Start's place and leaves the flight recorder to
+// the application, whose flight recorder then starts, snapshots and
+// stops at any time, and is traced along. An application's trace.Start
+// is the one conflict left: while it runs, stretches are skipped
+// (Stats.Skipped); while a stretch runs, it fails with "execution tracer
+// already enabled", for at most the stretch's length (a second at the
+// defaults). trace.Stop has no handle: an application that calls it
+// without a trace.Start of its own ends the Recorder's stretch early, and
+// the Recorder then takes care not to stop the trace a second time, under
+// the application's flight recorder (stopTrace).
+//
 // What counts as a wait: a goroutine seen running inside a traced stretch
 // that then stops; the wait lasts until it runs again, so it includes the
-// time spent runnable after being woken. A wait still open when the stretch
-// ends counts up to that end. A goroutine that was already waiting when the
-// stretch began adds nothing to it: parked-forever goroutines and idle pool
-// workers that did not run in the stretch never appear, and one that did
-// run appears only for the time since. The runtime's own goroutines (GC
-// workers, the background sweeper) are left out.
+// time spent runnable after being woken. A wait still open when the
+// stretch ends counts up to that end. A goroutine that was already waiting
+// when the stretch began adds nothing to it: parked-forever goroutines and
+// idle pool workers that did not run in the stretch never appear, and one
+// that did run appears only for the time since. The runtime's own
+// goroutines (GC workers, the background sweeper) are left out.
 //
-// Cost is bounded four ways. The trace runs only for the duty cycle's
-// share of the time. A stretch is read while it runs, in chunks: every
-// poll the recorder asks the flight recorder for what it holds, which ends
-// the runtime's generation under way (the one part of the flight
-// recorder's memory its MaxBytes does not bound), and hands the parser
-// only the generations it has not read yet (chunkWriter). The poll is
-// shortened so that a chunk is about an eighth of MaxTraceBytes at the
-// rate the last one showed (10 to 250 ms), and the flight recorder keeps
-// about a chunk. Third, a stretch reads at most MaxTraceBytes in all and
-// a chunk at most a quarter of it, whole generations only: a stretch that
-// would read more ends there. Generations the flight recorder dropped
-// before they were read (the parser fell behind the trace) are a gap,
-// read around. Fourth, a window keeps at most MaxWaits waits, beyond which
-// reading stops at that event, as though the stretch had ended there.
-// A stretch cut any of these ways is counted (Stats.Truncated). Values are
-// scaled by the window's length over the time traced in it (a whole
-// stretch's wall-clock time, a cut one's time read, gaps left out), so that
-// a window's total estimates the waiting in the whole window; at a 100%
-// duty cycle the scale is about 1. Each stretch is as long as
+// Cost is bounded five ways. The trace runs only for the duty cycle's
+// share of the time. The parser reads whole generations only; the runtime
+// ends one about every second and when the trace stops, and each is
+// parsed as soon as it ends, while the stretch runs (traceSink). Third, a
+// stretch keeps at most MaxTraceBytes of trace: once it holds three
+// quarters of it the stretch ends, which ends the generation under way,
+// and a generation that would cross MaxTraceBytes before it ends is
+// dropped whole. Each stretch is as long as three quarters of
 // MaxTraceBytes holds at the rate last seen (the first, which measures
 // it, at most a second), with the rest of its cycle shortened alike, so
-// that the duty cycle holds.
+// that the duty cycle holds. Fourth, a window keeps at most MaxWaits
+// waits, beyond which reading stops at that event, as though the stretch
+// had ended there. A stretch cut any of these ways is counted
+// (Stats.Truncated). Values are scaled by the window's length over the
+// time traced in it (a whole stretch's wall-clock time, a cut one's time
+// read), so that a window's total estimates the waiting in the whole
+// window; at a 100% duty cycle the scale is about 1. Fifth, no stretch is
+// traced with more than MaxGoroutines goroutines: every generation's end
+// writes the state of every goroutine that did not run, and the runtime
+// and the parser keep state for each, about 1 KB a goroutine at the peak
+// whatever MaxTraceBytes (Stats.Skipped).
 //
-// The recorder's own waits, while it sleeps between polls, are left out.
+// Stalls: starting the tracer stops the world once (runtime.StartTrace),
+// so every stretch pauses the application once, as a garbage collection
+// does twice; ending a generation and stopping the trace preempt the
+// processors one at a time. The recorder bounds how often (at most once
+// a cycle, never while the window is full or the tracer already runs for
+// the application's flight recorder), not how long: that is the
+// runtime's, and under contention for the CPUs it is as long as the
+// operating system keeps a thread from running.
+//
+// The recorder's own waits, while it waits for the trace, are left out.
 //
 // Spans: package labels writes a runtime/trace log record (category
 // labels.TraceLogCategory) on the goroutine when a span's Start gives it

@@ -133,9 +133,8 @@ type reading struct {
 	clockWall  int64
 	wallStart  int64
 
-	// first and last are the first and last events of the part read
-	// since the stretch began or the last gap; covered is the time of
-	// the parts before it.
+	// first and last are the first and last events read; covered is the
+	// time between them, once finished.
 	first, last trace.Time
 	seen        bool
 	covered     time.Duration
@@ -180,17 +179,8 @@ func (s *reading) read(r io.Reader) error {
 	return nil
 }
 
-// gap records that the trace has a hole after what was read so far: the
-// waits open are counted up to the last event before it, and what follows
-// is read as though a new stretch began.
-func (s *reading) gap() {
-	s.finish()
-	clear(s.goroutines)
-}
-
 // finish counts the waits still open up to the last event read, and
-// returns the time the reading covered: from the first event to the last,
-// holes left out.
+// returns the time the reading covered: from the first event to the last.
 func (s *reading) finish() time.Duration {
 	for _, g := range s.goroutines {
 		if g.waiting && !s.w.full() {

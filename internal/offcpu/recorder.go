@@ -3,7 +3,9 @@ package offcpu
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
+	"runtime"
 	"runtime/trace"
 	"sync/atomic"
 	"time"
@@ -26,6 +28,13 @@ const (
 	DefaultMaxTraceBytes = 8 << 20
 	// DefaultMaxWaits bounds the waits kept per window.
 	DefaultMaxWaits = 50_000
+	// DefaultMaxGoroutines is the number of goroutines above which no
+	// stretch is traced. At every generation's end the runtime writes
+	// into the trace the state of every goroutine that did not run in it,
+	// and the parser keeps state for each: the memory a stretch takes
+	// grows with the goroutines, whatever MaxTraceBytes, at about
+	// 1 KB a goroutine (benchmark/README.md, "Off-CPU profile").
+	DefaultMaxGoroutines = 50_000
 	// minCycle keeps very short windows from restarting the trace in a
 	// tight loop.
 	minCycle = 100 * time.Millisecond
@@ -34,15 +43,10 @@ const (
 	// firstStretch is the longest first stretch, traced before the
 	// event rate is known.
 	firstStretch = time.Second
-	// A stretch is read in chunks while it runs, every poll: each read
-	// ends the flight recorder's generation under way, which is the part
-	// of its memory that MaxBytes does not bound. The poll is shortened
-	// so that a chunk is about an eighth of MaxTraceBytes at the rate the
-	// last one showed, within these limits.
-	minPoll, maxPoll = 10 * time.Millisecond, 250 * time.Millisecond
-	// chunkShare is the share of MaxTraceBytes a poll aims at, as 1/n; a
-	// chunk of twice that ends the stretch.
-	chunkShare = 8
+	// softShare is the share of MaxTraceBytes, as n/4, kept in a stretch
+	// before it is ended: ending it ends the runtime's generation under
+	// way, and the bytes the runtime writes until then must still fit.
+	softShare = 3
 )
 
 // duty is the process-wide duty cycle in percent, 0 for DefaultDuty.
@@ -73,6 +77,9 @@ type Config struct {
 	Cycle         time.Duration
 	MaxTraceBytes uint64
 	MaxWaits      int
+	// MaxGoroutines is DefaultMaxGoroutines when 0; negative sets no
+	// limit.
+	MaxGoroutines int
 	Logger        *slog.Logger
 	Stats         *Stats
 }
@@ -90,14 +97,16 @@ type Recorder struct {
 	cur         int
 	windowStart time.Time
 	cycle       time.Duration
-	buf         bytes.Buffer
-	skipLogged  bool
-	errLogged   bool
-	// rate is the trace's bytes per second in the last chunk read, 0
+	// bufs are the two buffers a stretch's trace goes into, kept from
+	// one stretch to the next (traceSink.take).
+	bufs [2][]byte
+	// skipLogged is the reason the last stretch was skipped for, logged
+	// once until a stretch is traced again; "" for none.
+	skipLogged string
+	errLogged  bool
+	// rate is the trace's bytes per second in the last stretch, 0
 	// before the first.
 	rate float64
-	// poll is the time between two reads of a stretch.
-	poll time.Duration
 	// readTotal counts the trace bytes read so far, and maxRead is the
 	// most read in one stretch.
 	readTotal, maxRead int
@@ -121,6 +130,9 @@ func Start(now time.Time, cfg Config) *Recorder {
 	if cfg.MaxWaits <= 0 {
 		cfg.MaxWaits = DefaultMaxWaits
 	}
+	if cfg.MaxGoroutines == 0 {
+		cfg.MaxGoroutines = DefaultMaxGoroutines
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -134,7 +146,6 @@ func Start(now time.Time, cfg Config) *Recorder {
 		windows:     [2]*window{newWindow(cfg.MaxWaits), newWindow(cfg.MaxWaits)},
 		windowStart: now,
 		cycle:       cfg.Cycle,
-		poll:        maxPoll,
 	}
 	// The first stretch starts before Start returns, so that what the
 	// application does next is traced.
@@ -167,26 +178,45 @@ type stretch struct {
 	// length times (100 - duty) / duty, so that a stretch shortened to the
 	// memory bound keeps the duty cycle.
 	rest time.Duration
-	fr   *trace.FlightRecorder // nil when the tracer was busy
+	sink *traceSink // nil when not traced
 }
 
 func (r *Recorder) startStretch() stretch {
 	st := stretch{start: time.Now()}
-	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes, r.rate)
+	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes/4*softShare, r.rate)
 	if r.windows[r.cur].full() {
 		// The window holds all the waits it keeps: what this stretch
 		// would read could not count, nor could its time. It rests.
 		r.cfg.Stats.Truncated.Add(1)
 		return st
 	}
-	st.fr = r.startTrace()
+	if n := runtime.NumGoroutine(); r.tooMany(n) {
+		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxGoroutines))
+		return st
+	}
+	st.sink = r.startTrace()
 	return st
+}
+
+// tooMany reports whether n goroutines are too many to trace.
+func (r *Recorder) tooMany(n int) bool {
+	return r.cfg.MaxGoroutines > 0 && n > r.cfg.MaxGoroutines
+}
+
+// skip counts a stretch not traced, and logs why, once until a stretch is
+// traced again.
+func (r *Recorder) skip(reason, msg string, args ...any) {
+	r.cfg.Stats.Skipped.Add(1)
+	if r.skipLogged != reason {
+		r.cfg.Logger.Warn(msg, args...)
+		r.skipLogged = reason
+	}
 }
 
 // stretchLength returns how long to trace and then rest in a cycle, at
 // duty percent, for a trace of rate bytes a second (0: not known yet): a
-// stretch is kept short enough for maxBytes at the rate the last chunk
-// showed, and the first, which measures the rate, to a second. The rest
+// stretch is kept short enough for maxBytes at the rate the last
+// stretch showed, and the first, which measures the rate, to a second. The rest
 // keeps the duty cycle whatever the length.
 func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64) (length, rest time.Duration) {
 	d := time.Duration(duty)
@@ -200,16 +230,6 @@ func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64)
 	return length, length * (100 - d) / d
 }
 
-// pollInterval returns the time between two reads of a stretch for a
-// trace of rate bytes a second: a chunk of about maxBytes/chunkShare.
-func pollInterval(maxBytes uint64, rate float64) time.Duration {
-	if rate <= 0 {
-		return maxPoll
-	}
-	d := time.Duration(float64(maxBytes/chunkShare) / rate * float64(time.Second))
-	return min(max(d, minPoll), maxPoll)
-}
-
 // loop runs duty cycles until the last collection: each cycle traces its
 // first part and rests for the remainder. A collection ends the cycle
 // under way, tracing included, and starts the next one.
@@ -217,25 +237,30 @@ func (r *Recorder) loop(st stretch) {
 	defer close(r.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	wait := func(d time.Duration) *request {
+	// wait waits d, or until a request or a value on ready (nil: none)
+	// comes, and returns the request, or whether ready woke it.
+	wait := func(d time.Duration, ready <-chan struct{}) (*request, bool) {
 		timer.Reset(d)
 		select {
 		case <-timer.C:
-			return nil
+			return nil, false
+		case <-ready:
+			timer.Stop()
+			return nil, true
 		case q := <-r.requests:
 			timer.Stop()
-			return &q
+			return &q, false
 		}
 	}
 	for {
 		var q *request
-		if st.fr != nil {
+		if st.sink != nil {
 			q = r.record(st, wait)
 		} else {
-			q = wait(st.length)
+			q, _ = wait(st.length, nil)
 		}
 		if q == nil && st.rest > 0 {
-			q = wait(time.Until(st.start.Add(st.length + st.rest)))
+			q, _ = wait(time.Until(st.start.Add(st.length+st.rest)), nil)
 		}
 		if q != nil {
 			q.reply <- r.flush(q.now)
@@ -247,115 +272,124 @@ func (r *Recorder) loop(st stretch) {
 	}
 }
 
-// startTrace starts the flight recorder for a stretch, or returns nil when
-// the execution tracer is someone else's.
-func (r *Recorder) startTrace() *trace.FlightRecorder {
-	busy := func(err error) *trace.FlightRecorder {
-		r.cfg.Stats.Skipped.Add(1)
-		if !r.skipLogged {
-			r.cfg.Logger.Warn("pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere; will retry every cycle", "error", err)
-			r.skipLogged = true
-		}
+// startTrace subscribes a sink to the execution trace for a stretch, or
+// returns nil when the application runs the tracer with trace.Start.
+//
+// The runtime allows one trace.Start and one flight recorder at a time,
+// side by side, and the application may want either. The recorder takes
+// trace.Start's place: an application's flight recorder starts, runs and
+// snapshots beside it, and is traced along (the recorder reads the trace
+// while the application's flight recorder runs, too). An application's
+// trace.Start that comes first makes this fail, and the stretch is
+// skipped; one that comes while a stretch runs fails, for the rest of
+// that stretch, with "execution tracer already enabled".
+func (r *Recorder) startTrace() *traceSink {
+	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs)
+	if err := trace.Start(sink); err != nil {
+		r.skip("tracer", "pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle", "error", err)
 		return nil
 	}
-	if trace.IsEnabled() {
-		return busy(fmt.Errorf("runtime/trace is enabled"))
-	}
-	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{
-		// The ring need hold only what the runtime finished since the
-		// last read, a chunk: the age covers a poll and a slow parse,
-		// and the size, which wins, bounds the ring to about a chunk
-		// (plus the generation that crosses it). What it drops unread is
-		// a gap, counted.
-		MinAge:   2 * time.Second,
-		MaxBytes: r.cfg.MaxTraceBytes / chunkShare,
-	})
-	if err := fr.Start(); err != nil {
-		return busy(err)
-	}
-	if r.skipLogged {
+	if r.skipLogged != "" {
 		r.cfg.Logger.Info("pprofotel: off-CPU profiling resumed")
-		r.skipLogged = false
+		r.skipLogged = ""
 	}
-	return fr
+	return sink
 }
 
-// record traces the stretch st into the current window, reading what the
-// flight recorder holds every poll, until the stretch's end, a
-// collection, or the stretch's byte budget; it returns the collection
-// request that ended it, if one did.
-func (r *Recorder) record(st stretch, wait func(time.Duration) *request) *request {
+// stopTrace ends a stretch's subscription to the trace. trace.Stop takes
+// no handle: it ends whichever trace.Start is current, and counts a
+// subscriber less even when none is left to end. An application that
+// called it during the stretch (say after its own trace.Start failed) has
+// already ended the stretch's; a second Stop would then take the count of
+// the application's flight recorder and stop the runtime's trace under
+// it. So the slot is probed first: a trace.Start that succeeds found it
+// free, and the Stop that follows is then its own. The one case left is
+// an application that stopped the stretch's trace and started one of its
+// own since: that one is stopped.
+func stopTrace() {
+	if !trace.IsEnabled() {
+		return // no subscriber left: ours was ended already
+	}
+	_ = trace.Start(io.Discard)
+	trace.Stop()
+}
+
+// record traces the stretch st into the current window, parsing each
+// generation of the trace once the runtime completes it, until the
+// stretch's end, a collection, or the stretch's byte budget; it returns
+// the collection request that ended it, if one did.
+func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) (*request, bool)) *request {
 	w := r.windows[r.cur]
 	rd := w.newReading(st.start)
 	end := st.start.Add(st.length)
 	var (
-		q              *request
-		gen            uint64 // the last generation read
-		budget         = int(r.cfg.MaxTraceBytes)
-		maxChunk       = 2 * budget / chunkShare
-		cut            bool
-		err            error
-		lastRead, read = st.start, 0
+		q   *request
+		cut bool
+		err error
+		// abandon is set when what the sink holds is not to be read.
+		abandon bool
 	)
+	parse := func() {
+		header, gens := st.sink.take()
+		if gens == nil || err != nil || rd.truncated {
+			return
+		}
+		if rerr := rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); rerr != nil {
+			err, cut = rerr, true
+		}
+	}
 	for {
-		q = wait(min(r.poll, time.Until(end)))
-		stop := q != nil || !time.Now().Before(end)
-		r.buf.Reset()
-		c := chunkWriter{buf: &r.buf, after: gen, limit: traceHeaderLen + min(budget, maxChunk)}
-		if _, werr := st.fr.WriteTo(&c); werr != nil {
-			err, cut, stop = werr, true, true
-		}
-		now := time.Now()
-		if n := r.buf.Len() - traceHeaderLen; n > 0 {
-			budget -= n
-			read += n
-		}
-		if since := now.Sub(lastRead); since > 0 && c.offered > 0 {
-			// From all the runtime produced, read or not, so that a
-			// burst shortens the next poll.
-			r.rate = float64(c.offered) / since.Seconds()
-			r.poll = pollInterval(r.cfg.MaxTraceBytes, r.rate)
-		}
-		lastRead = now
-		if c.kept() {
-			if gen != 0 && c.first != gen+1 {
-				// The ring dropped generations before they were read: the
-				// parse fell behind or one outgrew MaxTraceBytes.
-				rd.gap()
-				cut = true
-			}
-			gen = c.last
-			if rerr := rd.read(&r.buf); rerr != nil {
-				err, cut, stop = rerr, true, true
+		var ready bool
+		q, ready = wait(time.Until(end), st.sink.ready)
+		if ready {
+			parse()
+			if r.tooMany(runtime.NumGoroutine()) {
+				// Goroutines started during the stretch: the next
+				// generation's end writes them all; it is not read.
+				cut, abandon = true, true
+				break
 			}
 		}
-		if c.full || rd.truncated {
-			// The stretch's budget is spent, or the window's waits: the
-			// stretch ends here, as though it were shorter.
-			cut, stop = true, true
-		}
-		if stop {
+		if q != nil || !time.Now().Before(end) || st.sink.isFull() || err != nil || rd.truncated {
 			break
 		}
 	}
-	st.fr.Stop()
-	elapsed := lastRead.Sub(st.start) // to the last read, not its parse
+	// Stop returns once the runtime has handed the sink the generation
+	// under way (it waits for the trace's reader to finish it, whether or
+	// not the application's flight recorder goes on); should a part come
+	// later, it is left out and the stretch counts as cut.
+	stopTrace()
+	stopped := time.Now()
+	sinkCut, offered := st.sink.close()
+	if !abandon {
+		parse()
+	}
+	r.bufs = st.sink.buffers()
+	elapsed := stopped.Sub(st.start)
+	if elapsed > 0 && offered > 0 {
+		// From all the runtime produced, read or not, so that a burst
+		// shortens the next stretch.
+		r.rate = float64(offered) / elapsed.Seconds()
+	}
+	read := st.sink.kept
 	covered := rd.finish()
 	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)
 	// A whole stretch covers its wall-clock time, start-up of the tracer
 	// included (a wait cannot begin unseen in it); a cut one only what was
 	// read.
-	if cut {
+	if cut || sinkCut || rd.truncated || st.sink.full {
 		w.traced += covered
 		r.cfg.Stats.Truncated.Add(1)
 	} else {
 		w.traced += elapsed
 	}
-	if cap := r.buf.Cap(); cap > int(r.cfg.MaxTraceBytes)+traceHeaderLen {
-		// Growth past the budget happens only by bytes.Buffer's
-		// doubling; do not keep the slack for good.
-		r.buf = bytes.Buffer{}
+	for i, b := range r.bufs {
+		if cap(b) > int(r.cfg.MaxTraceBytes) {
+			// Growth past the budget happens only by append's
+			// doubling; do not keep the slack for good.
+			r.bufs[i] = nil
+		}
 	}
 	if err != nil && !r.errLogged {
 		r.cfg.Logger.Warn("pprofotel: off-CPU trace read in part", "error", err)

@@ -3,6 +3,7 @@ package offcpu
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime/trace"
@@ -117,53 +118,38 @@ func fnIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
 }
 
 // TestSkipsWhenTheTracerIsInUse checks that a recorder leaves the
-// execution tracer to whoever runs it already: the stretch is skipped,
-// counted and logged once, the window comes without waits, and the other
-// trace goes on undisturbed.
+// execution tracer to an application that runs it with trace.Start: the
+// stretch is skipped, counted and logged once, the window comes without
+// waits, and the other trace goes on undisturbed.
 func TestSkipsWhenTheTracerIsInUse(t *testing.T) {
-	for _, tt := range []struct {
-		name  string
-		start func() (stop func(), err error)
-	}{
-		{"trace.Start", func() (func(), error) {
-			return trace.Stop, trace.Start(io.Discard)
-		}},
-		{"another flight recorder", func() (func(), error) {
-			fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
-			return fr.Stop, fr.Start()
-		}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if trace.IsEnabled() {
-				t.Fatal("the execution tracer is already on; the test cannot start its own")
-			}
-			stop, err := tt.start()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
-			defer SetDutyCycle(100)()
-			var logs bytes.Buffer
-			var stats Stats
-			r := Start(time.Now(), Config{Stats: &stats, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			waittest.InSleep(50 * time.Millisecond)
-			p, err := r.Collect(time.Now(), true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p.Samples) != 0 {
-				t.Errorf("%d waits recorded while the tracer was someone else's", len(p.Samples))
-			}
-			if n := stats.Skipped.Load(); n < 1 {
-				t.Errorf("Skipped = %d, want at least 1", n)
-			}
-			if n := strings.Count(logs.String(), "off-CPU profile skipped"); n != 1 {
-				t.Errorf("logged %d times, want once:\n%s", n, logs.String())
-			}
-			if !trace.IsEnabled() {
-				t.Error("the other trace was stopped")
-			}
-		})
+	if trace.IsEnabled() {
+		t.Fatal("the execution tracer is already on; the test cannot start its own")
+	}
+	var app bytes.Buffer
+	if err := trace.Start(&app); err != nil {
+		t.Fatal(err)
+	}
+	defer trace.Stop()
+	defer SetDutyCycle(100)()
+	var logs bytes.Buffer
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waittest.InSleep(50 * time.Millisecond)
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 0 {
+		t.Errorf("%d waits recorded while the tracer was someone else's", len(p.Samples))
+	}
+	if n := stats.Skipped.Load(); n < 1 {
+		t.Errorf("Skipped = %d, want at least 1", n)
+	}
+	if n := strings.Count(logs.String(), "off-CPU profile skipped"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !trace.IsEnabled() {
+		t.Error("the other trace was stopped")
 	}
 }
 
@@ -214,5 +200,149 @@ func TestSpanBegunBeforeTheStretch(t *testing.T) {
 		if n == 0 {
 			t.Errorf("no %s wait recorded", tc.fn)
 		}
+	}
+}
+
+// TestApplicationFlightRecorderNeverFails runs, beside a recorder at a
+// 100 % duty cycle, an application that starts and stops its own flight
+// recorder again and again, snapshotting it in between, and one whose
+// flight recorder runs all along: every Start and WriteTo succeeds, since
+// the recorder does not take the one flight recorder the runtime allows,
+// and the recorder records beside the application's.
+func TestApplicationFlightRecorderNeverFails(t *testing.T) {
+	const rounds = 200
+	for _, tt := range []struct {
+		name string
+		// run is the application; it returns the calls that failed, and
+		// its flight recorder if it leaves it running.
+		run func() (failures []error, running *trace.FlightRecorder)
+	}{
+		{"started and stopped again and again", func() (failures []error, _ *trace.FlightRecorder) {
+			for i := range rounds {
+				fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+				if err := fr.Start(); err != nil {
+					failures = append(failures, fmt.Errorf("Start %d: %w", i, err))
+					continue
+				}
+				waittest.InSleep(time.Millisecond)
+				if i%10 == 0 {
+					if _, err := fr.WriteTo(io.Discard); err != nil {
+						failures = append(failures, fmt.Errorf("WriteTo %d: %w", i, err))
+					}
+				}
+				fr.Stop()
+			}
+			return failures, nil
+		}},
+		{"running past the recorder's end", func() (failures []error, _ *trace.FlightRecorder) {
+			fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+			if err := fr.Start(); err != nil {
+				return []error{err}, nil
+			}
+			for i := range rounds {
+				waittest.InSleep(time.Millisecond)
+				if i%50 == 0 {
+					if _, err := fr.WriteTo(io.Discard); err != nil {
+						failures = append(failures, fmt.Errorf("WriteTo %d: %w", i, err))
+					}
+				}
+			}
+			return failures, fr
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer SetDutyCycle(100)()
+			var stats Stats
+			r := Start(time.Now(), Config{Stats: &stats})
+			failures, fr := tt.run()
+			p, err := r.Collect(time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fr != nil {
+				// The recorder stopped its trace; the application's
+				// flight recorder runs on.
+				if !fr.Enabled() || !trace.IsEnabled() {
+					t.Error("the application's flight recorder stopped with the recorder")
+				}
+				if _, err := fr.WriteTo(io.Discard); err != nil {
+					failures = append(failures, fmt.Errorf("WriteTo after the recorder stopped: %w", err))
+				}
+				fr.Stop()
+			}
+			if len(failures) > 0 {
+				t.Errorf("%d flight recorder calls of the application failed, first: %v", len(failures), failures[0])
+			}
+			if n := stats.Skipped.Load(); n != 0 {
+				t.Errorf("Skipped = %d: the recorder gave way to a flight recorder it can trace beside", n)
+			}
+			if got := waited(p, "InSleep")["sleep"]; got < rounds*time.Millisecond/2 {
+				t.Errorf("recorded %v of sleep beside the application's flight recorder, want at least %v", got, rounds*time.Millisecond/2)
+			}
+		})
+	}
+}
+
+// TestApplicationsStrayStopLeavesItsTraceOn has an application whose
+// trace.Start fails while a stretch runs and that calls trace.Stop anyway,
+// ending the stretch's trace, while its flight recorder runs: the
+// recorder's own stop must not then end the runtime's trace under that
+// flight recorder, and the application's next trace.Start succeeds.
+func TestApplicationsStrayStopLeavesItsTraceOn(t *testing.T) {
+	defer SetDutyCycle(100)()
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+	if err := fr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Stop()
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats})
+	if err := trace.Start(io.Discard); err == nil {
+		t.Fatal("the application's trace.Start succeeded while a stretch ran")
+	}
+	trace.Stop() // the application's, ending the recorder's subscription
+	if _, err := r.Collect(time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !trace.IsEnabled() {
+		t.Error("the runtime's trace stopped under the application's flight recorder")
+	}
+	if err := trace.Start(io.Discard); err != nil {
+		t.Errorf("trace.Start after the recorder stopped: %v", err)
+	} else {
+		trace.Stop()
+	}
+	if !trace.IsEnabled() {
+		t.Error("the runtime's trace stopped under the application's flight recorder")
+	}
+}
+
+// TestSkipsAboveMaxGoroutines checks the goroutine guard: with more
+// goroutines than the limit no stretch starts the tracer; the stretches
+// are counted as skipped and logged once, and the window has no waits.
+func TestSkipsAboveMaxGoroutines(t *testing.T) {
+	defer SetDutyCycle(100)()
+	var logs bytes.Buffer
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, MaxGoroutines: 1, Cycle: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if trace.IsEnabled() {
+		t.Error("the tracer runs, with more goroutines than the limit")
+	}
+	// Two cycles at least, however late the timers fire.
+	for deadline := time.Now().Add(10 * time.Second); stats.Skipped.Load() < 2 && time.Now().Before(deadline); {
+		waittest.InSleep(10 * time.Millisecond)
+	}
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 0 {
+		t.Errorf("%d waits recorded over the goroutine limit", len(p.Samples))
+	}
+	if n := stats.Skipped.Load(); n < 2 {
+		t.Errorf("Skipped = %d, want at least 2", n)
+	}
+	if n := strings.Count(logs.String(), "goroutines, more than the 1 whose trace it reads"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
 	}
 }
