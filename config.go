@@ -56,7 +56,9 @@ type config struct {
 	// processContext publishes the resource for readers outside the
 	// process (OTEP 4719); see WithProcessContext.
 	processContext bool
-	runtime        runtimeHooks
+	// stopTimeout bounds Stop when its context has no deadline.
+	stopTimeout time.Duration
+	runtime     runtimeHooks
 	// warnings are about the environment: invalid values, ignored as the
 	// OpenTelemetry specification asks. Start logs each once.
 	warnings []error
@@ -108,6 +110,10 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		c.processContext = env.BoolDefaultTrue(envProcessCtx)
 	}
 	c.maxWindows, c.maxBytes, c.meterProvider = o.maxWindows, o.maxBytes, o.meterProvider
+	c.stopTimeout = defaultStopTimeout
+	if o.stopTimeout != nil {
+		c.stopTimeout = *o.stopTimeout
+	}
 	in := resourceFromEnv(&o, env)
 
 	if len(o.errs) > 0 {

@@ -212,6 +212,7 @@ func TestNewConfigOptionErrors(t *testing.T) {
 		{WithMaxGoroutines(-1), "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{WithQueueLimits(0, 1), "profiler: WithQueueLimits(0, 1): both limits must be positive"},
 		{WithLogger(nil), "profiler: WithLogger(nil): logger must not be nil"},
+		{WithStopTimeout(0), "profiler: WithStopTimeout(0s): timeout must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -40,4 +40,10 @@ const (
 	// 18; benchmark/README.md, "Application overhead and the CPU duty
 	// cycle"), so the cost falls with the share.
 	defaultCPUDuty = 17
+
+	// defaultStopTimeout bounds Stop when its context has no deadline:
+	// long enough for a reachable receiver to take the last windows, short
+	// enough that a service's exit is not held by one that cannot be
+	// reached (the exporters' retries would otherwise go on for a minute).
+	defaultStopTimeout = 5 * time.Second
 )

@@ -43,6 +43,7 @@ type options struct {
 	maxGoroutines  *int
 	processContext *bool
 
+	stopTimeout   *time.Duration
 	maxWindows    int
 	maxBytes      int64
 	meterProvider metric.MeterProvider
@@ -264,6 +265,19 @@ func WithQueueLimits(windows int, bytes int64) Option {
 			return
 		}
 		o.maxWindows, o.maxBytes = windows, bytes
+	})
+}
+
+// WithStopTimeout bounds how long Profiler.Stop waits for the last windows
+// to be delivered when the context it is given has no deadline; a context
+// with a deadline decides alone. It must be positive. The default is 5s.
+func WithStopTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d <= 0 {
+			o.fail("WithStopTimeout", d, "timeout must be positive")
+			return
+		}
+		o.stopTimeout = &d
 	})
 }
 

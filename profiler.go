@@ -22,6 +22,11 @@ import (
 // sends.
 const ScopeName = "github.com/pprofotel/profiler"
 
+// firstWindow is the length of the first window when the configured one is
+// longer: a user who starts the profiler hears within seconds whether its
+// windows arrive, rather than after a minute.
+const firstWindow = 10 * time.Second
+
 // running guards against two profilers at once: the CPU profile and the
 // runtime's mutex and block rates are process-wide.
 var running atomic.Bool
@@ -49,6 +54,11 @@ type Profiler struct {
 	// logged, which happens once.
 	repaired      atomic.Int64
 	repairsLogged bool
+
+	// started is when the first window began.
+	started time.Time
+	// cancelStop releases the deadline Stop gave a context without one.
+	cancelStop context.CancelFunc
 
 	stopOnce sync.Once
 	// stopRequests carries the context of the first Stop to the loop, which
@@ -143,6 +153,7 @@ func start(cfg *config) (*Profiler, error) {
 		Period:        cfg.window,
 		Intervals:     intervals,
 		CPUDuration:   cfg.cpuDuration,
+		FirstWindow:   min(cfg.window, firstWindow),
 	})
 	if err != nil {
 		return nil, err
@@ -209,7 +220,8 @@ func (p *Profiler) startCollector() (err error) {
 			err = fmt.Errorf("profiler: internal error while starting: %v", r)
 		}
 	}()
-	p.collector.Start(time.Now())
+	p.started = time.Now()
+	p.collector.Start(p.started)
 	return nil
 }
 
@@ -218,7 +230,12 @@ func (p *Profiler) startCollector() (err error) {
 // network.
 func (p *Profiler) loop() {
 	defer close(p.done)
-	ticker := time.NewTicker(p.cfg.window)
+	// The first window is short (firstWindow), so that the first export,
+	// and any trouble with the receiver, comes within seconds of Start;
+	// the others are the configured length, on a schedule that does not
+	// drift with the time each window takes.
+	next := p.started.Add(min(p.cfg.window, firstWindow))
+	ticker := time.NewTimer(time.Until(next))
 	defer ticker.Stop()
 	// cpuTimer starts and stops the CPU profile within a window, under a
 	// duty cycle; cpuChange is nil while nothing is due.
@@ -236,8 +253,17 @@ func (p *Profiler) loop() {
 	armCPU()
 	for {
 		select {
-		case now := <-ticker.C:
+		case <-ticker.C:
+			// The window ends when it is collected, not when the timer
+			// fired: on a loaded machine the loop may run late, and the
+			// CPU recording it stops must end within the window.
+			now := time.Now()
 			p.window(now, false)
+			next = next.Add(p.cfg.window)
+			if now.After(next) {
+				next = now.Add(p.cfg.window) // windows took longer than one window: start afresh
+			}
+			ticker.Reset(time.Until(next))
 			armCPU()
 		case <-cpuChange:
 			if p.changeCPU() {
@@ -351,23 +377,19 @@ func (p *Profiler) restoreRuntime() {
 
 // Stop ends profiling: it collects the current, partial window of every
 // profile type and exports it after the windows still queued, for no longer
-// than ctx allows. When ctx is done first, the export in flight is
+// than ctx allows, or, when ctx has no deadline, than WithStopTimeout
+// allows (5s by default). When that time is up, the export in flight is
 // cancelled, the rest is given up, and the error, which holds an
 // [*UndeliveredError], lists every window that was not delivered, by its
 // time range, and why. Stop restores the runtime's mutex and block profile
-// rates, frees the CPU profiler, and returns when the profiler's goroutines
-// have ended.
+// rates, frees the CPU profiler, shuts the exporter down, and returns when
+// the profiler's goroutines have ended.
 //
-// Stop returns by ctx's deadline even when the application's transport
-// (WithHTTPClient's RoundTripper, WithGRPCConn's interceptors) ignores the
-// cancellation of the export in flight. That export's window is then
-// reported undelivered, and the profiler's goroutine that made the call is
-// left blocked in the transport: when the call returns, it ends without
-// counting, logging or calling anything.
-//
-// With a ctx that never ends, Stop waits until every queued window is
-// delivered or given up by the retry policy (see WithRetry), which can take
-// minutes while the receiver is unreachable: give Stop a deadline.
+// Stop returns by its deadline even when the exporter ignores the
+// cancellation of the export in flight (an application's transport, say).
+// That export's window is then reported undelivered, and the profiler's
+// goroutine that made the call is left blocked in the exporter: when the
+// call returns, it ends without counting, logging or calling anything.
 //
 // Stop may be called more than once and from any goroutine; every call
 // waits for the same shutdown, bounded by the first call's ctx, and returns
@@ -377,8 +399,18 @@ func (p *Profiler) Stop(ctx context.Context) error {
 		return nil // disabled
 	}
 	p.stopOnce.Do(func() {
+		if _, ok := ctx.Deadline(); !ok {
+			// Not deferred: the loop ends the exports by this deadline,
+			// and Stop returns after it.
+			ctx, p.cancelStop = context.WithTimeout(ctx, p.cfg.stopTimeout)
+		}
 		p.stopRequests <- ctx
 	})
+	defer func() {
+		if p.cancelStop != nil {
+			p.cancelStop()
+		}
+	}()
 	<-p.done
 	return p.stopErr
 }

@@ -141,11 +141,13 @@ type Collector struct {
 	// current recording started, and cpuData and cpuTo hold the recording
 	// that ended within the window, until Collect decodes it.
 	period, cpuDuration time.Duration
-	cpuOffset           func(max time.Duration) time.Duration
-	cpuAt, cpuFrom      time.Time
-	cpuTo               time.Time
-	cpuData             []byte
-	cpuPlanned          bool
+	// firstWindow is Config.FirstWindow.
+	firstWindow    time.Duration
+	cpuOffset      func(max time.Duration) time.Duration
+	cpuAt, cpuFrom time.Time
+	cpuTo          time.Time
+	cpuData        []byte
+	cpuPlanned     bool
 	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
 	// stretch of busy windows.
 	cpuBusyLogged bool
@@ -197,6 +199,10 @@ type Config struct {
 	// CPUOffset returns where in the window the CPU profile starts, in
 	// [0, max]; nil draws it uniformly at random. Tests replace it.
 	CPUOffset func(max time.Duration) time.Duration
+	// FirstWindow, when shorter than Period, is the length of the first
+	// window: its CPU profile then records from Start on, to the end of
+	// the window or of the CPU duration, whichever comes first.
+	FirstWindow time.Duration
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -218,8 +224,9 @@ func New(cfg Config) (*Collector, error) {
 
 		maxGoroutines: cfg.MaxGoroutines,
 
-		period:    cfg.Period,
-		cpuOffset: cfg.CPUOffset,
+		period:      cfg.Period,
+		firstWindow: cfg.FirstWindow,
+		cpuOffset:   cfg.CPUOffset,
 	}
 	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Period {
 		c.cpuDuration = cfg.CPUDuration
@@ -304,7 +311,13 @@ func (c *Collector) Start(now time.Time) {
 		}
 	}
 	if c.enabled(CPU) {
-		c.planCPU(now)
+		if c.firstWindow > 0 && c.firstWindow < c.period {
+			// A random offset in a period longer than the window could
+			// fall after its end: record from the start instead.
+			c.startCPU(now)
+		} else {
+			c.planCPU(now)
+		}
 	}
 }
 

@@ -30,14 +30,14 @@ type SplittingExporter struct {
 	maxBytes int
 }
 
-// NewSplitting returns transport wrapped in the retry policy cfg and in
-// the splitting of requests above maxBytes (<= 0 takes
+// NewSplitting returns transport wrapped in the retry policy cfg, with
+// opts, and in the splitting of requests above maxBytes (<= 0 takes
 // otlp.DefaultMaxRequestBytes).
-func NewSplitting(transport Exporter, cfg RetryConfig, maxBytes int) *SplittingExporter {
+func NewSplitting(transport Exporter, cfg RetryConfig, maxBytes int, opts ...RetryOption) *SplittingExporter {
 	if maxBytes <= 0 {
 		maxBytes = otlp.DefaultMaxRequestBytes
 	}
-	return &SplittingExporter{next: WithRetry(transport, cfg), maxBytes: maxBytes}
+	return &SplittingExporter{next: WithRetry(transport, cfg, opts...), maxBytes: maxBytes}
 }
 
 // Export sends req, split if it exceeds the limit. When a part fails, the

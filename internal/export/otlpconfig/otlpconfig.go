@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -588,5 +589,23 @@ func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
-	return export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes), nil
+	return export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes, export.OnRetry(firstFailure(pkg, cfg.OTLP.Endpoint, logger))), nil
+}
+
+// firstFailure returns a retry callback that warns, once in the exporter's
+// life, that an export failed and is being retried, naming the endpoint
+// and why: a user who points the profiler at a receiver that is not there
+// reads it when the first attempt fails, not after a minute of retries.
+// Later failures are the profiler's to report, which it rate-limits.
+func firstFailure(pkg, endpoint string, logger *slog.Logger) func(int, time.Duration, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var warned atomic.Bool
+	return func(_ int, delay time.Duration, err error) {
+		if warned.CompareAndSwap(false, true) {
+			logger.Warn(pkg+": an export failed; retrying (further failures are reported by the profiler, not here)",
+				"endpoint", endpoint, "retry_in", delay.Round(time.Millisecond), "error", err)
+		}
+	}
 }
