@@ -35,7 +35,7 @@ type Request struct {
 // dirExtensions are the file name extensions ReadPath reads in a
 // directory: the profiler's file exporter writes .pb and .json, the
 // Collector's file exporter is configured with a path of the user's choice,
-// commonly .json or .jsonl.
+// commonly .json or .jsonl, and .pb for its format proto.
 var dirExtensions = []string{".pb", ".json", ".jsonl"}
 
 // MaxInputSize is the most Read reads from one input: a file, a file in a
