@@ -30,7 +30,8 @@
 //     ReadPath reads regular files only from a directory. Input compressed
 //     with zstd counts at its decompressed size, and is refused once that
 //     passes the limit, having taken about the limit in memory
-//     (TestReadZstdBomb). A request length longer than what follows it is
+//     (TestReadZstdBomb), or when a frame asks for a window over 8 MiB,
+//     which no Collector writes and which would be allocated up front. A request length longer than what follows it is
 //     refused, naming the offset, and never allocated. Decoding allocates
 //     at most 128 times the size of what was read, decompressed: about 30
 //     for the profiler's files, some 55 for requests compressed one by one,

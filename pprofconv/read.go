@@ -298,6 +298,13 @@ func readLengthPrefixed(data []byte, source string, inflate int) ([]Request, err
 	return out, nil
 }
 
+// maxZstdWindow is the largest zstd window unzstd accepts: what the
+// Collector's encoder (klauspost/compress) uses at every level, and the zstd
+// command at every level short of --ultra and --long. The decoder allocates
+// a frame's window before it decompresses a byte, so a few bytes of input
+// that declared a larger one would cost that much memory.
+const maxZstdWindow = 8 << 20
+
 // zstdMagic starts every zstd frame.
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
@@ -310,7 +317,8 @@ func unzstd(data []byte, limit int) ([]byte, error) {
 	if limit <= 0 {
 		return nil, tooLong
 	}
-	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)))
+	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderMaxWindow(maxZstdWindow))
 	if err != nil {
 		return nil, err
 	}
@@ -330,6 +338,9 @@ func unzstd(data []byte, limit int) ([]byte, error) {
 		}
 		chunks = append(chunks, chunk[:k])
 		n += k
+	}
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) && limit >= maxZstdWindow {
+		return nil, fmt.Errorf("compressed with zstd with a window over %d MiB, which no Collector writes: decompress it first (zstd -d)", maxZstdWindow>>20)
 	}
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) || n > limit {
 		return nil, tooLong

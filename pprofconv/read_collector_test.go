@@ -91,6 +91,11 @@ func TestReadLengthPrefixed(t *testing.T) {
 		{name: "json lines, all compressed with zstd", data: zstdCompress(t, bytes.Join(lines, nil)), wantSources: []string{"in:1", "in:2", "in:3"}},
 		{name: "corrupt zstd", data: lengthPrefixed(zstdCompress(t, bins[0])[:20]),
 			wantErr: "in@0: compressed with zstd, and cannot be decompressed"},
+		// A frame of one raw byte declaring a window of 128 MiB.
+		{name: "zstd window over 8 MiB", data: []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x09, 0x00, 0x00, 'x'},
+			wantErr: "in: compressed with zstd with a window over 8 MiB, which no Collector writes"},
+		{name: "zstd window over 8 MiB, one request", data: lengthPrefixed([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x09, 0x00, 0x00, 'x'}),
+			wantErr: "in@0: compressed with zstd with a window over 8 MiB, which no Collector writes"},
 		{name: "compressed with zstd twice", data: zstdCompress(t, zstdCompress(t, three)),
 			wantErr: "in: compressed with zstd twice"},
 	}
