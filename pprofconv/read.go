@@ -309,9 +309,8 @@ const maxZstdWindow = 8 << 20
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
 // unzstd decompresses data, compressed with zstd, into at most limit bytes.
-// It decompresses as a stream into a buffer that grows as output comes, so
-// that the memory it takes follows what it decompresses, whatever the
-// frames say of their size.
+// It decompresses as a stream, so that the memory it takes follows what it
+// decompresses, whatever the frames say of their size.
 func unzstd(data []byte, limit int) ([]byte, error) {
 	tooLong := fmt.Errorf("compressed with zstd, and longer decompressed than %d MiB, the most pprofotel reads from one input: split it into smaller files", MaxInputSize>>20)
 	if limit <= 0 {
@@ -324,10 +323,11 @@ func unzstd(data []byte, limit int) ([]byte, error) {
 	}
 	defer dec.Close()
 	// Decompressed in chunks, joined once the size is known: growing one
-	// slice would allocate several times what is decompressed.
+	// slice would allocate several times what is decompressed (5 times
+	// with io.ReadAll). The chunks grow with what was decompressed, from
+	// 64 KiB to 1 MiB, so that a small request takes a small chunk.
 	var chunks [][]byte
 	n := 0
-	// Chunks grow with what was decompressed, from 64 KiB to 1 MiB.
 	for err == nil && n <= limit {
 		chunk := make([]byte, min(limit+1-n, max(64<<10, min(n, 1<<20))))
 		k := 0
