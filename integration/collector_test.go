@@ -577,11 +577,16 @@ func checkPprofRoundTrip(t *testing.T, profilesFile string, windows []*profilesp
 
 // pprofotelCommand builds the pprofotel command of the module under test
 // (the go build cache makes every build after the first a link) and returns
-// its path.
+// its path. It builds in the profiler's module, with its go.sum, as a user
+// does: this module's go.sum lacks what the command alone needs (pprof's
+// web UI pulls in github.com/ianlancetaylor/demangle), since nothing here
+// imports it.
 func pprofotelCommand(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pprofotel")
-	if out, err := exec.Command("go", "build", "-o", path, "github.com/pprofotel/profiler/cmd/pprofotel").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", path, "./cmd/pprofotel")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build github.com/pprofotel/profiler/cmd/pprofotel: %v\n%s", err, out)
 	}
 	return path

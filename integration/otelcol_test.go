@@ -25,8 +25,9 @@ const collectorEnv = "PPROFOTEL_OTELCOL"
 type collector struct {
 	// GRPCAddr and HTTPAddr are the host:port of the OTLP receiver.
 	GRPCAddr, HTTPAddr string
-	// ProfilesFile and LogsFile are where the file exporters write, one
-	// JSON object per line, each holding what one request carried.
+	// ProfilesFile and LogsFile are where the file exporters write, each
+	// message holding what one request carried: one JSON object per line,
+	// or for profiles in format proto, length-prefixed protobuf.
 	ProfilesFile, LogsFile string
 
 	cmd    *exec.Cmd
@@ -58,7 +59,8 @@ func collectorBinary(t *testing.T) string {
 }
 
 // collectorConfig is the Collector's configuration; the placeholders are
-// the gRPC and HTTP ports and the profiles and logs files. The Collector's
+// the gRPC and HTTP ports, the profiles file and its format, and the logs
+// file. The Collector's
 // own metrics are turned off, so that it opens no port besides the two
 // given and several Collectors can run side by side.
 const collectorConfig = `receivers:
@@ -74,7 +76,7 @@ exporters:
     verbosity: basic
   file/profiles:
     path: %s
-    format: json
+    format: %s
     flush_interval: 100ms
   file/logs:
     path: %s
@@ -95,10 +97,18 @@ service:
 `
 
 // startCollector starts a Collector with its configuration and output files
-// in a fresh temporary directory, and returns once both receiver ports
-// accept connections. The Collector is stopped when the test ends, and its
-// output is logged if the test failed.
+// in a fresh temporary directory, profiles written as OTLP/JSON lines, and
+// returns once both receiver ports accept connections. The Collector is
+// stopped when the test ends, and its output is logged if the test failed.
 func startCollector(t *testing.T) *collector {
+	t.Helper()
+	return startCollectorWriting(t, "json")
+}
+
+// startCollectorWriting is startCollector with the profiles file exporter's
+// format: json (OTLP/JSON lines, in profiles.jsonl) or proto (protobuf
+// messages, each preceded by its length, in profiles.pb).
+func startCollectorWriting(t *testing.T, profilesFormat string) *collector {
 	t.Helper()
 	bin := collectorBinary(t)
 	dir := t.TempDir()
@@ -106,14 +116,14 @@ func startCollector(t *testing.T) *collector {
 	c := &collector{
 		GRPCAddr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(grpcPort)),
 		HTTPAddr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)),
-		ProfilesFile: filepath.Join(dir, "profiles.jsonl"),
+		ProfilesFile: filepath.Join(dir, map[string]string{"json": "profiles.jsonl", "proto": "profiles.pb"}[profilesFormat]),
 		LogsFile:     filepath.Join(dir, "logs.jsonl"),
 		output:       new(syncBuffer),
 		exited:       make(chan struct{}),
 	}
 	config := filepath.Join(dir, "otelcol.yaml")
 	// strconv.Quote yields a YAML double-quoted scalar for any path.
-	body := fmt.Sprintf(collectorConfig, grpcPort, httpPort, strconv.Quote(c.ProfilesFile), strconv.Quote(c.LogsFile))
+	body := fmt.Sprintf(collectorConfig, grpcPort, httpPort, strconv.Quote(c.ProfilesFile), profilesFormat, strconv.Quote(c.LogsFile))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

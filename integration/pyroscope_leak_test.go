@@ -46,7 +46,7 @@ func TestPyroscopeGoroutineLeak(t *testing.T) {
 		return
 	}
 	py := startPyroscope(t)
-	proxy := startRecordingProxy(t, py)
+	proxy := startRecordingProxy(t, strings.TrimPrefix(py.URL, "http://"), py.URL)
 	run := &pyroscopeRun{service: "pprofotel-goroutine-leak", logs: new(syncBuffer)}
 
 	var started sync.WaitGroup

@@ -183,9 +183,9 @@ type exchange struct {
 	rejection string
 }
 
-// recordingProxy stands between the profiler and Pyroscope, on both OTLP
-// transports, and records each request and Pyroscope's answer: what was sent
-// is what the proxy saw, whatever the exporter did to it.
+// recordingProxy stands between the profiler and Pyroscope or a Collector,
+// on both OTLP transports, and records each request and the answer: what was
+// sent is what the proxy saw, whatever the exporter did to it.
 type recordingProxy struct {
 	collectorpb.UnimplementedProfilesServiceServer
 	HTTPAddr, GRPCAddr string
@@ -197,10 +197,12 @@ type recordingProxy struct {
 	exchanges []exchange
 }
 
-func startRecordingProxy(t *testing.T, target *pyroscope) *recordingProxy {
+// startRecordingProxy starts a proxy that forwards OTLP over gRPC to
+// grpcAddr (host:port) and OTLP over HTTP to httpURL (a base URL).
+func startRecordingProxy(t *testing.T, grpcAddr, httpURL string) *recordingProxy {
 	t.Helper()
-	p := &recordingProxy{target: target.URL}
-	conn, err := grpc.NewClient(target.URL[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	p := &recordingProxy{target: httpURL}
+	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func ordinaryAttributes() []attribute.KeyValue {
 // as it should be: logged once, counted, not retried.
 func TestPyroscope(t *testing.T) {
 	py := startPyroscope(t)
-	proxy := startRecordingProxy(t, py)
+	proxy := startRecordingProxy(t, strings.TrimPrefix(py.URL, "http://"), py.URL)
 	for _, tt := range []struct {
 		protocol profiler.Protocol
 		endpoint string

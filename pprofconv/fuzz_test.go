@@ -56,6 +56,26 @@ func FuzzReadJSON(f *testing.F) {
 	f.Fuzz(readAndConvert)
 }
 
+// FuzzReadCollectorProtobuf is FuzzReadProtobuf from the Collector's file
+// exporter's format proto output: requests each preceded by its length, a
+// big-endian uint32, alone or several, and compressed with zstd one by one
+// or whole, as its compression setting writes them.
+func FuzzReadCollectorProtobuf(f *testing.F) {
+	var all [][]byte
+	for _, r := range fuzzSeeds(f) {
+		data, err := proto.Marshal(r.Request)
+		if err != nil {
+			f.Fatal(err)
+		}
+		all = append(all, data)
+		f.Add(lengthPrefixed(data))
+	}
+	f.Add(lengthPrefixed(all...))
+	f.Add(lengthPrefixed(zstdCompress(f, all[0]), nil, zstdCompress(f, all[1])))
+	f.Add(zstdCompress(f, lengthPrefixed(all...)))
+	f.Fuzz(readAndConvert)
+}
+
 // readAndConvert is the body of the fuzz targets: Read, Convert, and the
 // checks of what they return.
 func readAndConvert(t *testing.T, data []byte) {

@@ -2,6 +2,7 @@ package pprofconv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/pprofotel/profiler/internal/otlpjson"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -22,8 +24,10 @@ import (
 
 // Request is one OTLP profiles request and where it was read.
 type Request struct {
-	// Source names where the request came from: the file, followed for
-	// JSON holding several requests by ":" and the line it starts on.
+	// Source names where the request came from: the file, followed when
+	// it holds several requests by ":" and the line a JSON request starts
+	// on, or by "@" and the byte offset of a length-prefixed protobuf
+	// request.
 	Source  string
 	Request *collectorpb.ExportProfilesServiceRequest
 }
@@ -31,7 +35,7 @@ type Request struct {
 // dirExtensions are the file name extensions ReadPath reads in a
 // directory: the profiler's file exporter writes .pb and .json, the
 // Collector's file exporter is configured with a path of the user's choice,
-// commonly .json or .jsonl.
+// commonly .json or .jsonl, and .pb for its format proto.
 var dirExtensions = []string{".pb", ".json", ".jsonl"}
 
 // MaxInputSize is the most Read reads from one input: a file, a file in a
@@ -160,14 +164,26 @@ func tooLong(source string) error {
 }
 
 // Read reads OTLP profiles requests from r, naming source in errors and in
-// the Source of each request. Input starting with "{" is OTLP/JSON: one
-// request, indented or not, or several, one per line as the Collector's file
-// exporter writes them. Other input is one protobuf-encoded request.
+// the Source of each request. The format is told by the content:
+//
+//   - Input starting with "{" is OTLP/JSON: one request, indented or not,
+//     or several, one per line, as the Collector's file exporter writes
+//     them with format json.
+//   - Input starting with a byte below 8 is a stream of protobuf-encoded
+//     requests, each preceded by its length in 4 bytes, a big-endian
+//     uint32, as the Collector's file exporter writes them with format
+//     proto. A protobuf message cannot start with such a byte: it would
+//     be a field number 0. A request compressed with zstd, as the file
+//     exporter writes it with compression zstd, is decompressed, and so is
+//     a whole input compressed with zstd (the file exporter's
+//     exporter.file.nativeCompression feature gate).
+//   - Other input is one protobuf-encoded request, as the profiler's file
+//     exporter writes it.
 //
 // Read returns an error naming source and what is wrong when the input is
 // not OTLP profiles, is truncated, was written for another version of the
 // OTLP profiles protocol than v1development, or is longer than
-// MaxInputSize.
+// MaxInputSize, compressed or decompressed.
 func Read(r io.Reader, source string) ([]Request, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxInputSize+1))
 	if err != nil {
@@ -176,6 +192,22 @@ func Read(r io.Reader, source string) ([]Request, error) {
 	if len(data) > MaxInputSize {
 		return nil, tooLong(source)
 	}
+	if bytes.HasPrefix(data, zstdMagic) {
+		// The decompressed input is bound as the input is.
+		if data, err = unzstd(data, MaxInputSize); err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		if bytes.HasPrefix(data, zstdMagic) {
+			return nil, fmt.Errorf("%s: compressed with zstd twice: not what a Collector writes", source)
+		}
+	}
+	return readData(data, source, MaxInputSize-len(data))
+}
+
+// readData reads the requests in data, of any format Read reads except a
+// whole input compressed with zstd. The requests of a length-prefixed stream
+// may be compressed one by one, to at most inflate bytes in all.
+func readData(data []byte, source string, inflate int) ([]Request, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	switch {
 	case len(trimmed) == 0:
@@ -184,15 +216,139 @@ func Read(r io.Reader, source string) ([]Request, error) {
 		return nil, fmt.Errorf("%s: gzip-compressed, as pprof profiles are; want an OTLP profiles request (protobuf or OTLP/JSON)", source)
 	case trimmed[0] == '{':
 		return readJSON(data, source)
+	case data[0] < 8:
+		return readLengthPrefixed(data, source, inflate)
 	}
-	req := new(collectorpb.ExportProfilesServiceRequest)
-	if err := proto.Unmarshal(data, req); err != nil {
-		return nil, fmt.Errorf("%s: not an OTLP profiles request in protobuf, or truncated: %w", source, err)
-	}
-	if err := checkRequest(req, true); err != nil {
+	req, err := readProtobuf(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return []Request{{Source: source, Request: req}}, nil
+}
+
+// readProtobuf decodes and checks one protobuf-encoded request.
+func readProtobuf(data []byte) (*collectorpb.ExportProfilesServiceRequest, error) {
+	req := new(collectorpb.ExportProfilesServiceRequest)
+	if err := proto.Unmarshal(data, req); err != nil {
+		return nil, fmt.Errorf("not an OTLP profiles request in protobuf, or truncated: %w", err)
+	}
+	if err := checkRequest(req, true); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// lengthPrefix is the size of the length that precedes each request in the
+// protobuf output of the Collector's file exporter.
+const lengthPrefix = 4
+
+// readLengthPrefixed reads a stream of protobuf-encoded requests, each
+// preceded by its length, a big-endian uint32, as the Collector's file
+// exporter writes them with format proto; each may be compressed with zstd,
+// and then be OTLP/JSON (format json with compression zstd), to at most
+// inflate bytes in all. A request of zero bytes is an empty one and holds
+// nothing to read. A length longer than the data that follows it is
+// refused: the exporter may be in the middle of a request, or the data is
+// not such a stream.
+func readLengthPrefixed(data []byte, source string, inflate int) ([]Request, error) {
+	var out []Request
+	for off := 0; off < len(data); {
+		where := fmt.Sprintf("%s@%d", source, off)
+		rest := data[off:]
+		if len(rest) < lengthPrefix {
+			return nil, fmt.Errorf("%s: truncated: %d bytes at offset %d where a %d-byte request length should be", where, len(rest), off, lengthPrefix)
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[lengthPrefix:]
+		if uint64(n) > uint64(len(rest)) {
+			return nil, fmt.Errorf("%s: truncated, or not the length-prefixed protobuf of a Collector's file exporter: the length at offset %d says %d bytes, %d follow", where, off, n, len(rest))
+		}
+		msg := rest[:n]
+		off += lengthPrefix + int(n)
+		if n == 0 {
+			continue
+		}
+		if bytes.HasPrefix(msg, zstdMagic) {
+			var err error
+			if msg, err = unzstd(msg, inflate); err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			inflate -= len(msg)
+			if t := bytes.TrimLeft(msg, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+				reqs, err := readJSON(msg, where)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, reqs...)
+				continue
+			}
+		}
+		req, err := readProtobuf(msg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		out = append(out, Request{Source: where, Request: req})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: holds only empty requests: no OTLP profiles to read", source)
+	}
+	if len(out) == 1 {
+		out[0].Source = source
+	}
+	return out, nil
+}
+
+// maxZstdWindow is the largest zstd window unzstd accepts: what the
+// Collector's encoder (klauspost/compress) uses at every level, and the zstd
+// command at every level short of --ultra and --long. The decoder allocates
+// a frame's window before it decompresses a byte, so a few bytes of input
+// that declared a larger one would cost that much memory.
+const maxZstdWindow = 8 << 20
+
+// zstdMagic starts every zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// unzstd decompresses data, compressed with zstd, into at most limit bytes.
+// It decompresses as a stream, so that the memory it takes follows what it
+// decompresses, whatever the frames say of their size.
+func unzstd(data []byte, limit int) ([]byte, error) {
+	tooLong := fmt.Errorf("compressed with zstd, and longer decompressed than %d MiB, the most pprofotel reads from one input: split it into smaller files", MaxInputSize>>20)
+	if limit <= 0 {
+		return nil, tooLong
+	}
+	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderMaxWindow(maxZstdWindow))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	// Decompressed in chunks, joined once the size is known: growing one
+	// slice would allocate several times what is decompressed (5 times
+	// with io.ReadAll). The chunks grow with what was decompressed, from
+	// 64 KiB to 1 MiB, so that a small request takes a small chunk.
+	var chunks [][]byte
+	n := 0
+	for err == nil && n <= limit {
+		chunk := make([]byte, min(limit+1-n, max(64<<10, min(n, 1<<20))))
+		k := 0
+		for k < len(chunk) && err == nil {
+			var m int
+			m, err = dec.Read(chunk[k:])
+			k += m
+		}
+		chunks = append(chunks, chunk[:k])
+		n += k
+	}
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) && limit >= maxZstdWindow {
+		return nil, fmt.Errorf("compressed with zstd with a window over %d MiB, which no Collector writes: decompress it first (zstd -d)", maxZstdWindow>>20)
+	}
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) || n > limit {
+		return nil, tooLong
+	}
+	if err != io.EOF {
+		return nil, fmt.Errorf("compressed with zstd, and cannot be decompressed: %w", err)
+	}
+	return bytes.Join(chunks, nil), nil
 }
 
 // readJSON reads a stream of OTLP/JSON requests. A request that does not end

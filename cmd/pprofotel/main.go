@@ -8,8 +8,11 @@
 //	pprofotel pgo [flags] PATH...     write a merged CPU profile for go build -pgo
 //
 // A PATH is a file the profiler's file exporter wrote (.pb or .json), a file
-// the Collector's file exporter wrote (one OTLP/JSON request per line), a
-// directory of such files, or - for standard input.
+// the Collector's file exporter wrote (format json: one OTLP/JSON request
+// per line; format proto: protobuf requests each preceded by its 4-byte
+// length; either compressed with zstd or not), a directory of such files,
+// or - for standard input. The format is told by the content, not the file
+// name; in a directory, only files ending in .pb, .json or .jsonl are read.
 //
 // The pprof subcommand writes DIR/cpu.pb.gz, DIR/heap.pb.gz, and so on, each
 // holding all the sample types of its runtime profile, the selected windows
@@ -35,9 +38,12 @@
 // memory, and names the file and what is wrong with it when it refuses it:
 //
 //   - It reads at most 128 MiB (pprofconv.MaxInputSize) from any one input,
-//     a file, a file in a directory or standard input. In a directory it
+//     a file, a file in a directory or standard input, counting input
+//     compressed with zstd at its decompressed size. In a directory it
 //     reads regular files only (through symbolic links too) and refuses named
-//     pipes and devices, without opening a pipe.
+//     pipes and devices, without opening a pipe. A request length in the
+//     Collector's protobuf output longer than what follows it is refused,
+//     naming the file and the offset.
 //   - The pprof profiles it builds hold at most 8 units per byte of OTLP
 //     input, plus about a million (pprofconv.ExpansionPerByte,
 //     pprofconv.ExpansionBase), where a location or a sample value is a
@@ -85,9 +91,10 @@ const usage = `usage:
   pprofotel pprof [flags] PATH...   write one pprof profile per runtime profile
   pprofotel pgo [flags] PATH...     write a merged CPU profile for go build -pgo
 
-PATH is a file of OTLP profiles requests (protobuf, OTLP/JSON, or OTLP/JSON
-lines as the Collector's file exporter writes), a directory of them, or -
-for standard input. Run "pprofotel pprof -h" for the flags.
+PATH is a file of OTLP profiles requests (protobuf, OTLP/JSON, or what the
+Collector's file exporter writes: OTLP/JSON lines, or with format proto
+length-prefixed protobuf, compressed with zstd or not), a directory of them,
+or - for standard input. Run "pprofotel pprof -h" for the flags.
 `
 
 // run runs the command line args, reading "-" from stdin.

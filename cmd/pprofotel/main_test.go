@@ -310,6 +310,8 @@ func TestBadInput(t *testing.T) {
 		"text.pb":        "hello",
 		"truncated.json": `{"resourceProfiles": [{"scopeProfiles": [`,
 		"nototlp.json":   `{"hello": "world"}`,
+		// The Collector's format proto, a request of 4096 bytes announced.
+		"collector.pb": "\x00\x00\x10\x00hello",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -323,6 +325,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{[]string{"pprof", filepath.Join(dir, "text.pb")}, "", filepath.Join(dir, "text.pb") + ": not an OTLP profiles request in protobuf, or truncated"},
 		{[]string{"pprof", filepath.Join(dir, "truncated.json")}, "", filepath.Join(dir, "truncated.json") + ":1: truncated"},
+		{[]string{"pgo", filepath.Join(dir, "collector.pb")}, "", filepath.Join(dir, "collector.pb") + "@0: truncated, or not the length-prefixed protobuf of a Collector's file exporter: the length at offset 0 says 4096 bytes, 5 follow"},
 		{[]string{"pgo", filepath.Join(dir, "nototlp.json")}, "", filepath.Join(dir, "nototlp.json") + ":1: holds no resource profiles"},
 		{[]string{"pprof", "-"}, "\x1f\x8b\x08", "standard input: gzip-compressed"},
 		{[]string{"pprof", filepath.Join(dir, "missing")}, "", "stat " + filepath.Join(dir, "missing")},
