@@ -1,8 +1,9 @@
 // Package report carries what an exporter did during one Export call back
 // to the profiler, which counts it in Stats and its metrics: the retries
-// it made and the bytes the receiver accepted. The profiler puts a Report
-// in the context of every Export; an exporter that does not report (one
-// written by a user) loses nothing but those two counts.
+// it made, the bytes the receiver accepted and the files it removed to keep
+// within a retention bound. The profiler puts a Report in the context of
+// every Export; an exporter that does not report (one written by a user)
+// loses nothing but those counts.
 //
 // A context value, in the manner of net/http/httptrace, keeps the public
 // Exporter interface to Export and Shutdown.
@@ -19,6 +20,7 @@ import (
 type Report struct {
 	retries atomic.Int64
 	sent    atomic.Int64
+	removed atomic.Int64
 }
 
 // Retried records one export attempt repeated after a retryable failure.
@@ -36,6 +38,14 @@ func (r *Report) Sent(n int64) {
 	}
 }
 
+// Removed records n files removed to keep a directory within its
+// retention bounds (exporters/otlpprofilefile).
+func (r *Report) Removed(n int64) {
+	if r != nil {
+		r.removed.Add(n)
+	}
+}
+
 // Retries returns the retries recorded so far.
 func (r *Report) Retries() int64 {
 	if r == nil {
@@ -50,6 +60,14 @@ func (r *Report) BytesSent() int64 {
 		return 0
 	}
 	return r.sent.Load()
+}
+
+// FilesRemoved returns the files recorded as removed so far.
+func (r *Report) FilesRemoved() int64 {
+	if r == nil {
+		return 0
+	}
+	return r.removed.Load()
 }
 
 type contextKey struct{}
