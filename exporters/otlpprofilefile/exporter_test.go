@@ -211,7 +211,7 @@ func TestEnvironment(t *testing.T) {
 		{name: "defaults",
 			want: config{dir: defaultDir, maxFiles: DefaultMaxFiles, maxBytes: DefaultMaxBytes}},
 		{name: "every variable",
-			env: map[string]string{envDir: custom, envFormat: "JSON", envMaxFiles: "5", envMaxBytes: "0"},
+			env:  map[string]string{envDir: custom, envFormat: "JSON", envMaxFiles: "5", envMaxBytes: "0"},
 			want: config{dir: custom, json: true, maxFiles: 5, maxBytes: 0}},
 		{name: "options win",
 			env:  map[string]string{envDir: "/proc/nope", envFormat: "bogus", envMaxFiles: "x", envMaxBytes: "-1"},

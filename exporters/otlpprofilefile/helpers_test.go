@@ -54,4 +54,3 @@ func testRequest(n int) *collectorpb.ExportProfilesServiceRequest {
 		}},
 	}
 }
-
