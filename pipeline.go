@@ -9,7 +9,6 @@ import (
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
@@ -182,9 +181,11 @@ func newSplunkPipeline(cfg *config, r reports) (pipeline, error) {
 		return nil, err
 	}
 	return &splunkPipeline{
-		resource: toProtoResource(cfg.resource),
-		options:  cfg.splunk.EncodeOptions(),
-		queue:    newQueue(cfg, r, export.WithRetry(exp, cfg.retry, export.OnRetry(r.onRetry)), splunk.Split),
+		builder: otlp.NewBuilder(toProtoResource(cfg.resource),
+			&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
+			otlp.WithExecutable(executable())),
+		options: cfg.splunk.EncodeOptions(),
+		queue:   newQueue(cfg, r, export.WithRetry(exp, cfg.retry, export.OnRetry(r.onRetry)), splunk.Split),
 	}, nil
 }
 
@@ -230,15 +231,20 @@ func (o *otlpPipeline) shutdown(ctx context.Context) error { return o.queue.Shut
 func (o *otlpPipeline) queued() int { n, _ := o.queue.Len(); return n }
 
 // splunkPipeline sends each window as OTLP logs in Splunk's profiling
-// format.
+// format, encoded from the window's OTLP profiles request.
 type splunkPipeline struct {
-	resource *resourcepb.Resource
-	options  splunk.EncodeOptions
-	queue    *delivery.Queue[*collogspb.ExportLogsServiceRequest]
+	builder *otlp.Builder
+	options splunk.EncodeOptions
+	queue   *delivery.Queue[*collogspb.ExportLogsServiceRequest]
 }
 
 func (s *splunkPipeline) send(w collect.Window) (bool, validutf8.Repairs, error) {
-	req, repairs, err := splunk.Encode(w, s.resource, s.options)
+	inputs := make([]otlp.Input, len(w.Profiles))
+	for i, prof := range w.Profiles {
+		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data, Start: prof.Start, End: prof.End}
+	}
+	req, err := splunk.Encode(s.builder.Build(w.Start, w.End, inputs), s.options)
+	repairs := s.builder.Repairs()
 	if err != nil || req == nil { // nil: nothing in the window to send
 		return false, repairs, err
 	}

@@ -85,7 +85,7 @@ type Config struct {
 // whole number of milliseconds, at least MinCallStackInterval.
 func ConfigFromEnv(getenv func(string) string) (c Config, warnings []error) {
 	r := envconfig.New(getenv, "")
-	c = Config{MemoryStackDepth: memoryStackDepth(getenv(envGODEBUG))}
+	c = Config{MemoryStackDepth: MemoryStackDepth(getenv(envGODEBUG))}
 	c.Enabled, _ = r.Bool(EnvEnabled)
 	c.MemoryEnabled, _ = r.Bool(EnvMemoryEnabled)
 
@@ -113,12 +113,12 @@ func ConfigFromEnv(getenv func(string) string) (c Config, warnings []error) {
 	return c, r.Warnings()
 }
 
-// memoryStackDepth reads profstackdepth from a GODEBUG value as the runtime
+// MemoryStackDepth reads profstackdepth from a GODEBUG value as the runtime
 // does: the last setting wins, values above 1024 mean 1024, and a value the
 // runtime would not accept leaves the default. Settings made with
 // //go:debug lines in the main package are not in the environment and so
 // not seen here.
-func memoryStackDepth(godebug string) int {
+func MemoryStackDepth(godebug string) int {
 	depth := DefaultMemoryStackDepth
 	for _, kv := range strings.Split(godebug, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -144,5 +144,5 @@ func (c Config) OTLP(base export.OTLPConfig) export.OTLPConfig {
 
 // EncodeOptions returns the options of Encode that c implies.
 func (c Config) EncodeOptions() EncodeOptions {
-	return EncodeOptions{Memory: c.MemoryEnabled, MemoryStackDepth: c.MemoryStackDepth}
+	return EncodeOptions{MemoryStackDepth: c.MemoryStackDepth}
 }

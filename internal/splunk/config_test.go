@@ -163,7 +163,7 @@ func TestConfigOTLP(t *testing.T) {
 		got.Headers["X-SF-Token"] != "t" || got.Timeout != 7*time.Second || got.Compression != "gzip" || got.UserAgent != "ua" {
 		t.Errorf("OTLP = %+v", got)
 	}
-	if o := c.EncodeOptions(); o != (EncodeOptions{Memory: true, MemoryStackDepth: 256}) {
+	if o := c.EncodeOptions(); o != (EncodeOptions{MemoryStackDepth: 256}) {
 		t.Errorf("EncodeOptions = %+v", o)
 	}
 }

@@ -11,11 +11,15 @@ import (
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
@@ -117,6 +121,22 @@ func handWindow(profiles ...collect.Profile) collect.Window {
 	return collect.Window{Start: windowStart, End: windowEnd, Profiles: profiles}
 }
 
+// request builds the OTLP profiles request of w as the profiler does, the
+// input of Encode.
+func request(w collect.Window) *collectorpb.ExportProfilesServiceRequest {
+	b := otlp.NewBuilder(testResource(), &commonpb.InstrumentationScope{Name: "github.com/pprofotel/profiler"})
+	inputs := make([]otlp.Input, len(w.Profiles))
+	for i, p := range w.Profiles {
+		inputs[i] = otlp.Input{Name: p.Name, Profile: p.Data, Start: p.Start, End: p.End}
+	}
+	return b.Build(w.Start, w.End, inputs)
+}
+
+// encodeWindow encodes the request of w.
+func encodeWindow(w collect.Window, opts EncodeOptions) (*collogspb.ExportLogsServiceRequest, error) {
+	return Encode(request(w), opts)
+}
+
 func testResource() *resourcepb.Resource {
 	return &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
 		{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "checkout"}}},
@@ -127,7 +147,7 @@ func testResource() *resourcepb.Resource {
 // envelope, and each body decoded back into pprof.
 func TestEncodeGolden(t *testing.T) {
 	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
-	req, _, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	req, err := encodeWindow(w, EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +220,6 @@ func TestEncode(t *testing.T) {
 		{
 			name:   "cpu and allocation",
 			window: handWindow(cpu, heap),
-			opts:   EncodeOptions{Memory: true},
 			want: map[string][5]int64{
 				// 3 copies of 3 frames, 1 of 1, 2 of 64, 1 of 63.
 				"cpu":        {7, 3*3 + 1 + 2*64 + 63, 7, 2, 3},
@@ -208,26 +227,31 @@ func TestEncode(t *testing.T) {
 			},
 		},
 		{
-			name:   "memory off leaves the heap profile out",
-			window: handWindow(cpu, heap),
+			name:   "without the heap profile, no allocation record",
+			window: handWindow(cpu),
+			want:   map[string][5]int64{"cpu": {7, 201, 7, 2, 3}},
+		},
+		{
+			name:   "other profiles are left out",
+			window: handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()}, cpu),
 			want:   map[string][5]int64{"cpu": {7, 201, 7, 2, 3}},
 		},
 		{
 			name:   "deeper profstackdepth: the 128-frame heap stack is complete",
 			window: handWindow(heap),
-			opts:   EncodeOptions{Memory: true, MemoryStackDepth: 200},
+			opts:   EncodeOptions{MemoryStackDepth: 200},
 			want:   map[string][5]int64{"allocation": {2, 131, 6144, 0, 0}},
 		},
 		{
 			name:   "shallower profstackdepth",
 			window: handWindow(heap),
-			opts:   EncodeOptions{Memory: true, MemoryStackDepth: 3},
+			opts:   EncodeOptions{MemoryStackDepth: 3},
 			want:   map[string][5]int64{"allocation": {2, 131, 6144, 2, 0}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _, err := Encode(tt.window, testResource(), tt.opts)
+			req, err := encodeWindow(tt.window, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,42 +334,44 @@ func keys[V any](m map[string]V) []string {
 func TestEncodeNothingToSend(t *testing.T) {
 	zero := handCPU()
 	zero.Samples = zero.Samples[4:] // only the all-zero sample
-	for name, w := range map[string]collect.Window{
-		"no profiles":         handWindow(),
-		"only zero samples":   handWindow(collect.Profile{Name: collect.CPU, Data: zero}),
-		"heap without memory": handWindow(collect.Profile{Name: collect.Heap, Data: handHeap()}),
-		"goroutine profile":   handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()}),
+	for name, req := range map[string]*collectorpb.ExportProfilesServiceRequest{
+		"empty request":     {},
+		"no profiles":       request(handWindow()),
+		"only zero samples": request(handWindow(collect.Profile{Name: collect.CPU, Data: zero})),
+		"goroutine profile": request(handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()})),
 	} {
 		t.Run(name, func(t *testing.T) {
-			req, _, err := Encode(w, testResource(), EncodeOptions{})
-			if err != nil || req != nil {
-				t.Fatalf("Encode = %v, %v; want nil, nil", req, err)
+			logs, err := Encode(req, EncodeOptions{})
+			if err != nil || logs != nil {
+				t.Fatalf("Encode = %v, %v; want nil, nil", logs, err)
 			}
 		})
 	}
 }
 
 func TestEncodeInvalidProfile(t *testing.T) {
-	bad := handCPU()
-	bad.Samples[0].Locations = []int32{99}
-	_, _, err := Encode(handWindow(collect.Profile{Name: collect.CPU, Data: bad}), testResource(), EncodeOptions{})
-	if err == nil || !strings.Contains(err.Error(), "location 99") {
-		t.Fatalf("err = %v, want one naming location 99", err)
+	bad := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}))
+	bad.Dictionary.StackTable[1].LocationIndices[0] = 99
+	_, err := Encode(bad, EncodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "location index 99") {
+		t.Fatalf("err = %v, want one naming location index 99", err)
 	}
 	noAlloc := handHeap()
 	noAlloc.SampleTypes = noAlloc.SampleTypes[2:]
-	_, _, err = Encode(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), testResource(), EncodeOptions{Memory: true})
+	for i := range noAlloc.Samples {
+		noAlloc.Samples[i].Values = noAlloc.Samples[i].Values[2:]
+	}
+	_, err = encodeWindow(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), EncodeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "alloc_space") {
 		t.Fatalf("err = %v, want one naming alloc_space", err)
 	}
 }
 
 func BenchmarkEncode(b *testing.B) {
-	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
-	res := testResource()
+	req := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()}))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := Encode(w, res, EncodeOptions{Memory: true}); err != nil {
+		if _, err := Encode(req, EncodeOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -354,32 +380,38 @@ func BenchmarkEncode(b *testing.B) {
 // TestEncodeCPUSpan encodes a window whose CPU profile covers only part of
 // it, as under a duty cycle: the cpu record's time, its samples'
 // source.event.time and its pprof body's time and duration are that part's,
-// the allocation record's are the window's.
+// the allocation record's are the window's. The records are observed at
+// the window's end, or at the CPU profile's end when the request holds
+// nothing else.
 func TestEncodeCPUSpan(t *testing.T) {
 	from, to := windowStart.Add(2*time.Second), windowStart.Add(4*time.Second)
-	w := handWindow(
-		collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to},
-		collect.Profile{Name: collect.Heap, Data: handHeap()},
-	)
-	req, _, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	cpu := collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to}
+	req, err := encodeWindow(handWindow(cpu, collect.Profile{Name: collect.Heap, Data: handHeap()}), EncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpuOnly, err := encodeWindow(handWindow(cpu), EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	recs := records(t, req)
 	for _, tt := range []struct {
 		typ        string
+		recs       map[string]*logspb.LogRecord
 		start, end time.Time
+		observed   time.Time
 	}{
-		{DataTypeCPU, from, to},
-		{DataTypeAllocation, windowStart, windowEnd},
+		{DataTypeCPU, recs, from, to, windowEnd},
+		{DataTypeAllocation, recs, windowStart, windowEnd, windowEnd},
+		{DataTypeCPU, records(t, cpuOnly), from, to, to},
 	} {
-		r := recs[tt.typ]
+		r := tt.recs[tt.typ]
 		if r == nil {
 			t.Fatalf("no %s record", tt.typ)
 		}
 		mid := tt.start.Add(tt.end.Sub(tt.start) / 2)
-		if r.TimeUnixNano != uint64(mid.UnixNano()) || r.ObservedTimeUnixNano != uint64(windowEnd.UnixNano()) {
-			t.Errorf("%s: time %d observed %d, want %d and the window's end", tt.typ, r.TimeUnixNano, r.ObservedTimeUnixNano, mid.UnixNano())
+		if r.TimeUnixNano != uint64(mid.UnixNano()) || r.ObservedTimeUnixNano != uint64(tt.observed.UnixNano()) {
+			t.Errorf("%s: time %d observed %d, want %d and %d", tt.typ, r.TimeUnixNano, r.ObservedTimeUnixNano, mid.UnixNano(), tt.observed.UnixNano())
 		}
 		p := decodeBody(t, r)
 		if p.TimeNanos != tt.start.UnixNano() || p.DurationNanos != int64(tt.end.Sub(tt.start)) {

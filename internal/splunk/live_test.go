@@ -95,7 +95,7 @@ func TestLiveWindowOverGRPC(t *testing.T) {
 		runtime.GC() // publishes the window's allocations in the heap profile
 
 		window = c.Collect(time.Now())
-		req, _, err := Encode(window, testResource(), EncodeOptions{Memory: true})
+		req, err := encodeWindow(window, EncodeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

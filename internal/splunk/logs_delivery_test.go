@@ -89,7 +89,7 @@ func newTestExporter(t *testing.T, cfg export.OTLPConfig) export.Sender[*collogs
 
 func handRequest(t *testing.T) *collogspb.ExportLogsServiceRequest {
 	t.Helper()
-	req, _, err := Encode(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}), testResource(), EncodeOptions{})
+	req, err := encodeWindow(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}), EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
