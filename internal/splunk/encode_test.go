@@ -3,6 +3,7 @@ package splunk
 import (
 	"flag"
 	"fmt"
+	"github.com/pprofotel/profiler/internal/splunk/splunktest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	gpprof "github.com/google/pprof/profile"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -163,7 +163,7 @@ func TestEncodeGolden(t *testing.T) {
 			for _, kv := range r.Attributes {
 				fmt.Fprintf(&b, "  attr %s=%s\n", kv.Key, attrString(kv.Value))
 			}
-			renderProfile(&b, decodeBody(t, r))
+			splunktest.RenderProfile(&b, splunktest.DecodeBody(t, r))
 		}
 	}
 	compareGolden(t, "window.golden", b.String())
@@ -195,14 +195,6 @@ func compareGolden(t *testing.T, name, got string) {
 	if got != string(want) {
 		t.Errorf("output differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
-}
-
-// sampleLabel returns the single value of a string label, or "".
-func sampleLabel(s *gpprof.Sample, key string) string {
-	if vs := s.Label[key]; len(vs) == 1 {
-		return vs[0]
-	}
-	return ""
 }
 
 func TestEncode(t *testing.T) {
@@ -258,7 +250,7 @@ func TestEncode(t *testing.T) {
 			if !proto.Equal(req.ResourceLogs[0].Resource, testResource()) {
 				t.Errorf("resource = %v", req.ResourceLogs[0].Resource)
 			}
-			recs := records(t, req)
+			recs := splunktest.Records(t, req)
 			if len(recs) != len(tt.want) {
 				t.Fatalf("record types %v, want %v", keys(recs), tt.want)
 			}
@@ -271,19 +263,19 @@ func TestEncode(t *testing.T) {
 					r.ObservedTimeUnixNano != uint64(windowEnd.UnixNano()) {
 					t.Errorf("%s: time %d observed %d, want the window's midpoint and end", typ, r.TimeUnixNano, r.ObservedTimeUnixNano)
 				}
-				p := decodeBody(t, r)
+				p := splunktest.DecodeBody(t, r)
 				var got [5]int64
 				for _, s := range p.Sample {
 					got[0]++
-					got[1] += int64(depth(s))
+					got[1] += int64(splunktest.Depth(s))
 					got[2] += s.Value[0]
-					if sampleLabel(s, "thread.stack.truncated") == "true" {
+					if splunktest.SampleLabel(s, "thread.stack.truncated") == "true" {
 						got[3]++
 					}
-					if sampleLabel(s, "trace_id") != "" {
+					if splunktest.SampleLabel(s, "trace_id") != "" {
 						got[4]++
-						if sampleLabel(s, "trace_id") != traceID || sampleLabel(s, "span_id") != spanID ||
-							sampleLabel(s, "handler") != "checkout" {
+						if splunktest.SampleLabel(s, "trace_id") != traceID || splunktest.SampleLabel(s, "span_id") != spanID ||
+							splunktest.SampleLabel(s, "handler") != "checkout" {
 							t.Errorf("%s: labels %v", typ, s.Label)
 						}
 					}
@@ -306,7 +298,7 @@ func TestEncode(t *testing.T) {
 				if got != want {
 					t.Errorf("%s: samples, frames, value sum, truncated, traced = %v, want %v", typ, got, want)
 				}
-				if fc := attributes(r)["profiling.data.total.frame.count"]; fc != strconv.FormatInt(want[1], 10) {
+				if fc := splunktest.Attributes(r)["profiling.data.total.frame.count"]; fc != strconv.FormatInt(want[1], 10) {
 					t.Errorf("%s: profiling.data.total.frame.count = %s, want %d", typ, fc, want[1])
 				}
 				if typ == "cpu" {
@@ -394,7 +386,7 @@ func TestEncodeCPUSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := records(t, req)
+	recs := splunktest.Records(t, req)
 	for _, tt := range []struct {
 		typ        string
 		recs       map[string]*logspb.LogRecord
@@ -403,7 +395,7 @@ func TestEncodeCPUSpan(t *testing.T) {
 	}{
 		{DataTypeCPU, recs, from, to, windowEnd},
 		{DataTypeAllocation, recs, windowStart, windowEnd, windowEnd},
-		{DataTypeCPU, records(t, cpuOnly), from, to, to},
+		{DataTypeCPU, splunktest.Records(t, cpuOnly), from, to, to},
 	} {
 		r := tt.recs[tt.typ]
 		if r == nil {
@@ -413,7 +405,7 @@ func TestEncodeCPUSpan(t *testing.T) {
 		if r.TimeUnixNano != uint64(mid.UnixNano()) || r.ObservedTimeUnixNano != uint64(tt.observed.UnixNano()) {
 			t.Errorf("%s: time %d observed %d, want %d and %d", tt.typ, r.TimeUnixNano, r.ObservedTimeUnixNano, mid.UnixNano(), tt.observed.UnixNano())
 		}
-		p := decodeBody(t, r)
+		p := splunktest.DecodeBody(t, r)
 		if p.TimeNanos != tt.start.UnixNano() || p.DurationNanos != int64(tt.end.Sub(tt.start)) {
 			t.Errorf("%s: pprof time %d duration %d, want %d and %d", tt.typ, p.TimeNanos, p.DurationNanos, tt.start.UnixNano(), tt.end.Sub(tt.start))
 		}

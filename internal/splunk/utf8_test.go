@@ -1,6 +1,7 @@
 package splunk
 
 import (
+	"github.com/pprofotel/profiler/internal/splunk/splunktest"
 	"testing"
 	"unicode/utf8"
 
@@ -76,7 +77,7 @@ func TestEncodeRepairsInvalidUTF8(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := decodeBody(t, records(t, logs)[DataTypeCPU])
+			p := splunktest.DecodeBody(t, splunktest.Records(t, logs)[DataTypeCPU])
 			for i, s := range stringsOf(p) {
 				if !utf8.ValidString(s) {
 					t.Errorf("string %d of the body, %q, is not valid UTF-8", i, s)
