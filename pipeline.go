@@ -14,6 +14,7 @@ import (
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/delivery"
 	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/internal/export/logsgrpc"
 	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/splunk"
 	"github.com/pprofotel/profiler/internal/validutf8"
@@ -176,7 +177,7 @@ func newProfilesPipeline(cfg *config, r reports, exp export.Exporter) pipeline {
 
 // newSplunkPipeline sends Splunk profiling logs over OTLP/gRPC.
 func newSplunkPipeline(cfg *config, r reports) (pipeline, error) {
-	exp, err := export.NewLogsGRPC(otlpConfig(cfg, r))
+	exp, err := logsgrpc.New(otlpConfig(cfg, r))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/internal/export/logsgrpc"
 	"github.com/pprofotel/profiler/internal/export/otlpconfig"
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
@@ -71,7 +72,7 @@ func newExporter(getenv func(string) string, logger *slog.Logger, opts []Option)
 	cfg.otlp.OTLP.OnPartialSuccess = func(rejected int64, message string) {
 		otel.Handle(fmt.Errorf("splunk: the receiver accepted the request in part: %d log records rejected: %s", rejected, message))
 	}
-	t, err := export.NewLogsGRPC(cfg.otlp.OTLP)
+	t, err := logsgrpc.New(cfg.otlp.OTLP)
 	if err != nil {
 		return nil, fmt.Errorf("splunk: %w", err)
 	}

@@ -7,7 +7,7 @@
 // profilers emit. [Encode] builds such a request from the OTLP profiles
 // request of a window, and [Split] divides one that is too large. The
 // package exporters/splunk sends the requests over OTLP/gRPC
-// (export.NewLogsGRPC), with its retries.
+// (internal/export/logsgrpc), with its retries.
 //
 // Encode reads the OTLP request back into pprof profiles with package
 // pprofconv, the one conversion from OTLP the project has, and writes the
