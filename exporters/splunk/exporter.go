@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -42,6 +43,7 @@ type Exporter struct {
 	maxBytes int
 	memory   bool
 	window   time.Duration
+	shutdown atomic.Bool
 }
 
 // New returns an Exporter configured by opts over the environment
@@ -110,6 +112,9 @@ func (e *Exporter) CollectionDefaults() (profiles []string, window time.Duration
 // accepted are reported to the profiler. Export does not keep req after
 // it returns.
 func (e *Exporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
+	if e.shutdown.Load() {
+		return export.ErrShutdown
+	}
 	if req == nil {
 		return errors.New("splunk: nil request")
 	}
@@ -138,5 +143,6 @@ func (e *Exporter) Export(ctx context.Context, req *collectorpb.ExportProfilesSe
 // the connection the exporter dialled; a connection given by WithGRPCConn
 // stays open. Export fails after Shutdown.
 func (e *Exporter) Shutdown(ctx context.Context) error {
+	e.shutdown.Store(true)
 	return e.sender.Shutdown(ctx)
 }

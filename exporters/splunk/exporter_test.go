@@ -195,8 +195,10 @@ func TestShutdown(t *testing.T) {
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatalf("second Shutdown: %v", err)
 	}
-	if err := e.Export(context.Background(), handRequest()); !errors.Is(err, export.ErrShutdown) {
-		t.Fatalf("Export after Shutdown = %v, want export.ErrShutdown", err)
+	for _, req := range []*collectorpb.ExportProfilesServiceRequest{handRequest(), {}} {
+		if err := e.Export(context.Background(), req); !errors.Is(err, export.ErrShutdown) {
+			t.Fatalf("Export after Shutdown = %v, want export.ErrShutdown", err)
+		}
 	}
 }
 
