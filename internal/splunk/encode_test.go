@@ -369,6 +369,19 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
+// BenchmarkBuildAndEncode is the Splunk encoding's whole cost per window
+// from the runtime's decoded profiles: the OTLP request, which the
+// profiler builds for every exporter, then its conversion.
+func BenchmarkBuildAndEncode(b *testing.B) {
+	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Encode(request(w), EncodeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestEncodeCPUSpan encodes a window whose CPU profile covers only part of
 // it, as under a duty cycle: the cpu record's time, its samples'
 // source.event.time and its pprof body's time and duration are that part's,
