@@ -60,6 +60,14 @@ const (
 	profileHeap = "heap"
 )
 
+// maxCPUCopies bounds the samples a cpu record writes by copying a stack
+// once per time it was seen: a million, ten times what 64 busy cores give
+// in a minute at 100 Hz. A stack seen more often than what is left of the
+// bound is written once with its count, as the runtime aggregates it, so
+// that a request built elsewhere with a count of 2^60 costs no more than a
+// real one.
+const maxCPUCopies = 1 << 20
+
 // cpuStackDepth is the most frames the Go runtime records for a CPU
 // profile sample (runtime.maxCPUProfStack); GODEBUG=profstackdepth does not
 // apply to the CPU profiler.
@@ -194,7 +202,8 @@ func (e *encoder) span(p *pprof.Profile) {
 // cpu builds the cpu record. The runtime aggregates the samples of a stack
 // into one with a count; the conventions, and the profilers that follow
 // them, have one pprof sample per observed stack, so a stack seen n times
-// is written n times, each with its share of the values.
+// is written n times, each with its share of the values, within
+// maxCPUCopies.
 func (e *encoder) cpu(p *pprof.Profile) (*logspb.LogRecord, error) {
 	countIdx := sampleTypeIndex(p, "samples")
 	periodType := valueType(p.PeriodType)
@@ -212,6 +221,7 @@ func (e *encoder) cpu(p *pprof.Profile) (*logspb.LogRecord, error) {
 		values = make([]int64, len(p.SampleType))
 		prev   []int64
 		msg    []byte
+		budget = int64(maxCPUCopies)
 	)
 	for i, s := range p.Sample {
 		if len(s.Value) != len(p.SampleType) {
@@ -223,6 +233,11 @@ func (e *encoder) cpu(p *pprof.Profile) (*logspb.LogRecord, error) {
 		}
 		if copies <= 0 {
 			continue
+		}
+		if copies > budget {
+			copies = 1 // written once, with its values as they are
+		} else if countIdx >= 0 {
+			budget -= copies
 		}
 		if err := w.useStack(s); err != nil {
 			return nil, err

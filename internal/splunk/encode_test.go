@@ -429,3 +429,27 @@ func TestEncodeCPUSpan(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeBoundsCopies checks that a stack counted more often than the
+// cpu record's bound on copies, as only a request built elsewhere can be,
+// is written once with its values, and the others still one per count.
+func TestEncodeBoundsCopies(t *testing.T) {
+	cpu := handCPU()
+	cpu.Samples = []pprofdecode.Sample{
+		{Locations: []int32{1}, Values: []int64{1 << 40, 7}},
+		{Locations: []int32{0, 1}, Values: []int64{3, 30 * int64(time.Millisecond)}},
+	}
+	req, err := encodeWindow(handWindow(collect.Profile{Name: collect.CPU, Data: cpu}), EncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := splunktest.DecodeBody(t, splunktest.Records(t, req)[DataTypeCPU])
+	var got [][]int64
+	for _, s := range p.Sample {
+		got = append(got, s.Value)
+	}
+	want := [][]int64{{1 << 40, 7}, {1, 10e6}, {1, 10e6}, {1, 10e6}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sample values %v, want %v", got, want)
+	}
+}
