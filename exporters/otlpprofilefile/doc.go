@@ -13,7 +13,10 @@
 // the oldest files of those names, those of earlier runs and other processes
 // included, are removed until at most WithMaxFiles of them remain, taking at
 // most WithMaxBytes in all; nothing else in the directory is counted or
-// touched. The profiler counts the files removed (Stats.FilesRemoved).
+// touched. The profiler counts the files removed (Stats.FilesRemoved). The
+// first removal is logged at Info through slog.Default(), as the directory
+// is then full and stays so, the later ones at Debug; a file that cannot be
+// removed is a warning the first time, then Debug.
 //
 // Importing this package registers it under the name "file", which
 // OTEL_PROFILES_EXPORTER=file (or PPROFOTEL_EXPORTER=file) selects when the
