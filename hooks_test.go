@@ -4,10 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/exporters/otlpprofilegrpc"
 	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/export"
 )
 
 // withRuntime puts source and cpu in place of the runtime's profiles and
@@ -23,10 +23,11 @@ func shortWindows() Option {
 	return optionFunc(func(o *options) { o.runtime.short = true })
 }
 
-// fileExporter writes the windows into dir, in OTLP protobuf.
-func fileExporter(t testing.TB, dir string) Exporter {
+// fileExporter writes the windows into dir, in OTLP protobuf unless opts
+// say otherwise.
+func fileExporter(t testing.TB, dir string, opts ...otlpprofilefile.Option) Exporter {
 	t.Helper()
-	e, err := export.NewFile(export.FileConfig{Dir: dir})
+	e, err := otlpprofilefile.New(context.Background(), append([]otlpprofilefile.Option{otlpprofilefile.WithDir(dir)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,12 +36,7 @@ func fileExporter(t testing.TB, dir string) Exporter {
 
 // fileExporterJSON writes the windows into dir, in OTLP/JSON.
 func fileExporterJSON(t testing.TB, dir string) Exporter {
-	t.Helper()
-	e, err := export.NewFile(export.FileConfig{Dir: dir, JSON: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return fileExporter(t, dir, otlpprofilefile.WithJSON())
 }
 
 // grpcExporter sends the windows over OTLP/gRPC to url.

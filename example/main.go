@@ -36,7 +36,7 @@ import (
 	gpprof "github.com/google/pprof/profile"
 
 	"github.com/pprofotel/profiler"
-	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	_ "github.com/pprofotel/profiler/offcpu" // so that PPROFOTEL_PROFILES=...,offcpu works here
 	"github.com/pprofotel/profiler/pprofconv"
 )
@@ -88,7 +88,7 @@ func main() {
 			}
 			*dir, madeDir = d, d
 		}
-		exp, err := export.NewFile(export.FileConfig{Dir: *dir})
+		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(*dir))
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/pprofotel/profiler"
-	"github.com/pprofotel/profiler/internal/export"
+	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/internal/waittest"
 	"github.com/pprofotel/profiler/labels"
@@ -131,7 +131,7 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
 
 	dir := t.TempDir()
-	exp, err := export.NewFile(export.FileConfig{Dir: dir})
+	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

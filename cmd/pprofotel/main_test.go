@@ -16,8 +16,8 @@ import (
 	gpprof "github.com/google/pprof/profile"
 
 	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/internal/cputest"
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/otlptest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
@@ -75,7 +75,7 @@ func profiledDir(t *testing.T, n int) string {
 	runtime.MemProfileRate = 512
 	defer func() { runtime.MemProfileRate = old }()
 	dir := t.TempDir()
-	exp, err := export.NewFile(export.FileConfig{Dir: dir})
+	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,16 +60,6 @@ func testRequest(n int) *collectorpb.ExportProfilesServiceRequest {
 	}
 }
 
-func TestNoneDiscards(t *testing.T) {
-	e := NewNone()
-	if err := e.Export(context.Background(), testRequest(1)); err != nil {
-		t.Fatalf("Export: %v", err)
-	}
-	if err := e.Shutdown(context.Background()); err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-}
-
 func TestNewOTLPRejectsSettings(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -1,31 +1,43 @@
-// Package splunk encodes collection windows as the profiling logs of
-// Splunk AlwaysOn Profiling.
+// Package splunk encodes windows as the profiling logs of Splunk AlwaysOn
+// Profiling.
 //
 // Splunk Observability ingests profiling data as OTLP logs following the
 // "Profiling ResourceLogs Message" section of Splunk's semantic
 // conventions, in the pprof-gzip-base64 format its Java and Node.js
-// profilers emit. [Encode] builds such a request from a window, [Split]
-// divides one that is too large, and [ConfigFromEnv] reads Splunk's
-// environment variables. The request travels over OTLP/gRPC through the
-// profiler's shared logs sender (export.NewLogsGRPC), with its queue and
-// retries.
+// profilers emit. [Encode] builds such a request from the OTLP profiles
+// request of a window, and [Split] divides one that is too large. The
+// package exporters/splunk sends the requests over OTLP/gRPC
+// (internal/export/logsgrpc), with its retries.
+//
+// Encode reads the OTLP request back into pprof profiles with package
+// pprofconv, the one conversion from OTLP the project has, and writes the
+// records' pprof bodies from those. The CPU profile's cpu/nanoseconds,
+// which the OTLP encoding leaves out when it is samples/count times the
+// period, comes back from the period as the runtime wrote it.
+//
+// [ConfigFromEnv] and [Config] serve the profiler's own Splunk mode until
+// it uses exporters/splunk, which reads the variables itself.
 //
 // # Records
 //
-// A request holds one ResourceLogs carrying the profiler's resource, one
-// ScopeLogs with scope otel.profiling version 0.1.0, and at most two log
-// records per window: profiling.data.type cpu, from the CPU profile, and,
-// when memory profiling is on, allocation, from the heap profile. Each
+// A request holds one ResourceLogs carrying the profiler's resource (one per
+// resource of the OTLP request), one ScopeLogs with scope otel.profiling
+// version 0.1.0, and at most two log records per window:
+// profiling.data.type cpu, from the CPU profile, and allocation, from the
+// heap profile, which the profiler collects when memory profiling is on
+// (SPLUNK_PROFILER_MEMORY_ENABLED). Each
 // record has the attributes com.splunk.sourcetype=otel.profiling,
 // profiling.data.type, profiling.data.format=pprof-gzip-base64 and
 // profiling.data.total.frame.count, and a string body: the standard base64
 // of the gzipped profile.proto.
 //
 // The record's time is the midpoint of the time its profile covers (the
-// window, or the part of it a CPU profile under a duty cycle recorded,
-// collect.Profile.Span), the same instant as the
-// samples' source.event.time; its observed time is the window's end, when
-// the profiler read the runtime's data.
+// window, or the part of it a CPU profile under a duty cycle recorded:
+// each OTLP Profile's time_unix_nano and duration_nano), the same instant
+// as the samples' source.event.time; its observed time is when the
+// profiler read the runtime's data, the latest end of the request's
+// profiles: the window's end, or the CPU profile's when the request holds
+// nothing else.
 //
 // profiling.data.total.frame.count is the sum, over the pprof samples in
 // the body, of the frames of each sample's stack as a stack trace would

@@ -3,6 +3,7 @@ package splunk
 import (
 	"flag"
 	"fmt"
+	"github.com/pprofotel/profiler/internal/splunk/splunktest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,12 +11,15 @@ import (
 	"testing"
 	"time"
 
-	gpprof "github.com/google/pprof/profile"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/otlp"
 	"github.com/pprofotel/profiler/internal/pprofdecode"
 )
 
@@ -117,6 +121,22 @@ func handWindow(profiles ...collect.Profile) collect.Window {
 	return collect.Window{Start: windowStart, End: windowEnd, Profiles: profiles}
 }
 
+// request builds the OTLP profiles request of w as the profiler does, the
+// input of Encode.
+func request(w collect.Window) *collectorpb.ExportProfilesServiceRequest {
+	b := otlp.NewBuilder(testResource(), &commonpb.InstrumentationScope{Name: "github.com/pprofotel/profiler"})
+	inputs := make([]otlp.Input, len(w.Profiles))
+	for i, p := range w.Profiles {
+		inputs[i] = otlp.Input{Name: p.Name, Profile: p.Data, Start: p.Start, End: p.End}
+	}
+	return b.Build(w.Start, w.End, inputs)
+}
+
+// encodeWindow encodes the request of w.
+func encodeWindow(w collect.Window, opts EncodeOptions) (*collogspb.ExportLogsServiceRequest, error) {
+	return Encode(request(w), opts)
+}
+
 func testResource() *resourcepb.Resource {
 	return &resourcepb.Resource{Attributes: []*commonpb.KeyValue{
 		{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "checkout"}}},
@@ -127,7 +147,7 @@ func testResource() *resourcepb.Resource {
 // envelope, and each body decoded back into pprof.
 func TestEncodeGolden(t *testing.T) {
 	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
-	req, _, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	req, err := encodeWindow(w, EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +163,7 @@ func TestEncodeGolden(t *testing.T) {
 			for _, kv := range r.Attributes {
 				fmt.Fprintf(&b, "  attr %s=%s\n", kv.Key, attrString(kv.Value))
 			}
-			renderProfile(&b, decodeBody(t, r))
+			splunktest.RenderProfile(&b, splunktest.DecodeBody(t, r))
 		}
 	}
 	compareGolden(t, "window.golden", b.String())
@@ -177,14 +197,6 @@ func compareGolden(t *testing.T, name, got string) {
 	}
 }
 
-// sampleLabel returns the single value of a string label, or "".
-func sampleLabel(s *gpprof.Sample, key string) string {
-	if vs := s.Label[key]; len(vs) == 1 {
-		return vs[0]
-	}
-	return ""
-}
-
 func TestEncode(t *testing.T) {
 	ms := int64(time.Millisecond)
 	cpu := collect.Profile{Name: collect.CPU, Data: handCPU()}
@@ -200,7 +212,6 @@ func TestEncode(t *testing.T) {
 		{
 			name:   "cpu and allocation",
 			window: handWindow(cpu, heap),
-			opts:   EncodeOptions{Memory: true},
 			want: map[string][5]int64{
 				// 3 copies of 3 frames, 1 of 1, 2 of 64, 1 of 63.
 				"cpu":        {7, 3*3 + 1 + 2*64 + 63, 7, 2, 3},
@@ -208,33 +219,38 @@ func TestEncode(t *testing.T) {
 			},
 		},
 		{
-			name:   "memory off leaves the heap profile out",
-			window: handWindow(cpu, heap),
+			name:   "without the heap profile, no allocation record",
+			window: handWindow(cpu),
+			want:   map[string][5]int64{"cpu": {7, 201, 7, 2, 3}},
+		},
+		{
+			name:   "other profiles are left out",
+			window: handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()}, cpu),
 			want:   map[string][5]int64{"cpu": {7, 201, 7, 2, 3}},
 		},
 		{
 			name:   "deeper profstackdepth: the 128-frame heap stack is complete",
 			window: handWindow(heap),
-			opts:   EncodeOptions{Memory: true, MemoryStackDepth: 200},
+			opts:   EncodeOptions{MemoryStackDepth: 200},
 			want:   map[string][5]int64{"allocation": {2, 131, 6144, 0, 0}},
 		},
 		{
 			name:   "shallower profstackdepth",
 			window: handWindow(heap),
-			opts:   EncodeOptions{Memory: true, MemoryStackDepth: 3},
+			opts:   EncodeOptions{MemoryStackDepth: 3},
 			want:   map[string][5]int64{"allocation": {2, 131, 6144, 2, 0}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, _, err := Encode(tt.window, testResource(), tt.opts)
+			req, err := encodeWindow(tt.window, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !proto.Equal(req.ResourceLogs[0].Resource, testResource()) {
 				t.Errorf("resource = %v", req.ResourceLogs[0].Resource)
 			}
-			recs := records(t, req)
+			recs := splunktest.Records(t, req)
 			if len(recs) != len(tt.want) {
 				t.Fatalf("record types %v, want %v", keys(recs), tt.want)
 			}
@@ -247,19 +263,19 @@ func TestEncode(t *testing.T) {
 					r.ObservedTimeUnixNano != uint64(windowEnd.UnixNano()) {
 					t.Errorf("%s: time %d observed %d, want the window's midpoint and end", typ, r.TimeUnixNano, r.ObservedTimeUnixNano)
 				}
-				p := decodeBody(t, r)
+				p := splunktest.DecodeBody(t, r)
 				var got [5]int64
 				for _, s := range p.Sample {
 					got[0]++
-					got[1] += int64(depth(s))
+					got[1] += int64(splunktest.Depth(s))
 					got[2] += s.Value[0]
-					if sampleLabel(s, "thread.stack.truncated") == "true" {
+					if splunktest.SampleLabel(s, "thread.stack.truncated") == "true" {
 						got[3]++
 					}
-					if sampleLabel(s, "trace_id") != "" {
+					if splunktest.SampleLabel(s, "trace_id") != "" {
 						got[4]++
-						if sampleLabel(s, "trace_id") != traceID || sampleLabel(s, "span_id") != spanID ||
-							sampleLabel(s, "handler") != "checkout" {
+						if splunktest.SampleLabel(s, "trace_id") != traceID || splunktest.SampleLabel(s, "span_id") != spanID ||
+							splunktest.SampleLabel(s, "handler") != "checkout" {
 							t.Errorf("%s: labels %v", typ, s.Label)
 						}
 					}
@@ -282,7 +298,7 @@ func TestEncode(t *testing.T) {
 				if got != want {
 					t.Errorf("%s: samples, frames, value sum, truncated, traced = %v, want %v", typ, got, want)
 				}
-				if fc := attributes(r)["profiling.data.total.frame.count"]; fc != strconv.FormatInt(want[1], 10) {
+				if fc := splunktest.Attributes(r)["profiling.data.total.frame.count"]; fc != strconv.FormatInt(want[1], 10) {
 					t.Errorf("%s: profiling.data.total.frame.count = %s, want %d", typ, fc, want[1])
 				}
 				if typ == "cpu" {
@@ -310,42 +326,57 @@ func keys[V any](m map[string]V) []string {
 func TestEncodeNothingToSend(t *testing.T) {
 	zero := handCPU()
 	zero.Samples = zero.Samples[4:] // only the all-zero sample
-	for name, w := range map[string]collect.Window{
-		"no profiles":         handWindow(),
-		"only zero samples":   handWindow(collect.Profile{Name: collect.CPU, Data: zero}),
-		"heap without memory": handWindow(collect.Profile{Name: collect.Heap, Data: handHeap()}),
-		"goroutine profile":   handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()}),
+	for name, req := range map[string]*collectorpb.ExportProfilesServiceRequest{
+		"empty request":     {},
+		"no profiles":       request(handWindow()),
+		"only zero samples": request(handWindow(collect.Profile{Name: collect.CPU, Data: zero})),
+		"goroutine profile": request(handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()})),
 	} {
 		t.Run(name, func(t *testing.T) {
-			req, _, err := Encode(w, testResource(), EncodeOptions{})
-			if err != nil || req != nil {
-				t.Fatalf("Encode = %v, %v; want nil, nil", req, err)
+			logs, err := Encode(req, EncodeOptions{})
+			if err != nil || logs != nil {
+				t.Fatalf("Encode = %v, %v; want nil, nil", logs, err)
 			}
 		})
 	}
 }
 
 func TestEncodeInvalidProfile(t *testing.T) {
-	bad := handCPU()
-	bad.Samples[0].Locations = []int32{99}
-	_, _, err := Encode(handWindow(collect.Profile{Name: collect.CPU, Data: bad}), testResource(), EncodeOptions{})
-	if err == nil || !strings.Contains(err.Error(), "location 99") {
-		t.Fatalf("err = %v, want one naming location 99", err)
+	bad := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}))
+	bad.Dictionary.StackTable[1].LocationIndices[0] = 99
+	_, err := Encode(bad, EncodeOptions{})
+	if err == nil || !strings.Contains(err.Error(), "location index 99") {
+		t.Fatalf("err = %v, want one naming location index 99", err)
 	}
 	noAlloc := handHeap()
 	noAlloc.SampleTypes = noAlloc.SampleTypes[2:]
-	_, _, err = Encode(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), testResource(), EncodeOptions{Memory: true})
+	for i := range noAlloc.Samples {
+		noAlloc.Samples[i].Values = noAlloc.Samples[i].Values[2:]
+	}
+	_, err = encodeWindow(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), EncodeOptions{})
 	if err == nil || !strings.Contains(err.Error(), "alloc_space") {
 		t.Fatalf("err = %v, want one naming alloc_space", err)
 	}
 }
 
 func BenchmarkEncode(b *testing.B) {
-	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
-	res := testResource()
+	req := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()}))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, err := Encode(w, res, EncodeOptions{Memory: true}); err != nil {
+		if _, err := Encode(req, EncodeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBuildAndEncode is the Splunk encoding's whole cost per window
+// from the runtime's decoded profiles: the OTLP request, which the
+// profiler builds for every exporter, then its conversion.
+func BenchmarkBuildAndEncode(b *testing.B) {
+	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Encode(request(w), EncodeOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -354,34 +385,40 @@ func BenchmarkEncode(b *testing.B) {
 // TestEncodeCPUSpan encodes a window whose CPU profile covers only part of
 // it, as under a duty cycle: the cpu record's time, its samples'
 // source.event.time and its pprof body's time and duration are that part's,
-// the allocation record's are the window's.
+// the allocation record's are the window's. The records are observed at
+// the window's end, or at the CPU profile's end when the request holds
+// nothing else.
 func TestEncodeCPUSpan(t *testing.T) {
 	from, to := windowStart.Add(2*time.Second), windowStart.Add(4*time.Second)
-	w := handWindow(
-		collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to},
-		collect.Profile{Name: collect.Heap, Data: handHeap()},
-	)
-	req, _, err := Encode(w, testResource(), EncodeOptions{Memory: true})
+	cpu := collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to}
+	req, err := encodeWindow(handWindow(cpu, collect.Profile{Name: collect.Heap, Data: handHeap()}), EncodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := records(t, req)
+	cpuOnly, err := encodeWindow(handWindow(cpu), EncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := splunktest.Records(t, req)
 	for _, tt := range []struct {
 		typ        string
+		recs       map[string]*logspb.LogRecord
 		start, end time.Time
+		observed   time.Time
 	}{
-		{DataTypeCPU, from, to},
-		{DataTypeAllocation, windowStart, windowEnd},
+		{DataTypeCPU, recs, from, to, windowEnd},
+		{DataTypeAllocation, recs, windowStart, windowEnd, windowEnd},
+		{DataTypeCPU, splunktest.Records(t, cpuOnly), from, to, to},
 	} {
-		r := recs[tt.typ]
+		r := tt.recs[tt.typ]
 		if r == nil {
 			t.Fatalf("no %s record", tt.typ)
 		}
 		mid := tt.start.Add(tt.end.Sub(tt.start) / 2)
-		if r.TimeUnixNano != uint64(mid.UnixNano()) || r.ObservedTimeUnixNano != uint64(windowEnd.UnixNano()) {
-			t.Errorf("%s: time %d observed %d, want %d and the window's end", tt.typ, r.TimeUnixNano, r.ObservedTimeUnixNano, mid.UnixNano())
+		if r.TimeUnixNano != uint64(mid.UnixNano()) || r.ObservedTimeUnixNano != uint64(tt.observed.UnixNano()) {
+			t.Errorf("%s: time %d observed %d, want %d and %d", tt.typ, r.TimeUnixNano, r.ObservedTimeUnixNano, mid.UnixNano(), tt.observed.UnixNano())
 		}
-		p := decodeBody(t, r)
+		p := splunktest.DecodeBody(t, r)
 		if p.TimeNanos != tt.start.UnixNano() || p.DurationNanos != int64(tt.end.Sub(tt.start)) {
 			t.Errorf("%s: pprof time %d duration %d, want %d and %d", tt.typ, p.TimeNanos, p.DurationNanos, tt.start.UnixNano(), tt.end.Sub(tt.start))
 		}
@@ -390,5 +427,29 @@ func TestEncodeCPUSpan(t *testing.T) {
 				t.Errorf("%s: source.event.time %v, want %d", tt.typ, got, mid.UnixMilli())
 			}
 		}
+	}
+}
+
+// TestEncodeBoundsCopies checks that a stack counted more often than the
+// cpu record's bound on copies, as only a request built elsewhere can be,
+// is written once with its values, and the others still one per count.
+func TestEncodeBoundsCopies(t *testing.T) {
+	cpu := handCPU()
+	cpu.Samples = []pprofdecode.Sample{
+		{Locations: []int32{1}, Values: []int64{1 << 40, 7}},
+		{Locations: []int32{0, 1}, Values: []int64{3, 30 * int64(time.Millisecond)}},
+	}
+	req, err := encodeWindow(handWindow(collect.Profile{Name: collect.CPU, Data: cpu}), EncodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := splunktest.DecodeBody(t, splunktest.Records(t, req)[DataTypeCPU])
+	var got [][]int64
+	for _, s := range p.Sample {
+		got = append(got, s.Value)
+	}
+	want := [][]int64{{1 << 40, 7}, {1, 10e6}, {1, 10e6}, {1, 10e6}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("sample values %v, want %v", got, want)
 	}
 }

@@ -1,11 +1,11 @@
 package splunk
 
 import (
-	"fmt"
+	"errors"
 
+	pprof "github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/pprofotel/profiler/internal/pprofdecode"
 	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
@@ -65,10 +65,9 @@ const (
 
 // pprofWriter writes one profile.proto message. It copies into its output
 // only the locations, functions and mappings of the samples it was given,
-// renumbered from 1, so that stacks the window did not report (a heap
-// profile lists every stack ever sampled) do not travel.
+// numbered from 1 in the order the samples first use them, so that stacks
+// the window did not report do not travel.
 type pprofWriter struct {
-	src *pprofdecode.Profile
 	out []byte
 
 	strings map[string]int64
@@ -77,27 +76,27 @@ type pprofWriter struct {
 	repairs validutf8.Repairs
 
 	// New ids, 1-based, of the source's locations, functions and mappings
-	// by index; 0 for the ones not (yet) used.
-	locationIDs []uint64
-	functionIDs []uint64
-	mappingIDs  []uint64
-	// Source indices in the order their ids were given.
-	locations, functions, mappings []int
+	// in use.
+	locationIDs map[*pprof.Location]uint64
+	functionIDs map[*pprof.Function]uint64
+	mappingIDs  map[*pprof.Mapping]uint64
+	// The source's objects in the order their ids were given.
+	locations []*pprof.Location
+	functions []*pprof.Function
+	mappings  []*pprof.Mapping
 
 	scratch []byte
 	packed  []byte
 }
 
-func newPprofWriter(src *pprofdecode.Profile) *pprofWriter {
-	w := &pprofWriter{
-		src:         src,
+func newPprofWriter() *pprofWriter {
+	return &pprofWriter{
 		strings:     map[string]int64{"": 0},
 		table:       []string{""},
-		locationIDs: make([]uint64, len(src.Locations)),
-		functionIDs: make([]uint64, len(src.Functions)),
-		mappingIDs:  make([]uint64, len(src.Mappings)),
+		locationIDs: make(map[*pprof.Location]uint64),
+		functionIDs: make(map[*pprof.Function]uint64),
+		mappingIDs:  make(map[*pprof.Mapping]uint64),
 	}
-	return w
 }
 
 // str returns the string table index of s, adding it if needed. A string
@@ -123,7 +122,7 @@ func (w *pprofWriter) str(s string) int64 {
 }
 
 // valueType appends a ValueType field with the given number.
-func (w *pprofWriter) valueType(field protowire.Number, vt pprofdecode.ValueType) {
+func (w *pprofWriter) valueType(field protowire.Number, vt pprof.ValueType) {
 	var m []byte
 	m = appendVarintField(m, fieldValueTypeType, uint64(w.str(vt.Type)))
 	m = appendVarintField(m, fieldValueTypeUnit, uint64(w.str(vt.Unit)))
@@ -132,37 +131,25 @@ func (w *pprofWriter) valueType(field protowire.Number, vt pprofdecode.ValueType
 }
 
 // useStack gives ids to the locations of s, and to their functions and
-// mappings, that have none yet. It fails on an index outside the profile.
-func (w *pprofWriter) useStack(s *pprofdecode.Sample) error {
-	for _, li := range s.Locations {
-		if li < 0 || int(li) >= len(w.src.Locations) {
-			return fmt.Errorf("sample refers to location %d of %d", li, len(w.src.Locations))
+// mappings, that have none yet. It fails on a missing location, which no
+// profile of package pprofconv has.
+func (w *pprofWriter) useStack(s *pprof.Sample) error {
+	for _, loc := range s.Location {
+		if loc == nil {
+			return errors.New("sample refers to a nil location")
 		}
-		if w.locationIDs[li] != 0 {
+		if w.locationIDs[loc] != 0 {
 			continue
 		}
-		w.locations = append(w.locations, int(li))
-		w.locationIDs[li] = uint64(len(w.locations))
-		loc := &w.src.Locations[li]
-		if m := loc.Mapping; m >= 0 {
-			if int(m) >= len(w.src.Mappings) {
-				return fmt.Errorf("location %d refers to mapping %d of %d", li, m, len(w.src.Mappings))
-			}
-			if w.mappingIDs[m] == 0 {
-				w.mappings = append(w.mappings, int(m))
-				w.mappingIDs[m] = uint64(len(w.mappings))
-			}
+		w.locations = append(w.locations, loc)
+		w.locationIDs[loc] = uint64(len(w.locations))
+		if m := loc.Mapping; m != nil && w.mappingIDs[m] == 0 {
+			w.mappings = append(w.mappings, m)
+			w.mappingIDs[m] = uint64(len(w.mappings))
 		}
-		for _, ln := range loc.Lines {
-			f := ln.Function
-			if f < 0 {
-				continue
-			}
-			if int(f) >= len(w.src.Functions) {
-				return fmt.Errorf("location %d refers to function %d of %d", li, f, len(w.src.Functions))
-			}
-			if w.functionIDs[f] == 0 {
-				w.functions = append(w.functions, int(f))
+		for _, ln := range loc.Line {
+			if f := ln.Function; f != nil && w.functionIDs[f] == 0 {
+				w.functions = append(w.functions, f)
 				w.functionIDs[f] = uint64(len(w.functions))
 			}
 		}
@@ -180,11 +167,11 @@ type label struct {
 
 // encodeSample returns the Sample message of s with the given values and
 // labels. The result is valid until the next call.
-func (w *pprofWriter) encodeSample(s *pprofdecode.Sample, values []int64, labels []label) []byte {
+func (w *pprofWriter) encodeSample(s *pprof.Sample, values []int64, labels []label) []byte {
 	m := w.scratch[:0]
 	w.packed = w.packed[:0]
-	for _, li := range s.Locations {
-		w.packed = protowire.AppendVarint(w.packed, w.locationIDs[li])
+	for _, loc := range s.Location {
+		w.packed = protowire.AppendVarint(w.packed, w.locationIDs[loc])
 	}
 	m = appendPacked(m, fieldSampleLocationID, w.packed)
 	w.packed = w.packed[:0]
@@ -217,10 +204,9 @@ func (w *pprofWriter) appendSample(msg []byte) {
 // finish appends the mappings, locations and functions in use, the given
 // header fields and the string table, and returns the profile.
 func (w *pprofWriter) finish(h header) []byte {
-	for _, mi := range w.mappings {
-		m := &w.src.Mappings[mi]
+	for _, m := range w.mappings {
 		var b []byte
-		b = appendVarintField(b, fieldMappingID, w.mappingIDs[mi])
+		b = appendVarintField(b, fieldMappingID, w.mappingIDs[m])
 		b = appendVarintField(b, fieldMappingMemoryStart, m.Start)
 		b = appendVarintField(b, fieldMappingMemoryLimit, m.Limit)
 		b = appendVarintField(b, fieldMappingFileOffset, m.Offset)
@@ -233,17 +219,16 @@ func (w *pprofWriter) finish(h header) []byte {
 		w.out = protowire.AppendTag(w.out, fieldProfileMapping, protowire.BytesType)
 		w.out = protowire.AppendBytes(w.out, b)
 	}
-	for _, li := range w.locations {
-		loc := &w.src.Locations[li]
+	for _, loc := range w.locations {
 		var b []byte
-		b = appendVarintField(b, fieldLocationID, w.locationIDs[li])
-		if loc.Mapping >= 0 {
+		b = appendVarintField(b, fieldLocationID, w.locationIDs[loc])
+		if loc.Mapping != nil {
 			b = appendVarintField(b, fieldLocationMappingID, w.mappingIDs[loc.Mapping])
 		}
 		b = appendVarintField(b, fieldLocationAddress, loc.Address)
-		for _, ln := range loc.Lines {
+		for _, ln := range loc.Line {
 			var lb []byte
-			if ln.Function >= 0 {
+			if ln.Function != nil {
 				lb = appendVarintField(lb, fieldLineFunctionID, w.functionIDs[ln.Function])
 			}
 			lb = appendVarintField(lb, fieldLineLine, uint64(ln.Line))
@@ -255,10 +240,9 @@ func (w *pprofWriter) finish(h header) []byte {
 		w.out = protowire.AppendTag(w.out, fieldProfileLocation, protowire.BytesType)
 		w.out = protowire.AppendBytes(w.out, b)
 	}
-	for _, fi := range w.functions {
-		f := &w.src.Functions[fi]
+	for _, f := range w.functions {
 		var b []byte
-		b = appendVarintField(b, fieldFunctionID, w.functionIDs[fi])
+		b = appendVarintField(b, fieldFunctionID, w.functionIDs[f])
 		b = appendVarintField(b, fieldFunctionName, uint64(w.str(f.Name)))
 		b = appendVarintField(b, fieldFunctionSystemName, uint64(w.str(f.SystemName)))
 		b = appendVarintField(b, fieldFunctionFilename, uint64(w.str(f.Filename)))
@@ -284,7 +268,7 @@ func (w *pprofWriter) finish(h header) []byte {
 // header holds the profile-level fields written by finish.
 type header struct {
 	timeNanos, durationNanos int64
-	periodType               pprofdecode.ValueType
+	periodType               pprof.ValueType
 	period                   int64
 	defaultSampleType        string
 }

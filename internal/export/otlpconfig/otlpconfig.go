@@ -99,6 +99,9 @@ type Settings struct {
 	httpClient  *http.Client
 	proxy       func(*http.Request) (*url.URL, error)
 	json        *export.JSONCodec
+	// endpointVars, when set, replace the ENDPOINT variables as the
+	// source of a gRPC endpoint (SetEndpointVariables).
+	endpointVars []string
 
 	errs []error
 }
@@ -269,6 +272,16 @@ func (s *Settings) SetProxy(proxy func(*http.Request) (*url.URL, error)) {
 	s.proxy = proxy
 }
 
+// SetEndpointVariables makes a gRPC exporter read its endpoint, when no
+// option gives one, from the first of names set to a valid value, in place
+// of the ENDPOINT variables; each is read as OTEL_EXPORTER_OTLP_ENDPOINT
+// is, a URL or host:port, an invalid one warned about and skipped. The
+// default stays localhost:4317, plaintext. The Splunk exporter uses it
+// for SPLUNK_PROFILER_LOGS_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT.
+func (s *Settings) SetEndpointVariables(names ...string) {
+	s.endpointVars = slices.Clone(names)
+}
+
 // SetJSON is WithJSON.
 func (s *Settings) SetJSON(codec *export.JSONCodec) { s.json = codec }
 
@@ -423,9 +436,15 @@ func (s *Settings) endpointFrom(env *envconfig.Reader) (endpoint string, insecur
 			return resolved{u.JoinPath(ProfilesPath).String(), u.Scheme == "http"}, nil
 		}
 	}
-	r, ok := envconfig.Parse(env, parse(true), envProfilePrefix+"ENDPOINT")
-	if !ok {
-		r, ok = envconfig.Parse(env, parse(false), envPrefix+"ENDPOINT")
+	var r resolved
+	var ok bool
+	if grpc && s.endpointVars != nil {
+		r, ok = envconfig.Parse(env, parse(true), s.endpointVars...)
+	} else {
+		r, ok = envconfig.Parse(env, parse(true), envProfilePrefix+"ENDPOINT")
+		if !ok {
+			r, ok = envconfig.Parse(env, parse(false), envPrefix+"ENDPOINT")
+		}
 	}
 	switch {
 	case ok:

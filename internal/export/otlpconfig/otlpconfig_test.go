@@ -45,6 +45,18 @@ func TestResolveEndpoint(t *testing.T) {
 			map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "c:4318"}, "http://localhost:4318/v1development/profiles", true,
 			"must be a URL"},
 		{"HTTP WithEndpoint uses TLS", HTTP, func(s *Settings) { s.SetEndpoint("c:1") }, nil, "https://c:1/v1development/profiles", false, ""},
+		{"gRPC endpoint variables of another signal", GRPC, func(s *Settings) {
+			s.SetEndpointVariables("SPLUNK_PROFILER_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+		},
+			map[string]string{"SPLUNK_PROFILER_LOGS_ENDPOINT": "https://ingest:4317", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://g:2", "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "http://p:1"},
+			"ingest:4317", false, ""},
+		{"gRPC endpoint variables: an invalid one gives way", GRPC, func(s *Settings) {
+			s.SetEndpointVariables("SPLUNK_PROFILER_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+		},
+			map[string]string{"SPLUNK_PROFILER_LOGS_ENDPOINT": "ingest:0", "OTEL_EXPORTER_OTLP_ENDPOINT": "g:2", "OTEL_EXPORTER_OTLP_INSECURE": "true"},
+			"g:2", true, `SPLUNK_PROFILER_LOGS_ENDPOINT="ingest:0"`},
+		{"gRPC endpoint variables unset: the default, not the PROFILES variable", GRPC, func(s *Settings) { s.SetEndpointVariables("SPLUNK_PROFILER_LOGS_ENDPOINT") },
+			map[string]string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT": "http://p:1"}, "localhost:4317", true, ""},
 		{"HTTP WithURLPath", HTTP, func(s *Settings) { s.SetEndpointURL("http://c:1/a?x=1"); s.SetURLPath("/b") }, nil, "http://c:1/b?x=1", true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,8 +38,8 @@ func (r *Report) Sent(n int64) {
 	}
 }
 
-// Removed records n files that a file exporter removed to keep its
-// directory within its retention bounds.
+// Removed records n files removed to keep a directory within its
+// retention bounds (exporters/otlpprofilefile).
 func (r *Report) Removed(n int64) {
 	if r != nil {
 		r.removed.Add(n)

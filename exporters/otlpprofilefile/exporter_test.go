@@ -1,41 +1,58 @@
-package export
+package otlpprofilefile
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pprofotel/profiler/internal/export/registry"
+	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 
 var fileNameRE = regexp.MustCompile(`^profiles-\d{8}T\d{6}\.\d{9}Z-\d+\.(pb|json)$`)
 
-func TestFileExport(t *testing.T) {
+// noEnv is a getenv of an empty environment.
+func noEnv(string) string { return "" }
+
+// newTest returns an exporter over an empty environment, failing the test
+// on an error.
+func newTest(t *testing.T, opts ...Option) *Exporter {
+	t.Helper()
+	e, err := newExporter(noEnv, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestExport(t *testing.T) {
 	tests := []struct {
 		name    string
-		json    bool
+		opts    []Option
 		wantExt string
 	}{
-		{"protobuf", false, ".pb"},
-		{"json", true, ".json"},
+		{"protobuf", nil, ".pb"},
+		{"json", []Option{WithJSON()}, ".json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "nested", "out")
-			e, err := NewFile(FileConfig{Dir: dir, JSON: tt.json})
-			if err != nil {
-				t.Fatalf("NewFile: %v", err)
-			}
+			e := newTest(t, append(tt.opts, WithDir(dir))...)
 			sent := []*collectorpb.ExportProfilesServiceRequest{testRequest(1), testRequest(2), testRequest(3)}
 			for _, req := range sent {
 				if err := e.Export(context.Background(), req); err != nil {
@@ -62,9 +79,6 @@ func TestFileExport(t *testing.T) {
 			}
 			// ReadDir sorts by name: reading in that order must give the
 			// requests in the order they were written.
-			if !sort.StringsAreSorted(names) {
-				t.Fatalf("ReadDir names not sorted: %q", names)
-			}
 			for i, name := range names {
 				if !fileNameRE.MatchString(name) || filepath.Ext(name) != tt.wantExt {
 					t.Errorf("file name %q does not match %s with extension %s", name, fileNameRE, tt.wantExt)
@@ -88,12 +102,9 @@ func TestFileExport(t *testing.T) {
 	}
 }
 
-func TestFileJSONIsIndentedOTLP(t *testing.T) {
+func TestJSONIsIndentedOTLP(t *testing.T) {
 	dir := t.TempDir()
-	e, err := NewFile(FileConfig{Dir: dir, JSON: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newTest(t, WithDir(dir), WithJSON())
 	if err := e.Export(context.Background(), testRequest(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -114,16 +125,10 @@ func TestFileJSONIsIndentedOTLP(t *testing.T) {
 	}
 }
 
-func TestFileNamesAreUniqueAcrossExporters(t *testing.T) {
+func TestNamesAreUniqueAcrossExporters(t *testing.T) {
 	dir := t.TempDir()
-	a, err := NewFile(FileConfig{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewFile(FileConfig{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newTest(t, WithDir(dir))
+	b := newTest(t, WithDir(dir))
 	const n = 20
 	for i := range n {
 		if err := a.Export(context.Background(), testRequest(i)); err != nil {
@@ -153,23 +158,8 @@ func TestFileNamesAreUniqueAcrossExporters(t *testing.T) {
 	}
 }
 
-func TestFileErrors(t *testing.T) {
-	dir := t.TempDir()
-	notDir := filepath.Join(dir, "plain")
-	if err := os.WriteFile(notDir, []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := NewFile(FileConfig{}); err == nil || !strings.Contains(err.Error(), "dir is empty") {
-		t.Errorf("NewFile with no dir = %v, want an error naming the dir", err)
-	}
-	if _, err := NewFile(FileConfig{Dir: notDir}); err == nil || !strings.Contains(err.Error(), `file exporter dir "`+notDir+`"`) {
-		t.Errorf("NewFile on a regular file = %v, want an error naming the dir", err)
-	}
-
-	e, err := NewFile(FileConfig{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestExportErrors(t *testing.T) {
+	e := newTest(t, WithDir(t.TempDir()))
 	if err := e.Export(context.Background(), nil); err == nil {
 		t.Errorf("Export(nil) succeeded")
 	}
@@ -178,7 +168,110 @@ func TestFileErrors(t *testing.T) {
 	if err := e.Export(ctx, testRequest(1)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Export with cancelled context = %v, want context.Canceled", err)
 	}
+}
 
+// TestOptionErrors checks that a bad option makes New fail with an error
+// naming the option and its value.
+func TestOptionErrors(t *testing.T) {
+	plain := filepath.Join(t.TempDir(), "plain")
+	if err := os.WriteFile(plain, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		opt  Option
+		want string
+	}{
+		{WithDir(""), `WithDir(""): directory must not be empty`},
+		{WithDir(plain), `WithDir("` + plain + `")`},
+		{WithDir("/proc/nope"), `WithDir("/proc/nope")`},
+		{WithMaxFiles(-1), "WithMaxFiles(-1): bound must not be negative"},
+		{WithMaxBytes(-2), "WithMaxBytes(-2): bound must not be negative"},
+	} {
+		_, err := newExporter(noEnv, nil, []Option{tt.opt})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New = %v, want an error containing %q", err, tt.want)
+		}
+	}
+}
+
+// TestEnvironment checks each variable, valid and invalid: an invalid
+// value is warned about once and the default applies.
+func TestEnvironment(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	defaultDir := filepath.Join(tmp, defaultDirName)
+	custom := filepath.Join(tmp, "custom", "dir")
+	for _, tt := range []struct {
+		name     string
+		env      map[string]string
+		opts     []Option
+		want     config
+		warnings []string
+	}{
+		{name: "defaults",
+			want: config{dir: defaultDir, maxFiles: DefaultMaxFiles, maxBytes: DefaultMaxBytes}},
+		{name: "every variable",
+			env:  map[string]string{envDir: custom, envFormat: "JSON", envMaxFiles: "5", envMaxBytes: "0"},
+			want: config{dir: custom, json: true, maxFiles: 5, maxBytes: 0}},
+		{name: "options win",
+			env:  map[string]string{envDir: "/proc/nope", envFormat: "bogus", envMaxFiles: "x", envMaxBytes: "-1"},
+			opts: []Option{WithDir(custom), WithJSON(), WithMaxFiles(7), WithMaxBytes(9)},
+			want: config{dir: custom, json: true, maxFiles: 7, maxBytes: 9}},
+		{name: "a directory that cannot be created",
+			env:      map[string]string{envDir: "/proc/nope"},
+			want:     config{dir: defaultDir, maxFiles: DefaultMaxFiles, maxBytes: DefaultMaxBytes},
+			warnings: []string{`otlpprofilefile: PPROFOTEL_FILE_DIR="/proc/nope": mkdir /proc/nope: `}},
+		{name: "invalid values",
+			env:  map[string]string{envFormat: "xml", envMaxFiles: "-3", envMaxBytes: "1GB"},
+			want: config{dir: defaultDir, maxFiles: DefaultMaxFiles, maxBytes: DefaultMaxBytes},
+			warnings: []string{
+				`otlpprofilefile: PPROFOTEL_FILE_FORMAT="xml": format must be "proto" or "json"; ignored`,
+				`otlpprofilefile: PPROFOTEL_FILE_MAX_FILES="-3": must be a whole number of files, 0 for no bound; ignored`,
+				`otlpprofilefile: PPROFOTEL_FILE_MAX_BYTES="1GB": must be a whole number of bytes, 0 for no bound; ignored`,
+			}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			e, err := newExporter(func(k string) string { return tt.env[k] }, logger, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.cfg != tt.want {
+				t.Errorf("config %+v, want %+v", e.cfg, tt.want)
+			}
+			if info, err := os.Stat(e.Dir()); err != nil || !info.IsDir() {
+				t.Errorf("directory %s: %v", e.Dir(), err)
+			}
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			if logs.Len() == 0 {
+				lines = nil
+			}
+			if len(lines) != len(tt.warnings) {
+				t.Fatalf("logged %q, want %d warnings", lines, len(tt.warnings))
+			}
+			for i, w := range tt.warnings {
+				if !strings.Contains(lines[i], "level=WARN") || !strings.Contains(lines[i], strings.ReplaceAll(w, `"`, `\"`)) {
+					t.Errorf("warning %d: %s\nwant one containing %s", i, lines[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	f, ok := registry.Lookup("file")
+	if !ok {
+		t.Fatal(`"file" is not registered`)
+	}
+	t.Setenv("PPROFOTEL_FILE_DIR", t.TempDir())
+	e, err := f(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := e.(*Exporter); !ok {
+		t.Fatalf("the factory built a %T", e)
+	}
 }
 
 // readRequest reads back the one request of a file the exporter wrote,
@@ -194,11 +287,50 @@ func readRequest(path string) (*collectorpb.ExportProfilesServiceRequest, error)
 	return reqs[0].Request, nil
 }
 
-// TestFileRetention writes windows into a directory that may already hold
+// removals collects what the exporter logged about removed files.
+type removals struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	freed int64
+	calls int
+}
+
+func (r *removals) logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(&r.buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// parse reads the log: the bytes freed, the number of removal records,
+// and the failures.
+func (r *removals) parse(t *testing.T) (freed int64, calls int, levels []string) {
+	t.Helper()
+	dec := json.NewDecoder(&r.buf)
+	for dec.More() {
+		var rec struct {
+			Level string
+			Msg   string
+			Bytes int64
+			Error string
+		}
+		if err := dec.Decode(&rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Error != "" {
+			t.Errorf("logged %s: %s", rec.Msg, rec.Error)
+			continue
+		}
+		freed += rec.Bytes
+		calls++
+		levels = append(levels, rec.Level)
+	}
+	return freed, calls, levels
+}
+
+// TestRetention writes windows into a directory that may already hold
 // files, the exporter's from an earlier run and others', and checks which
 // remain: the exporter removes its own files, oldest first, until both
-// bounds hold, and never anything else.
-func TestFileRetention(t *testing.T) {
+// bounds hold, and never anything else; it reports the removals to the
+// profiler and logs them.
+func TestRetention(t *testing.T) {
 	// written is the size of each file the test writes.
 	written := int64(proto.Size(testRequest(1)))
 	// Names of an earlier run (another pid), older than any file written.
@@ -233,9 +365,9 @@ func TestFileRetention(t *testing.T) {
 		// written files kept, the newest.
 		wantKept     []string
 		wantNew      int
-		wantRemoved  int
+		wantRemoved  int64
 		wantFreed    int64
-		wantReported int // calls of OnRemove
+		wantReported int // exports that removed files
 	}{
 		{name: "count limit", maxFiles: 3, writes: 5,
 			wantNew: 3, wantRemoved: 2, wantFreed: 2 * written, wantReported: 2},
@@ -281,23 +413,20 @@ func TestFileRetention(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var removed, reported int
-			var freed int64
-			e, err := NewFile(FileConfig{Dir: dir, JSON: tt.json, MaxFiles: tt.maxFiles, MaxBytes: tt.maxBytes,
-				OnRemove: func(files int, bytes int64, err error) {
-					if err != nil {
-						t.Errorf("OnRemove: %v", err)
-					}
-					removed += files
-					freed += bytes
-					reported++
-				}})
+			opts := []Option{WithDir(dir), WithMaxFiles(tt.maxFiles), WithMaxBytes(tt.maxBytes)}
+			if tt.json {
+				opts = append(opts, WithJSON())
+			}
+			var log removals
+			e, err := newExporter(noEnv, log.logger(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
+			var rep report.Report
+			ctx := report.NewContext(context.Background(), &rep)
 			var ours []string
 			for range tt.writes {
-				if err := e.Export(context.Background(), testRequest(1)); err != nil {
+				if err := e.Export(ctx, testRequest(1)); err != nil {
 					t.Fatal(err)
 				}
 				ours = append(ours, newestOwn(t, dir))
@@ -323,11 +452,18 @@ func TestFileRetention(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("the directory holds\n%q\nwant\n%q", got, want)
 			}
-			if removed != tt.wantRemoved || reported != tt.wantReported {
-				t.Errorf("OnRemove reported %d files in %d calls, want %d in %d", removed, reported, tt.wantRemoved, tt.wantReported)
+			freed, calls, levels := log.parse(t)
+			if rep.FilesRemoved() != tt.wantRemoved || calls != tt.wantReported {
+				t.Errorf("reported %d files removed, logged %d times; want %d and %d", rep.FilesRemoved(), calls, tt.wantRemoved, tt.wantReported)
+			}
+			// The first removal is news; the later ones are routine.
+			for i, l := range levels {
+				if want := map[bool]string{true: "INFO", false: "DEBUG"}[i == 0]; l != want {
+					t.Errorf("removal %d logged at %s, want %s", i, l, want)
+				}
 			}
 			if !tt.json && freed != tt.wantFreed {
-				t.Errorf("OnRemove reported %d bytes, want %d", freed, tt.wantFreed)
+				t.Errorf("logged %d bytes freed, want %d", freed, tt.wantFreed)
 			}
 			if data, err := os.ReadFile(outside); err != nil || string(data) != "not ours" {
 				t.Errorf("the symlink's target: %q, %v", data, err)
@@ -350,13 +486,4 @@ func newestOwn(t *testing.T, dir string) string {
 	}
 	t.Fatal("no file written")
 	return ""
-}
-
-func TestFileRetentionRejectsNegativeBounds(t *testing.T) {
-	for _, cfg := range []FileConfig{{MaxFiles: -1}, {MaxBytes: -1}} {
-		cfg.Dir = t.TempDir()
-		if _, err := NewFile(cfg); err == nil || !strings.Contains(err.Error(), "must not be negative") {
-			t.Errorf("NewFile(%d files, %d bytes) = %v, want an error", cfg.MaxFiles, cfg.MaxBytes, err)
-		}
-	}
 }

@@ -2,6 +2,7 @@ package splunk
 
 import (
 	"context"
+	"github.com/pprofotel/profiler/internal/splunk/splunktest"
 	"runtime"
 	"strconv"
 	"testing"
@@ -16,13 +17,12 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/cputest"
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/labels"
 )
 
 const (
-	burnFunc  = "github.com/pprofotel/profiler/internal/splunk.splunkBurn"
-	allocFunc = "github.com/pprofotel/profiler/internal/splunk.splunkAlloc"
+	burnFunc  = "github.com/pprofotel/profiler/exporters/splunk.splunkBurn"
+	allocFunc = "github.com/pprofotel/profiler/exporters/splunk.splunkAlloc"
 
 	// At the default MemProfileRate (512 KiB) the runtime records an
 	// allocation of 8 MiB with a probability of 1-e^-16 and scales its size
@@ -54,8 +54,9 @@ func splunkAlloc() {
 
 // TestLiveWindowOverGRPC runs the whole path on the live runtime: CPU
 // burnt and memory allocated inside spans of the real SDK, wrapped by
-// labels.WrapTracerProvider, collected by internal/collect, encoded,
-// delivered by export.NewLogsGRPC's sender to a gRPC logs receiver, and decoded there.
+// labels.WrapTracerProvider, collected by internal/collect, encoded as the
+// OTLP profiles request every exporter receives, exported by an Exporter
+// to a gRPC logs receiver, and decoded there.
 func TestLiveWindowOverGRPC(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
@@ -63,7 +64,7 @@ func TestLiveWindowOverGRPC(t *testing.T) {
 	tracer := labels.WrapTracerProvider(tp).Tracer("splunk-test")
 
 	srv := &logsServer{}
-	exp := newTestExporter(t, export.OTLPConfig{Endpoint: startLogsServer(t, srv), Insecure: true, Timeout: 10 * time.Second})
+	exp := newTest(t, nil, WithEndpoint(startLogsServer(t, srv)), WithInsecure(), WithTimeout(10*time.Second))
 
 	c, err := collect.New(collect.Config{Profiles: []string{collect.CPU, collect.Heap}})
 	if err != nil {
@@ -95,26 +96,22 @@ func TestLiveWindowOverGRPC(t *testing.T) {
 		runtime.GC() // publishes the window's allocations in the heap profile
 
 		window = c.Collect(time.Now())
-		req, _, err := Encode(window, testResource(), EncodeOptions{Memory: true})
-		if err != nil {
+		if err := exp.Export(context.Background(), request(window)); err != nil {
 			t.Fatal(err)
 		}
-		if req == nil {
+		reqs, _ := srv.received()
+		if len(reqs) == sent { // nothing in the window to send
 			continue
 		}
-		if err := exp.Export(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
 		sent++
-		reqs, _ := srv.received()
 		if len(reqs) != sent {
-			t.Fatalf("receiver has %d requests, %d sent", len(reqs), sent)
+			t.Fatalf("receiver has %d requests after %d windows sent", len(reqs), sent)
 		}
-		recs := records(t, reqs[sent-1])
+		recs := splunktest.Records(t, reqs[sent-1])
 		if r := recs["cpu"]; r != nil {
-			p := decodeBody(t, r)
+			p := splunktest.DecodeBody(t, r)
 			for _, smp := range p.Sample {
-				if hasFrame(smp, burnFunc) {
+				if splunktest.HasFrame(smp, burnFunc) {
 					cpuRec = p
 					checkLive(t, r, p, recs["allocation"], window, span)
 					break
@@ -144,7 +141,7 @@ func checkLive(t *testing.T, cpuRecord *logspb.LogRecord, cpu *gpprof.Profile, a
 
 	var frames, burnSamples int64
 	for _, s := range cpu.Sample {
-		frames += int64(depth(s))
+		frames += int64(splunktest.Depth(s))
 		if tl := s.NumLabel["source.event.time"]; len(tl) != 1 || tl[0] != eventMs {
 			t.Errorf("cpu sample source.event.time = %v, want [%d]", tl, eventMs)
 		}
@@ -154,37 +151,37 @@ func checkLive(t *testing.T, cpuRecord *logspb.LogRecord, cpu *gpprof.Profile, a
 		if s.Value[0] != 1 {
 			t.Errorf("cpu sample count %d, want 1 per sample", s.Value[0])
 		}
-		if !hasFrame(s, burnFunc) {
+		if !splunktest.HasFrame(s, burnFunc) {
 			continue
 		}
 		// The burn ran only inside the span: every one of its samples
 		// names it.
 		burnSamples++
-		if got := sampleLabel(s, "trace_id"); got != traceID {
+		if got := splunktest.SampleLabel(s, "trace_id"); got != traceID {
 			t.Errorf("burn sample trace_id = %q, want %q", got, traceID)
 		}
-		if got := sampleLabel(s, "span_id"); got != spanID {
+		if got := splunktest.SampleLabel(s, "span_id"); got != spanID {
 			t.Errorf("burn sample span_id = %q, want %q", got, spanID)
 		}
 	}
 	if burnSamples == 0 {
 		t.Error("no cpu sample of the burn")
 	}
-	if got := attributes(cpuRecord)["profiling.data.total.frame.count"]; got != strconv.FormatInt(frames, 10) {
+	if got := splunktest.Attributes(cpuRecord)["profiling.data.total.frame.count"]; got != strconv.FormatInt(frames, 10) {
 		t.Errorf("cpu profiling.data.total.frame.count = %s, the samples hold %d frames", got, frames)
 	}
 
 	if allocRecord == nil {
 		t.Fatal("no allocation record")
 	}
-	alloc := decodeBody(t, allocRecord)
+	alloc := splunktest.DecodeBody(t, allocRecord)
 	if len(alloc.SampleType) != 1 || alloc.SampleType[0].Unit != "bytes" {
 		t.Fatalf("allocation sample types %v, want one in bytes", alloc.SampleType)
 	}
 	var allocBytes int64
 	frames = 0
 	for _, s := range alloc.Sample {
-		frames += int64(depth(s))
+		frames += int64(splunktest.Depth(s))
 		if tl := s.NumLabel["source.event.time"]; len(tl) != 1 || tl[0] != eventMs {
 			t.Errorf("allocation sample source.event.time = %v, want [%d]", tl, eventMs)
 		}
@@ -198,7 +195,7 @@ func checkLive(t *testing.T, cpuRecord *logspb.LogRecord, cpu *gpprof.Profile, a
 	if want := int64(allocCount * allocSize); allocBytes < want || allocBytes > want+allocCount {
 		t.Errorf("%s allocated %d bytes in the window, want %d (+%d)", allocFunc, allocBytes, want, allocCount)
 	}
-	if got := attributes(allocRecord)["profiling.data.total.frame.count"]; got != strconv.FormatInt(frames, 10) {
+	if got := splunktest.Attributes(allocRecord)["profiling.data.total.frame.count"]; got != strconv.FormatInt(frames, 10) {
 		t.Errorf("allocation profiling.data.total.frame.count = %s, the samples hold %d frames", got, frames)
 	}
 }

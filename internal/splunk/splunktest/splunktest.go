@@ -1,4 +1,7 @@
-package splunk
+// Package splunktest decodes and checks the Splunk profiling logs that
+// package splunk encodes, for the tests of that package and of
+// exporters/splunk.
+package splunktest
 
 import (
 	"bytes"
@@ -16,9 +19,9 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 )
 
-// records returns the log records of req by profiling.data.type, checking
+// Records returns the log records of req by profiling.data.type, checking
 // the envelope the conventions prescribe on the way.
-func records(t *testing.T, req *collogspb.ExportLogsServiceRequest) map[string]*logspb.LogRecord {
+func Records(t testing.TB, req *collogspb.ExportLogsServiceRequest) map[string]*logspb.LogRecord {
 	t.Helper()
 	if n := len(req.GetResourceLogs()); n != 1 {
 		t.Fatalf("%d ResourceLogs, want 1", n)
@@ -33,7 +36,7 @@ func records(t *testing.T, req *collogspb.ExportLogsServiceRequest) map[string]*
 	}
 	out := make(map[string]*logspb.LogRecord)
 	for _, r := range sl.LogRecords {
-		attrs := attributes(r)
+		attrs := Attributes(r)
 		if attrs["com.splunk.sourcetype"] != "otel.profiling" {
 			t.Errorf("com.splunk.sourcetype = %q", attrs["com.splunk.sourcetype"])
 		}
@@ -49,8 +52,8 @@ func records(t *testing.T, req *collogspb.ExportLogsServiceRequest) map[string]*
 	return out
 }
 
-// attributes renders a record's attributes as strings, ints in decimal.
-func attributes(r *logspb.LogRecord) map[string]string {
+// Attributes renders a record's attributes as strings, ints in decimal.
+func Attributes(r *logspb.LogRecord) map[string]string {
 	m := make(map[string]string)
 	for _, kv := range r.Attributes {
 		switch v := kv.Value.Value.(type) {
@@ -65,9 +68,9 @@ func attributes(r *logspb.LogRecord) map[string]string {
 	return m
 }
 
-// decodeBody undoes the body's encoding step by step: base64, gzip, then
+// DecodeBody undoes the body's encoding step by step: base64, gzip, then
 // github.com/google/pprof/profile, and checks the profile's consistency.
-func decodeBody(t *testing.T, r *logspb.LogRecord) *gpprof.Profile {
+func DecodeBody(t testing.TB, r *logspb.LogRecord) *gpprof.Profile {
 	t.Helper()
 	sv, ok := r.GetBody().GetValue().(*commonpb.AnyValue_StringValue)
 	if !ok {
@@ -95,8 +98,8 @@ func decodeBody(t *testing.T, r *logspb.LogRecord) *gpprof.Profile {
 	return p
 }
 
-// depth counts a decoded sample's frames the way the encoder documents it.
-func depth(s *gpprof.Sample) int {
+// Depth counts a decoded sample's frames the way the encoder documents it.
+func Depth(s *gpprof.Sample) int {
 	n := 0
 	for _, loc := range s.Location {
 		n += max(len(loc.Line), 1)
@@ -104,9 +107,9 @@ func depth(s *gpprof.Sample) int {
 	return n
 }
 
-// frames lists a sample's function names, leaf first; "?" for a location
+// Frames lists a sample's function names, leaf first; "?" for a location
 // without symbols.
-func frames(s *gpprof.Sample) []string {
+func Frames(s *gpprof.Sample) []string {
 	var out []string
 	for _, loc := range s.Location {
 		if len(loc.Line) == 0 {
@@ -119,8 +122,9 @@ func frames(s *gpprof.Sample) []string {
 	return out
 }
 
-func hasFrame(s *gpprof.Sample, name string) bool {
-	for _, f := range frames(s) {
+// HasFrame reports whether s has a frame of the function name.
+func HasFrame(s *gpprof.Sample, name string) bool {
+	for _, f := range Frames(s) {
 		if f == name {
 			return true
 		}
@@ -128,9 +132,9 @@ func hasFrame(s *gpprof.Sample, name string) bool {
 	return false
 }
 
-// renderProfile writes p as text for golden files: header, then one line
+// RenderProfile writes p as text for golden files: header, then one line
 // per sample with values, stack and sorted labels.
-func renderProfile(b *strings.Builder, p *gpprof.Profile) {
+func RenderProfile(b *strings.Builder, p *gpprof.Profile) {
 	var types []string
 	for _, st := range p.SampleType {
 		types = append(types, st.Type+"/"+st.Unit)
@@ -152,10 +156,18 @@ func renderProfile(b *strings.Builder, p *gpprof.Profile) {
 			}
 		}
 		sort.Strings(labels)
-		fr := frames(s)
+		fr := Frames(s)
 		if len(fr) > 6 {
 			fr = append(fr[:3:3], fmt.Sprintf("…%d frames…", len(fr)-6), fr[len(fr)-3], fr[len(fr)-2], fr[len(fr)-1])
 		}
 		fmt.Fprintf(b, "  %v %s [%s]\n", s.Value, strings.Join(fr, ";"), strings.Join(labels, " "))
 	}
+}
+
+// SampleLabel returns the single value of a string label, or "".
+func SampleLabel(s *gpprof.Sample, key string) string {
+	if vs := s.Label[key]; len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
 }
