@@ -14,7 +14,7 @@ import (
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 )
 
 var burnSink uint64

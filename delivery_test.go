@@ -15,7 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 )
 
 // fastRetry retries as soon as the exporter allows, so that a test sees

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/delivery"
+	"github.com/pprofotel/profiler/internal/deliver"
 )
 
 // ErrAlreadyRunning is returned by [Start] while another [Profiler] runs in
@@ -24,7 +24,7 @@ type UndeliveredError struct {
 	// run out).
 	Cause error
 
-	err *delivery.UndeliveredError
+	err *deliver.UndeliveredError
 }
 
 // UndeliveredWindow is a collection window that was not delivered.
@@ -48,7 +48,7 @@ func publicErrors(err error) error {
 		return nil
 	}
 	errs := []error{err}
-	if _, ok := err.(*delivery.UndeliveredError); !ok {
+	if _, ok := err.(*deliver.UndeliveredError); !ok {
 		if joined, ok := err.(interface{ Unwrap() []error }); ok {
 			errs = joined.Unwrap()
 		}
@@ -56,7 +56,7 @@ func publicErrors(err error) error {
 	out := make([]error, len(errs))
 	for i, e := range errs {
 		out[i] = e
-		if de, ok := e.(*delivery.UndeliveredError); ok {
+		if de, ok := e.(*deliver.UndeliveredError); ok {
 			ue := &UndeliveredError{Cause: de.Cause, err: de, Windows: make([]UndeliveredWindow, len(de.Windows))}
 			for j, w := range de.Windows {
 				ue.Windows[j] = UndeliveredWindow(w)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/delivery"
+	"github.com/pprofotel/profiler/internal/deliver"
 )
 
 func TestSecondStartIsErrAlreadyRunning(t *testing.T) {
@@ -37,8 +37,8 @@ func TestSecondStartIsErrAlreadyRunning(t *testing.T) {
 func TestPublicErrorsExposeUndeliveredWindows(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	failed := errors.New("HTTP 400")
-	de := &delivery.UndeliveredError{
-		Windows: []delivery.Undelivered{
+	de := &deliver.UndeliveredError{
+		Windows: []deliver.Undelivered{
 			{Start: start, End: start.Add(time.Minute), Err: failed},
 			{Start: start.Add(time.Minute), End: start.Add(2 * time.Minute), Err: context.DeadlineExceeded},
 		},

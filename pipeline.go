@@ -6,8 +6,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/delivery"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/deliver"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
@@ -16,17 +16,17 @@ import (
 // goroutine: the profiler's loop never waits on the network.
 type pipeline struct {
 	builder *otlp.Builder
-	queue   *delivery.Queue
+	queue   *deliver.Queue
 }
 
 // newPipeline builds the converter and the queue in front of cfg's
 // exporter; stats receives what the queue and the exporter report.
-func newPipeline(cfg *config, stats *delivery.Outcomes) *pipeline {
+func newPipeline(cfg *config, stats *deliver.Outcomes) *pipeline {
 	return &pipeline{
 		builder: otlp.NewBuilder(toProtoResource(cfg.resource),
 			&commonpb.InstrumentationScope{Name: ScopeName, Version: Version},
 			otlp.WithExecutable(executable())),
-		queue: delivery.New(delivery.Config{
+		queue: deliver.New(deliver.Config{
 			Exporter:   cfg.exporter,
 			MaxWindows: cfg.maxWindows,
 			MaxBytes:   cfg.maxBytes,
@@ -52,7 +52,7 @@ func (p *pipeline) send(w collect.Window) (queued bool, repairs validutf8.Repair
 		inputs[i] = otlp.Input{Name: prof.Name, Profile: prof.Data, Start: prof.Start, End: prof.End}
 	}
 	req := p.builder.Build(w.Start, w.End, inputs)
-	p.queue.Enqueue(delivery.Window{Start: w.Start, End: w.End, Request: req})
+	p.queue.Enqueue(deliver.Window{Start: w.Start, End: w.End, Request: req})
 	return true, p.builder.Repairs(), nil
 }
 

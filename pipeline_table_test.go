@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/delivery"
+	"github.com/pprofotel/profiler/internal/deliver"
 )
 
 // TestEmptyWindowSendsNothing checks that a window without a profile (one
@@ -25,7 +25,7 @@ func TestEmptyWindowSendsNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stats delivery.Outcomes
+			var stats deliver.Outcomes
 			pipe := newPipeline(c, &stats)
 			now := time.Now()
 			queued, _, err := pipe.send(collect.Window{Start: now.Add(-time.Minute), End: now})

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/delivery"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/deliver"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/processctx"
 	"github.com/pprofotel/profiler/internal/validutf8"
 )
@@ -41,7 +41,7 @@ type Profiler struct {
 	// so that the loop never waits on the network.
 	pipe    *pipeline
 	omitted collect.Omissions
-	sent    delivery.Outcomes
+	sent    deliver.Outcomes
 	metrics metric.Registration
 
 	collected    atomic.Int64

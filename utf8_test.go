@@ -12,7 +12,7 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 

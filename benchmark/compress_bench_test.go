@@ -13,7 +13,7 @@ import (
 	kgzip "github.com/klauspost/compress/gzip"
 
 	"github.com/pprofotel/profiler/internal/export"
-	"github.com/pprofotel/profiler/internal/gzipmem"
+	"github.com/pprofotel/profiler/internal/collect/gzipmem"
 )
 
 // realRequests returns the protobuf encoding of the OTLP request ours builds

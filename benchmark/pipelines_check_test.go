@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pprofotel/profiler/benchmark/internal/gen"
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 

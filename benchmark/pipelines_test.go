@@ -18,7 +18,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/export"
-	"github.com/pprofotel/profiler/internal/otlp"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
 )
 
 // This module's import path lies under github.com/pprofotel/profiler, so

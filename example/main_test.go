@@ -11,8 +11,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 )
 
 // writeWindow writes a window of the fixture program as the file exporter

@@ -3,7 +3,7 @@ package labels
 import (
 	"bytes"
 	"context"
-	"github.com/pprofotel/profiler/internal/cputest"
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
 	"maps"
 	"runtime/pprof"
 	"slices"

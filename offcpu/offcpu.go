@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	recorder "github.com/pprofotel/profiler/internal/offcpu"
+	recorder "github.com/pprofotel/profiler/internal/collect/offcpu"
 )
 
 func init() {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
-	"github.com/pprofotel/profiler/internal/otlptest"
-	"github.com/pprofotel/profiler/internal/waittest"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/waittest"
 	"github.com/pprofotel/profiler/labels"
 	_ "github.com/pprofotel/profiler/offcpu" // what this package is for
 	"github.com/pprofotel/profiler/pprofconv"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"github.com/pprofotel/profiler/pprofconv"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	pprof "github.com/google/pprof/profile"
-	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 	"github.com/pprofotel/profiler/pprofconv"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"

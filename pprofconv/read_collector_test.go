@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"github.com/pprofotel/profiler/pprofconv"
 	"google.golang.org/protobuf/proto"
 )

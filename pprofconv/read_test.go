@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"github.com/pprofotel/profiler/pprofconv"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"

@@ -11,7 +11,7 @@
 #            CPU samples into the trace) and the flight recorder's reader
 #            goroutine (runtime/trace, not under the recorder)
 # and then, by any frame of the stack:
-#   recorder the off-CPU recorder's goroutine, internal/offcpu.(*Recorder):
+#   recorder the off-CPU recorder's goroutine, internal/collect/offcpu.(*Recorder):
 #            starting and stopping the flight recorder, WriteTo, parsing,
 #            building the window (its trace hooks included, its GC not)
 #   sdk      the rest of pprofotel (collection, encoding, export)

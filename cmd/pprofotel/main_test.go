@@ -17,8 +17,8 @@ import (
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
-	"github.com/pprofotel/profiler/internal/cputest"
-	"github.com/pprofotel/profiler/internal/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
 	"google.golang.org/protobuf/proto"

@@ -17,8 +17,8 @@ import (
 
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 )
 
 func init() {

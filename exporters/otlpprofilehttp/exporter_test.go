@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/otlpjson"
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 	"github.com/pprofotel/profiler/internal/testutil/receivertest"
 )
 

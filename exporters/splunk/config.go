@@ -6,8 +6,8 @@ import (
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/envconfig"
 	"github.com/pprofotel/profiler/internal/export/otlpconfig"
-	"github.com/pprofotel/profiler/internal/otlp"
-	"github.com/pprofotel/profiler/internal/splunk"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/convert/splunk"
 )
 
 // The environment variables New reads besides the OTLP ones, which package

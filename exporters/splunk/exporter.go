@@ -19,7 +19,7 @@ import (
 	"github.com/pprofotel/profiler/internal/export/otlpconfig"
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/splunk"
+	"github.com/pprofotel/profiler/internal/convert/splunk"
 )
 
 func init() {

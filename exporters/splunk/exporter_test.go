@@ -22,7 +22,7 @@ import (
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/splunk/splunktest"
+	"github.com/pprofotel/profiler/internal/convert/splunk/splunktest"
 )
 
 // noRetry makes every failure final, so that a test sees the receiver's

@@ -2,7 +2,7 @@ package splunk
 
 import (
 	"context"
-	"github.com/pprofotel/profiler/internal/splunk/splunktest"
+	"github.com/pprofotel/profiler/internal/convert/splunk/splunktest"
 	"runtime"
 	"strconv"
 	"testing"
@@ -16,7 +16,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/cputest"
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
 	"github.com/pprofotel/profiler/labels"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
 // Floors of the durations that decide how often the profiler works; the

@@ -7,8 +7,8 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/pprofotel/profiler/internal/hashindex"
-	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/hashindex"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
 // deltaState turns successive cumulative profiles of one runtime profile

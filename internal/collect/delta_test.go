@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
 // stackProfile builds a profile whose samples are identified by one

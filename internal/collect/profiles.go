@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
 // The runtime profile names, as runtime/pprof spells them. They are the keys
@@ -144,7 +144,7 @@ var Profiles = []Descriptor{
 		},
 	}},
 	// Waits, from the execution trace, traced a share of every cycle: see
-	// package internal/offcpu for what counts and how the cost is bounded.
+	// package internal/collect/offcpu for what counts and how the cost is bounded.
 	// Its parser is linked in only by the applications that import package
 	// offcpu, which registers it (RegisterOffCPU).
 	{Name: OffCPU, Values: 1, Available: offCPUAvailable, Rate: &Rate{

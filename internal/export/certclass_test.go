@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 // transportsUnderTest are the exporter's transports over TLS: gRPC, and

@@ -12,7 +12,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 // BenchmarkTLS13ClientCertConnection measures what the wait for a TLS 1.3

@@ -7,7 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"io"
 	"log"
 	"net/http"

@@ -5,7 +5,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 )
 
 // JSONCodec encodes OTLP/HTTP requests as OTLP/JSON and decodes the JSON

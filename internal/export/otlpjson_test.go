@@ -3,7 +3,7 @@ package export
 import (
 	"bytes"
 	"flag"
-	"github.com/pprofotel/profiler/internal/otlpjson"
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"os"
 	"path/filepath"
 	"strings"

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/pprofotel/profiler/internal/delivery"
+	"github.com/pprofotel/profiler/internal/deliver"
 	"github.com/pprofotel/profiler/internal/export"
 )
 
@@ -102,15 +102,15 @@ func TestThrottlingHoldsForEveryWindow(t *testing.T) {
 			retrying := export.WithRetry(exp, export.RetryConfig{
 				Enabled: true, InitialInterval: period, MaxInterval: period, MaxElapsedTime: tt.delay / 4,
 			})
-			var stats delivery.Outcomes
-			s := delivery.New(delivery.Config{
+			var stats deliver.Outcomes
+			s := deliver.New(deliver.Config{
 				Exporter: retrying, MaxWindows: 3, Outcomes: &stats,
 			})
 			periods := 3
 			enqueued := 0
 			end := time.Now().Add(time.Duration(periods)*tt.delay + tt.delay/2)
 			for now := time.Now(); now.Before(end); now = time.Now() {
-				s.Enqueue(delivery.Window{
+				s.Enqueue(deliver.Window{
 					Start: now.Add(-period), End: now,
 					Request: &collectorpb.ExportProfilesServiceRequest{Dictionary: &profilespb.ProfilesDictionary{StringTable: []string{""}}},
 				})

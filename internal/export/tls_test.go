@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 // TestOTLPTLS exports over TLS and mutual TLS with OTLPConfig.TLS, over

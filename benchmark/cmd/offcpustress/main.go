@@ -54,7 +54,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pprofotel/profiler/internal/offcpu"
+	"github.com/pprofotel/profiler/internal/collect/offcpu"
 )
 
 var (

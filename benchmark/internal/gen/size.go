@@ -5,7 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 
-	"github.com/pprofotel/profiler/internal/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
 // Size describes a pprof profile as the runtime wrote it.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 // TestVariablesFollowTheSpecification sets each variable, in both forms,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/export"
-	"github.com/pprofotel/profiler/internal/testcert"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 func env(m map[string]string) func(string) string {

@@ -1,0 +1,481 @@
+package offcpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"golang.org/x/exp/trace"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// ReasonKey is the label, and so the OTLP sample attribute, that carries
+// why a goroutine waited, as the execution trace names it ("chan receive",
+// "select", "sync", "network", "sleep", "syscall", "preempted", ...).
+const ReasonKey = "wait_reason"
+
+// ReasonSyscall names the waits in a system call, for which the trace gives
+// no reason of its own.
+const ReasonSyscall = "syscall"
+
+// ignoredReasons are the waits of the runtime's own goroutines (GC
+// workers, the background sweeper, the scavenger), idle by design.
+var ignoredReasons = map[string]bool{
+	"system goroutine wait":      true,
+	"GC background sweeper wait": true,
+	"GC weak to strong wait":     true,
+	"wait for debug call":        true,
+	"forever":                    true,
+}
+
+// window accumulates the waits of one window, in the tables of the
+// profile it becomes.
+type window struct {
+	maxWaits int
+	// traced is the time the trace covered in the window, which the
+	// Recorder adds up.
+	traced time.Duration
+
+	kinds  []kind
+	byKind map[kindKey]int32
+	events []event
+
+	locations []pprofdecode.Location
+	functions []pprofdecode.Function
+	byFrame   map[trace.StackFrame]int32
+	byFunc    map[funcKey]int32
+}
+
+// kind is what waits of the same identity share: stack, reason, span.
+type kind struct {
+	locations []int32
+	labels    []pprofdecode.Label
+}
+
+type kindKey struct {
+	stack, reason, span string
+}
+
+type funcKey struct {
+	name, file string
+}
+
+// event is one wait: its kind, when it began (Unix nanoseconds) and how
+// long it lasted.
+type event struct {
+	kind       int32
+	start, dur int64
+}
+
+func newWindow(maxWaits int) *window {
+	return &window{
+		maxWaits: maxWaits,
+		byKind:   make(map[kindKey]int32),
+		byFrame:  make(map[trace.StackFrame]int32),
+		byFunc:   make(map[funcKey]int32),
+	}
+}
+
+// reset empties w for the next window, keeping its memory.
+func (w *window) reset() {
+	w.traced = 0
+	w.kinds = w.kinds[:0]
+	clear(w.byKind)
+	w.events = w.events[:0]
+	w.locations = w.locations[:0]
+	w.functions = w.functions[:0]
+	clear(w.byFrame)
+	clear(w.byFunc)
+}
+
+func (w *window) full() bool { return len(w.events) >= w.maxWaits }
+
+// goroutine is what the parser knows of one goroutine.
+type goroutine struct {
+	// waiting is set from the moment the goroutine stopped running within
+	// the stretch until it runs again.
+	waiting bool
+	start   trace.Time
+	reason  string
+	stack   trace.Stack
+	// span is the hex trace id and span id of the active span, as the
+	// label wrapper logged them; "" for none. It is known once the
+	// goroutine was created in the stretch or logged a span change;
+	// until then its waits are pending, recorded without a link and
+	// linked to the span the first change names as the one before.
+	span  string
+	known bool
+	// pending are the window's events (indexes into window.events) of
+	// the waits recorded before the span was known.
+	pending []int32
+}
+
+// reading is the reading of one stretch's trace into a window, chunk by
+// chunk: what it knows of the goroutines carries over from one chunk to
+// the next, so that a wait that begins in one and ends in another counts
+// once, whole.
+type reading struct {
+	w          *window
+	goroutines map[trace.GoID]*goroutine
+	// stacks maps the trace's stacks to the window's locations; nil
+	// locations with ok set mark the recorder's own stacks.
+	stacks   map[trace.Stack]stackLocations
+	stackKey []byte
+
+	// clock converts trace time to wall-clock time, from the trace's
+	// clock snapshots; wallStart stands in until one is seen.
+	haveClock  bool
+	clockTrace trace.Time
+	clockWall  int64
+	wallStart  int64
+
+	// first and last are the first and last events read; covered is the
+	// time between them, once finished.
+	first, last trace.Time
+	seen        bool
+	covered     time.Duration
+	// truncated is set when the window's wait limit ended the reading.
+	truncated bool
+}
+
+// errTruncated reports a trace that ends in the middle of a generation,
+// which is read up to there.
+var errTruncated = errors.New("offcpu: trace truncated")
+
+// newReading starts reading a stretch into w. wallStart is the wall-clock
+// time the stretch began, used only when the trace carries no clock
+// snapshot.
+func (w *window) newReading(wallStart time.Time) *reading {
+	return &reading{
+		w:          w,
+		goroutines: make(map[trace.GoID]*goroutine),
+		stacks:     make(map[trace.Stack]stackLocations),
+		wallStart:  wallStart.UnixNano(),
+	}
+}
+
+// read adds the waits of the chunk in r, a trace of whole generations
+// that follow those read before. A chunk that cannot be read to its end
+// is kept up to where it could be, and its error returned.
+func (s *reading) read(r io.Reader) error {
+	rd, err := trace.NewReader(r)
+	if err != nil {
+		return err
+	}
+	for !s.truncated {
+		ev, err := rd.ReadEvent()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return errors.Join(errTruncated, err)
+		}
+		s.event(&ev)
+	}
+	return nil
+}
+
+// finish counts the waits still open up to the last event read, and
+// returns the time the reading covered: from the first event to the last.
+func (s *reading) finish() time.Duration {
+	for _, g := range s.goroutines {
+		if g.waiting && !s.w.full() {
+			g.waiting = false
+			s.add(g, s.last)
+		}
+	}
+	if s.seen {
+		s.covered += s.last.Sub(s.first)
+		s.seen = false
+	}
+	return s.covered
+}
+
+func (s *reading) goroutine(id trace.GoID) *goroutine {
+	g := s.goroutines[id]
+	if g == nil {
+		g = new(goroutine)
+		s.goroutines[id] = g
+	}
+	return g
+}
+
+func (s *reading) event(ev *trace.Event) {
+	t := ev.Time()
+	if !s.seen {
+		s.first, s.seen = t, true
+	}
+	if t > s.last {
+		s.last = t
+	}
+	switch ev.Kind() {
+	case trace.EventSync:
+		if cs := ev.Sync().ClockSnapshot; cs != nil && !s.haveClock {
+			s.haveClock, s.clockTrace, s.clockWall = true, cs.Trace, cs.Wall.UnixNano()
+		}
+	case trace.EventLog:
+		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
+			s.spanSwitch(s.goroutine(ev.Goroutine()), l.Message)
+		}
+	case trace.EventStateTransition:
+		st := ev.StateTransition()
+		if st.Resource.Kind != trace.ResourceGoroutine {
+			return
+		}
+		s.transition(ev, &st, t)
+	}
+}
+
+// spanSwitch applies a log record of the label wrapper, "now;before", to
+// g: the waits g had pending are linked to before, and its waits from now
+// on to now.
+func (s *reading) spanSwitch(g *goroutine, msg string) {
+	now, before, _ := strings.Cut(msg, ";")
+	if !g.known {
+		for _, i := range g.pending {
+			e := &s.w.events[i]
+			kd := &s.w.kinds[e.kind]
+			e.kind = s.kindOf(kd.locations, kd.labels[0].Str, before)
+		}
+		g.pending, g.known = nil, true
+	}
+	g.span = now
+}
+
+func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace.Time) {
+	id := st.Resource.Goroutine()
+	from, to := st.Goroutine()
+	switch {
+	case from == trace.GoNotExist && to == trace.GoRunnable:
+		// Created: the new goroutine starts in its creator's span.
+		g := s.goroutine(id)
+		if ev.Goroutine() == trace.NoGoroutine {
+			g.known = true // the runtime's, in no span
+		} else {
+			creator := s.goroutine(ev.Goroutine())
+			g.span, g.known = creator.span, creator.known
+		}
+	case to == trace.GoNotExist:
+		delete(s.goroutines, id)
+	case from == trace.GoRunning && (to == trace.GoWaiting || to == trace.GoSyscall || to == trace.GoRunnable):
+		reason := st.Reason
+		if to == trace.GoSyscall {
+			reason = ReasonSyscall
+		}
+		if reason == "" {
+			reason = to.String()
+		}
+		if ignoredReasons[reason] {
+			return
+		}
+		g := s.goroutine(id)
+		stk := st.Stack
+		if stk == trace.NoStack {
+			stk = ev.Stack()
+		}
+		g.waiting, g.start, g.reason, g.stack = true, t, reason, stk
+	case to == trace.GoRunning:
+		if g, ok := s.goroutines[id]; ok && g.waiting {
+			g.waiting = false
+			s.add(g, t)
+		}
+	}
+}
+
+// add records g's wait, which ended at end.
+func (s *reading) add(g *goroutine, end trace.Time) {
+	w := s.w
+	if w.full() {
+		return
+	}
+	k := s.kind(g.stack, g.reason, g.span)
+	if k < 0 {
+		return
+	}
+	if !g.known {
+		g.pending = append(g.pending, int32(len(w.events)))
+	}
+	w.events = append(w.events, event{kind: k, start: s.wall(g.start), dur: int64(end.Sub(g.start))})
+	if w.full() {
+		// Reading stops here, as though the stretch had ended now.
+		s.truncated = true
+		s.last = end
+	}
+}
+
+// wall converts trace time t to Unix nanoseconds.
+func (s *reading) wall(t trace.Time) int64 {
+	if s.haveClock {
+		return s.clockWall + int64(t-s.clockTrace)
+	}
+	return s.wallStart + int64(t-s.first)
+}
+
+// kind returns the index of the kind of a wait on stack, for reason, in
+// span; -1 for a wait of the recorder itself.
+func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
+	w := s.w
+	sl, ok := s.stacks[stack]
+	if !ok {
+		sl = w.stack(stack)
+		s.stacks[stack] = sl
+	}
+	if sl.recorder {
+		return -1
+	}
+	return s.kindOf(sl.locs, reason, span)
+}
+
+// kindOf returns the index of the kind of a wait on the window's locations
+// locs, for reason, in span, adding it when new.
+func (s *reading) kindOf(locs []int32, reason, span string) int32 {
+	w := s.w
+	s.stackKey = s.stackKey[:0]
+	for _, l := range locs {
+		s.stackKey = binary.LittleEndian.AppendUint32(s.stackKey, uint32(l))
+	}
+	key := kindKey{stack: string(s.stackKey), reason: reason, span: span}
+	if k, ok := w.byKind[key]; ok {
+		return k
+	}
+	k := int32(len(w.kinds))
+	lbls := []pprofdecode.Label{{Key: ReasonKey, Str: reason}}
+	if traceID, spanID, ok := splitSpan(span); ok {
+		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
+	}
+	w.kinds = append(w.kinds, kind{locations: locs, labels: lbls})
+	w.byKind[key] = k
+	return k
+}
+
+// splitSpan splits the wrapper's log message, the trace id's 32 hex digits
+// followed by the span id's 16.
+func splitSpan(msg string) (traceID, spanID string, ok bool) {
+	if len(msg) != 48 {
+		return "", "", false
+	}
+	return msg[:32], msg[32:], true
+}
+
+// recorderFunc is the prefix of the Recorder's methods: it reads the trace
+// while the trace runs, and its own waits are not the application's.
+const recorderFunc = "github.com/pprofotel/profiler/internal/offcpu.(*Recorder)."
+
+// stackLocations is a stack's locations in the window, leaf first.
+type stackLocations struct {
+	locs []int32
+	// recorder marks a stack of the recorder's goroutine.
+	recorder bool
+}
+
+// stack returns the locations of stk, adding what is new to the window's
+// tables.
+func (w *window) stack(stk trace.Stack) stackLocations {
+	for f := range stk.Frames() {
+		if strings.HasPrefix(f.Func, recorderFunc) {
+			return stackLocations{recorder: true}
+		}
+	}
+	var locs []int32
+	for f := range stk.Frames() {
+		l, ok := w.byFrame[f]
+		if !ok {
+			fk := funcKey{f.Func, f.File}
+			fn, ok := w.byFunc[fk]
+			if !ok {
+				fn = int32(len(w.functions))
+				w.functions = append(w.functions, pprofdecode.Function{Name: f.Func, SystemName: f.Func, Filename: f.File})
+				w.byFunc[fk] = fn
+			}
+			l = int32(len(w.locations))
+			w.locations = append(w.locations, pprofdecode.Location{
+				Mapping: exeMappingIndex(f.PC),
+				Address: f.PC,
+				Lines:   []pprofdecode.Line{{Function: fn, Line: int64(f.Line)}},
+			})
+			w.byFrame[f] = l
+		}
+		locs = append(locs, l)
+	}
+	return stackLocations{locs: locs}
+}
+
+// SampleType is the one sample type of the profile: nanoseconds waited.
+var SampleType = pprofdecode.ValueType{Type: "off_cpu", Unit: "nanoseconds"}
+
+// built is a window built into a profile. Its events, one per wait, are
+// the largest part of a window; the Recorder keeps one built for both
+// windows, since only the window last collected is needed built.
+type built struct {
+	profile pprofdecode.Profile
+	events  []pprofdecode.Event
+	values  []int64
+	// first and next index events by kind while they are laid out.
+	first, next []int
+}
+
+// build builds the window into b: one sample per kind of wait, with an
+// event per wait, in the order the waits ended: its value the wait's
+// length times scale, its time the wait's start. The profile is valid
+// until the next build into b, and while w is not reset.
+func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdecode.Profile {
+	p := &b.profile
+	p.SampleTypes = append(p.SampleTypes[:0], SampleType)
+	p.DefaultSampleType = SampleType.Type
+	p.PeriodType = pprofdecode.ValueType{}
+	p.Period = 0
+	p.TimeNanos = start.UnixNano()
+	p.DurationNanos = int64(end.Sub(start))
+	p.Locations = w.locations
+	p.Functions = w.functions
+	p.Mappings = append(p.Mappings[:0], executableMapping())
+	p.Samples = p.Samples[:0]
+
+	// Lay the events out kind by kind: count, then place.
+	n := len(w.kinds)
+	b.first = append(b.first[:0], make([]int, n+1)...)
+	scaled := func(e event) int64 { return int64(float64(e.dur)*scale + 0.5) }
+	for _, e := range w.events {
+		if scaled(e) > 0 {
+			b.first[e.kind+1]++
+		}
+	}
+	for k := range n {
+		b.first[k+1] += b.first[k]
+	}
+	b.next = append(b.next[:0], b.first[:n]...)
+	b.events = append(b.events[:0], make([]pprofdecode.Event, b.first[n])...)
+	lo, hi := start.UnixNano(), end.UnixNano()
+	for _, e := range w.events {
+		v := scaled(e)
+		if v <= 0 {
+			continue
+		}
+		// The clocks of the trace and of the window are read apart:
+		// keep every timestamp inside the window.
+		b.events[b.next[e.kind]] = pprofdecode.Event{Value: v, TimeNanos: min(max(e.start, lo), hi-1)}
+		b.next[e.kind]++
+	}
+	b.values = append(b.values[:0], make([]int64, n)...)
+	for k := range n {
+		evs := b.events[b.first[k]:b.first[k+1]:b.first[k+1]]
+		if len(evs) == 0 {
+			continue
+		}
+		for _, e := range evs {
+			b.values[k] += e.Value
+		}
+		kd := &w.kinds[k]
+		p.Samples = append(p.Samples, pprofdecode.Sample{
+			Locations: kd.locations,
+			Values:    b.values[k : k+1 : k+1],
+			Labels:    kd.labels,
+			Events:    evs,
+		})
+	}
+	return p
+}

@@ -1,0 +1,348 @@
+package offcpu
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/trace"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/testutil/waittest"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// waited sums, by reason, the values of the samples whose stack holds fn.
+func waited(p *pprofdecode.Profile, fn string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, s := range p.Samples {
+		in := false
+		for _, l := range s.Locations {
+			for _, ln := range p.Locations[l].Lines {
+				in = in || strings.HasSuffix(p.Functions[ln.Function].Name, "."+fn)
+			}
+		}
+		if in {
+			out[label(s, ReasonKey)] += time.Duration(s.Values[0])
+		}
+	}
+	return out
+}
+
+func label(s pprofdecode.Sample, key string) string {
+	for _, l := range s.Labels {
+		if l.Key == key {
+			return l.Str
+		}
+	}
+	return ""
+}
+
+func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
+	defer SetDutyCycle(100)()
+	const ids = "0af7651916cd43dd8448eb211c80319c" + "b7ad6b7169203331"
+	start := time.Now()
+	r := Start(start, Config{})
+	trace.Log(t.Context(), labels.TraceLogCategory, ids)
+	took := map[string]time.Duration{}
+	for _, w := range []struct {
+		fn    string
+		block func(time.Duration)
+		d     time.Duration
+	}{
+		{"OnChannel", waittest.OnChannel, 300 * time.Millisecond},
+		{"OnMutex", waittest.OnMutex, 200 * time.Millisecond},
+		{"InSleep", waittest.InSleep, 100 * time.Millisecond},
+	} {
+		t0 := time.Now()
+		w.block(w.d)
+		took[w.fn] = time.Since(t0)
+	}
+	trace.Log(t.Context(), labels.TraceLogCategory, "")
+	end := time.Now()
+	p, err := r.Collect(end, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		fn, reason string
+		want       time.Duration
+	}{
+		{"OnChannel", "chan receive", 300 * time.Millisecond},
+		{"OnMutex", "sync", 200 * time.Millisecond},
+		{"InSleep", "sleep", 100 * time.Millisecond},
+	} {
+		got := waited(p, tc.fn)
+		// The wait lasts until the goroutine runs again, so on a busy
+		// machine it includes the wait for a CPU after the wake-up: the
+		// reference is how long the call took, at least the nominal time.
+		ref := took[tc.fn]
+		if ref < tc.want {
+			t.Fatalf("%s took %v, less than the %v it waits", tc.fn, ref, tc.want)
+		}
+		if d := got[tc.reason]; d < ref*95/100 || d > ref*105/100 {
+			t.Errorf("%s: waited %v in %q (all: %v), want %v ± 5%% (the call took %v)", tc.fn, d, tc.reason, got, tc.want, ref)
+		}
+	}
+	for _, s := range p.Samples {
+		for _, e := range s.Events {
+			if e.TimeNanos < start.UnixNano() || e.TimeNanos >= end.UnixNano() {
+				t.Errorf("wait at %d outside the window [%d, %d)", e.TimeNanos, start.UnixNano(), end.UnixNano())
+			}
+		}
+		if fnIn(p, s, "InSleep") || fnIn(p, s, "OnChannel") || fnIn(p, s, "OnMutex") {
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids {
+				t.Errorf("wait %q linked to %q, want %q", label(s, ReasonKey), got, ids)
+			}
+		}
+	}
+}
+
+func fnIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
+	for _, l := range s.Locations {
+		for _, ln := range p.Locations[l].Lines {
+			if strings.HasSuffix(p.Functions[ln.Function].Name, "."+fn) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestSkipsWhenTheTracerIsInUse checks that a recorder leaves the
+// execution tracer to an application that runs it with trace.Start: the
+// stretch is skipped, counted and logged once, the window comes without
+// waits, and the other trace goes on undisturbed.
+func TestSkipsWhenTheTracerIsInUse(t *testing.T) {
+	if trace.IsEnabled() {
+		t.Fatal("the execution tracer is already on; the test cannot start its own")
+	}
+	var app bytes.Buffer
+	if err := trace.Start(&app); err != nil {
+		t.Fatal(err)
+	}
+	defer trace.Stop()
+	defer SetDutyCycle(100)()
+	var logs bytes.Buffer
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waittest.InSleep(50 * time.Millisecond)
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 0 {
+		t.Errorf("%d waits recorded while the tracer was someone else's", len(p.Samples))
+	}
+	if n := stats.Skipped.Load(); n < 1 {
+		t.Errorf("Skipped = %d, want at least 1", n)
+	}
+	if n := strings.Count(logs.String(), "off-CPU profile skipped"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+	if !trace.IsEnabled() {
+		t.Error("the other trace was stopped")
+	}
+}
+
+// TestSpanBegunBeforeTheStretch links the waits of a goroutine whose span
+// began before the trace did: they wait, pending, for the goroutine's
+// first span change, which names the span it leaves. A goroutine that
+// changes span never stays unlinked.
+func TestSpanBegunBeforeTheStretch(t *testing.T) {
+	defer SetDutyCycle(100)()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+
+	ctx, outer := tracer.Start(context.Background(), "begun before") // no trace yet: nothing logged
+	r := Start(time.Now(), Config{})
+	waittest.OnChannel(60 * time.Millisecond) // pending until the next span change
+	_, inner := tracer.Start(ctx, "inner")    // logs inner;outer
+	waittest.InSleep(40 * time.Millisecond)
+	inner.End()                             // logs outer;inner
+	waittest.OnMutex(20 * time.Millisecond) // outer again
+	outer.End()                             // logs ;outer
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s oteltrace.Span) string {
+		sc := s.SpanContext()
+		return sc.TraceID().String() + sc.SpanID().String()
+	}
+	for _, tc := range []struct {
+		fn, reason string
+		span       oteltrace.Span
+	}{
+		{"OnChannel", "chan receive", outer},
+		{"InSleep", "sleep", inner},
+		{"OnMutex", "sync", outer},
+	} {
+		n := 0
+		for _, s := range p.Samples {
+			if !fnIn(p, s, tc.fn) || label(s, ReasonKey) != tc.reason {
+				continue
+			}
+			n++
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids(tc.span) {
+				t.Errorf("%s wait linked to %q, want %q", tc.fn, got, ids(tc.span))
+			}
+		}
+		if n == 0 {
+			t.Errorf("no %s wait recorded", tc.fn)
+		}
+	}
+}
+
+// TestApplicationFlightRecorderNeverFails runs, beside a recorder at a
+// 100 % duty cycle, an application that starts and stops its own flight
+// recorder again and again, snapshotting it in between, and one whose
+// flight recorder runs all along: every Start and WriteTo succeeds, since
+// the recorder does not take the one flight recorder the runtime allows,
+// and the recorder records beside the application's.
+func TestApplicationFlightRecorderNeverFails(t *testing.T) {
+	const rounds = 200
+	for _, tt := range []struct {
+		name string
+		// run is the application; it returns the calls that failed, and
+		// its flight recorder if it leaves it running.
+		run func() (failures []error, running *trace.FlightRecorder)
+	}{
+		{"started and stopped again and again", func() (failures []error, _ *trace.FlightRecorder) {
+			for i := range rounds {
+				fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+				if err := fr.Start(); err != nil {
+					failures = append(failures, fmt.Errorf("Start %d: %w", i, err))
+					continue
+				}
+				waittest.InSleep(time.Millisecond)
+				if i%10 == 0 {
+					if _, err := fr.WriteTo(io.Discard); err != nil {
+						failures = append(failures, fmt.Errorf("WriteTo %d: %w", i, err))
+					}
+				}
+				fr.Stop()
+			}
+			return failures, nil
+		}},
+		{"running past the recorder's end", func() (failures []error, _ *trace.FlightRecorder) {
+			fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+			if err := fr.Start(); err != nil {
+				return []error{err}, nil
+			}
+			for i := range rounds {
+				waittest.InSleep(time.Millisecond)
+				if i%50 == 0 {
+					if _, err := fr.WriteTo(io.Discard); err != nil {
+						failures = append(failures, fmt.Errorf("WriteTo %d: %w", i, err))
+					}
+				}
+			}
+			return failures, fr
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer SetDutyCycle(100)()
+			var stats Stats
+			r := Start(time.Now(), Config{Stats: &stats})
+			failures, fr := tt.run()
+			p, err := r.Collect(time.Now(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fr != nil {
+				// The recorder stopped its trace; the application's
+				// flight recorder runs on.
+				if !fr.Enabled() || !trace.IsEnabled() {
+					t.Error("the application's flight recorder stopped with the recorder")
+				}
+				if _, err := fr.WriteTo(io.Discard); err != nil {
+					failures = append(failures, fmt.Errorf("WriteTo after the recorder stopped: %w", err))
+				}
+				fr.Stop()
+			}
+			if len(failures) > 0 {
+				t.Errorf("%d flight recorder calls of the application failed, first: %v", len(failures), failures[0])
+			}
+			if n := stats.Skipped.Load(); n != 0 {
+				t.Errorf("Skipped = %d: the recorder gave way to a flight recorder it can trace beside", n)
+			}
+			if got := waited(p, "InSleep")["sleep"]; got < rounds*time.Millisecond/2 {
+				t.Errorf("recorded %v of sleep beside the application's flight recorder, want at least %v", got, rounds*time.Millisecond/2)
+			}
+		})
+	}
+}
+
+// TestApplicationsStrayStopLeavesItsTraceOn has an application whose
+// trace.Start fails while a stretch runs and that calls trace.Stop anyway,
+// ending the stretch's trace, while its flight recorder runs: the
+// recorder's own stop must not then end the runtime's trace under that
+// flight recorder, and the application's next trace.Start succeeds.
+func TestApplicationsStrayStopLeavesItsTraceOn(t *testing.T) {
+	defer SetDutyCycle(100)()
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+	if err := fr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Stop()
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats})
+	if err := trace.Start(io.Discard); err == nil {
+		t.Fatal("the application's trace.Start succeeded while a stretch ran")
+	}
+	trace.Stop() // the application's, ending the recorder's subscription
+	if _, err := r.Collect(time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if !trace.IsEnabled() {
+		t.Error("the runtime's trace stopped under the application's flight recorder")
+	}
+	if err := trace.Start(io.Discard); err != nil {
+		t.Errorf("trace.Start after the recorder stopped: %v", err)
+	} else {
+		trace.Stop()
+	}
+	if !trace.IsEnabled() {
+		t.Error("the runtime's trace stopped under the application's flight recorder")
+	}
+}
+
+// TestSkipsAboveMaxGoroutines checks the goroutine guard: with more
+// goroutines than the limit no stretch starts the tracer; the stretches
+// are counted as skipped and logged once, and the window has no waits.
+func TestSkipsAboveMaxGoroutines(t *testing.T) {
+	defer SetDutyCycle(100)()
+	var logs bytes.Buffer
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, MaxGoroutines: 1, Cycle: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if trace.IsEnabled() {
+		t.Error("the tracer runs, with more goroutines than the limit")
+	}
+	// Two cycles at least, however late the timers fire.
+	for deadline := time.Now().Add(10 * time.Second); stats.Skipped.Load() < 2 && time.Now().Before(deadline); {
+		waittest.InSleep(10 * time.Millisecond)
+	}
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Samples) != 0 {
+		t.Errorf("%d waits recorded over the goroutine limit", len(p.Samples))
+	}
+	if n := stats.Skipped.Load(); n < 2 {
+		t.Errorf("Skipped = %d, want at least 2", n)
+	}
+	if n := strings.Count(logs.String(), "goroutines, more than the 1 whose trace it reads"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
+	}
+}
