@@ -6,8 +6,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/deliver"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/deliver"
 	"github.com/pprofotel/profiler/internal/validutf8"
 )
 

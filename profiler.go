@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/deliver"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/deliver"
 	"github.com/pprofotel/profiler/internal/processctx"
 	"github.com/pprofotel/profiler/internal/validutf8"
 )

@@ -12,8 +12,8 @@ import (
 
 	kgzip "github.com/klauspost/compress/gzip"
 
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/collect/gzipmem"
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // realRequests returns the protobuf encoding of the OTLP request ours builds

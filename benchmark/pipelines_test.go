@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // This module's import path lies under github.com/pprofotel/profiler, so

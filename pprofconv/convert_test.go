@@ -11,9 +11,9 @@ import (
 	"time"
 
 	pprofprofile "github.com/google/pprof/profile"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
-	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 

@@ -15,10 +15,10 @@ import (
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
-	"github.com/pprofotel/profiler/internal/export/registry"
-	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/otlpjson"
+	"github.com/pprofotel/profiler/internal/export/registry"
+	"github.com/pprofotel/profiler/internal/export/report"
 )
 
 func init() {

@@ -24,8 +24,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/testutil/testcert"
 	"github.com/pprofotel/profiler/internal/testutil/receivertest"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 // env is a getenv over a map.

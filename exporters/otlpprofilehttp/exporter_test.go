@@ -20,10 +20,10 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/convert/otlpjson"
-	"github.com/pprofotel/profiler/internal/testutil/testcert"
+	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/testutil/receivertest"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
 // env is a getenv over a map.

@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/envconfig"
-	"github.com/pprofotel/profiler/internal/export/otlpconfig"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/splunk"
+	"github.com/pprofotel/profiler/internal/envconfig"
+	"github.com/pprofotel/profiler/internal/export/otlpconfig"
 )
 
 // The environment variables New reads besides the OTLP ones, which package

@@ -14,12 +14,12 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pprofotel/profiler/internal/convert/splunk"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/export/logsgrpc"
 	"github.com/pprofotel/profiler/internal/export/otlpconfig"
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/convert/splunk"
 )
 
 func init() {

@@ -19,10 +19,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/pprofotel/profiler/internal/convert/splunk/splunktest"
 	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
-	"github.com/pprofotel/profiler/internal/convert/splunk/splunktest"
 )
 
 // noRetry makes every failure final, so that a test sees the receiver's

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/collect"
-	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
 )
 
 // logsServer is an in-process OTLP/gRPC logs receiver.

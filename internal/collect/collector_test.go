@@ -18,8 +18,8 @@ import (
 	gpprof "github.com/google/pprof/profile"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/pprofotel/profiler/internal/testutil/cputest"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
 )
 
 // stackKey names a sample by its frames and labels, the same way for a

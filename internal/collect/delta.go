@@ -7,8 +7,8 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/pprofotel/profiler/internal/convert/hashindex"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/hashindex"
 )
 
 // deltaState turns successive cumulative profiles of one runtime profile

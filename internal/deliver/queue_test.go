@@ -16,8 +16,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 )
 

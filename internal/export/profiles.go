@@ -7,8 +7,8 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
+	"github.com/pprofotel/profiler/internal/export/report"
 )
 
 // Request size limits. OTLP v1.11.0 says a client SHOULD NOT send requests

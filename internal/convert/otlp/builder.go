@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/convert/hashindex"
 	"github.com/pprofotel/profiler/internal/convert/otlpattr"
-	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/validutf8"
 	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/otlpattr"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
-	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"

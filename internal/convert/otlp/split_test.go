@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/otlpattr"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
-	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"

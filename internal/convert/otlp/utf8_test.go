@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/otlpattr"
 	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
-	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 )

@@ -3,8 +3,8 @@ package otlptest
 import (
 	"time"
 
-	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/labels"
 )
 
