@@ -18,7 +18,8 @@ type ProfileType int
 
 // The profile types, spelled in PPROFOTEL_PROFILES as their String values.
 const (
-	// CPUProfile samples on-CPU stacks for the whole window.
+	// CPUProfile samples on-CPU stacks during the share of each window
+	// that WithCPUDutyCycle sets (all of it at 100).
 	CPUProfile ProfileType = iota
 	// HeapProfile reports allocations made during the window and the
 	// memory still in use at its end.

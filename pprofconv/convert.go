@@ -27,7 +27,8 @@ type Filter struct {
 	// Start or End leaves that side open.
 	Start, End time.Time
 	// Profiles keeps the runtime profiles named ("cpu", "heap",
-	// "goroutine", "mutex", "block", "goroutineleak"); empty keeps all.
+	// "goroutine", "mutex", "block", "offcpu", "goroutineleak"); empty
+	// keeps all.
 	Profiles []string
 }
 
