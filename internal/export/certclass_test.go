@@ -23,7 +23,7 @@ var transportsUnderTest = []struct {
 	{"http1", ProtocolHTTPProtobuf, true},
 }
 
-// startVerdictCollector starts a collector over TLS with serverTLS, limited
+// startVerdictCollector starts a receiver over TLS with serverTLS, limited
 // to HTTP/1.1 when http1 is set.
 func startVerdictCollector(t *testing.T, protocol string, http1 bool, serverTLS *tls.Config) (string, func() int) {
 	t.Helper()

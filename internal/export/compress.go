@@ -63,7 +63,7 @@ func (g *Gzip) Append(dst, src []byte) []byte {
 // so belongs to the application: changing it would change the compression
 // of the application's own gRPC calls. Registering another compressor under
 // the name "gzip" would be just as global, and one under another name would
-// not be understood by collectors. The one way gRPC offers to set a
+// not be understood by receivers. The one way gRPC offers to set a
 // compressor per connection is the older grpc.Compressor interface given to
 // grpc.WithCompressor, which gRPC deprecates in favour of the registry but
 // supports throughout 1.x. The messages it produces carry the standard

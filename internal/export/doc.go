@@ -7,7 +7,7 @@
 // header), and Retryable classifies it by the rules of the OTLP
 // specification. Retrying and queueing belong to decorators around an
 // Exporter, not to the transports: WithRetry retries by those rules with
-// exponential backoff, honouring the delays the collector asks for.
+// exponential backoff, honouring the delays the receiver asks for.
 //
 // Every exporter implements one interface, Sender[R], for the request type
 // R of its encoding (Exporter for OTLP profiles). The public exporter

@@ -33,7 +33,7 @@ type ExportError struct {
 	StatusCode int
 	// RetryAfter is the raw Retry-After header of the HTTP response.
 	RetryAfter string
-	// Message is the collector's explanation of an HTTP failure: the
+	// Message is the receiver's explanation of an HTTP failure: the
 	// message of the google.rpc.Status body, or the start of a body in
 	// another format.
 	Message string
@@ -90,7 +90,7 @@ func (e *ExportError) Unwrap() []error {
 }
 
 // Retryable reports whether the same request may be sent again and how long
-// the collector asked to wait first (0 when it did not say), by the OTLP
+// the receiver asked to wait first (0 when it did not say), by the OTLP
 // specification's rules. grpcRetryable and httpRetryable hold the list of
 // retryable codes, the one list: the public documentation (the root
 // package's RetryConfig) is checked against them by a test. A RetryInfo or
@@ -137,7 +137,7 @@ func grpcRetryable(st *status.Status) (bool, time.Duration) {
 		codes.OutOfRange, codes.Unavailable, codes.DataLoss:
 		return true, delay
 	case codes.ResourceExhausted:
-		// Without RetryInfo the collector is out of a resource that
+		// Without RetryInfo the receiver is out of a resource that
 		// waiting will not bring back (e.g. the message is too large).
 		return hasInfo, delay
 	}

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
-	// Registers gzip for the responses a collector chooses to compress.
+	// Registers gzip for the responses a receiver chooses to compress.
 	_ "google.golang.org/grpc/encoding/gzip"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"

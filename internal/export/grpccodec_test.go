@@ -77,7 +77,7 @@ func TestRequestCodecInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestGRPCExportCodec checks what the collector sees of calls encoded by
+// TestGRPCExportCodec checks what the receiver sees of calls encoded by
 // requestCodec: the content type of protobuf and the request as sent.
 func TestGRPCExportCodec(t *testing.T) {
 	c := &fakeCollector{}

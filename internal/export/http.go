@@ -36,7 +36,7 @@ const (
 	maxErrorMessage = 512
 	// maxResponseHeaderBytes bounds the header of a response, which
 	// net/http would otherwise read up to 10 MB of (1 MB over HTTP/2) and
-	// keep while the response is handled. A collector's response header is
+	// keep while the response is handled. A receiver's response header is
 	// a few hundred bytes.
 	maxResponseHeaderBytes = 64 << 10
 )
@@ -201,7 +201,7 @@ func (e *httpExporter) Export(ctx context.Context, req *collectorpb.ExportProfil
 	data, readErr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		// The collector has accepted the data, so a body that cannot be
+		// The receiver has accepted the data, so a body that cannot be
 		// read or decoded must not turn into an error that would make a
 		// retry policy send it again.
 		if readErr == nil {

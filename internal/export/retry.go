@@ -19,21 +19,21 @@ import (
 // the retries of many processes that failed together, and no wait chosen by
 // the policy exceeds MaxInterval.
 //
-// When the collector names a delay (a gRPC RetryInfo or an HTTP Retry-After)
+// When the receiver names a delay (a gRPC RetryInfo or an HTTP Retry-After)
 // that delay is the wait, as the OTLP specification asks: shorter than the
-// backoff it would retry sooner than the collector can take it back, longer
-// it is what the collector asked for, so it is neither shortened to
+// backoff it would retry sooner than the receiver can take it back, longer
+// it is what the receiver asked for, so it is neither shortened to
 // MaxInterval nor lengthened to the backoff. The backoff interval still
 // grows, so that a later failure without a delay waits longer.
 //
-// A collector's delay holds for every request until it has passed, not only
+// A receiver's delay holds for every request until it has passed, not only
 // for the request it answered: when the policy gives up on a request
 // because the delay reaches past its limits, the next Export waits for the
 // rest of the delay before its first attempt. Meanwhile the caller's queue
 // fills, and its drop-oldest rule bounds the memory.
 type RetryConfig struct {
 	// Enabled turns retrying on. When false every Export makes exactly
-	// one attempt, still not before a collector's delay has passed.
+	// one attempt, still not before a receiver's delay has passed.
 	Enabled bool
 	// InitialInterval is the interval of the first retry. A value <= 0
 	// takes the default.
@@ -101,7 +101,7 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 // would start after it, or after MaxElapsedTime, the decorator gives up at
 // once and returns the last failure, wrapped in an error that counts the
 // attempts. The returned errors keep the last failure in their chain, so
-// errors.As finds its *ExportError. An Export that the collector's delay
+// errors.As finds its *ExportError. An Export that the receiver's delay
 // keeps from starting before ctx's deadline returns an error wrapping
 // ErrThrottled without an attempt.
 //
@@ -145,16 +145,16 @@ type retryExporter[R any] struct {
 	stopping context.Context
 	stop     context.CancelFunc
 
-	// holdMu guards holdUntil, the end of the last delay a collector
+	// holdMu guards holdUntil, the end of the last delay a receiver
 	// asked for: no attempt starts before it.
 	holdMu    sync.Mutex
 	holdUntil time.Time
 }
 
 // ErrThrottled is in the chain of the error of an Export that was not
-// attempted because the collector's requested delay had not passed before
+// attempted because the receiver's requested delay had not passed before
 // the caller's deadline.
-var ErrThrottled = errors.New("export: the collector asked to wait")
+var ErrThrottled = errors.New("export: the receiver asked to wait")
 
 // hold extends the time before which no attempt starts to until.
 func (r *retryExporter[R]) hold(until time.Time) {
@@ -165,7 +165,7 @@ func (r *retryExporter[R]) hold(until time.Time) {
 	}
 }
 
-// waitHold waits until the collector's last delay has passed, or returns
+// waitHold waits until the receiver's last delay has passed, or returns
 // at once when ctx's deadline comes first.
 func (r *retryExporter[R]) waitHold(ctx context.Context) error {
 	r.holdMu.Lock()
@@ -184,7 +184,7 @@ func (r *retryExporter[R]) waitHold(ctx context.Context) error {
 		if r.stopping.Err() != nil {
 			err = ErrShutdown
 		}
-		return fmt.Errorf("export: not attempted: %w while waiting %v, as the collector asked: %w",
+		return fmt.Errorf("export: not attempted: %w while waiting %v, as the receiver asked: %w",
 			err, wait.Round(time.Millisecond), ErrThrottled)
 	}
 	return nil

@@ -329,7 +329,7 @@ func TestRetryShutdownInterruptsWait(t *testing.T) {
 	}
 }
 
-// TestServerDelayHoldsAcrossExports checks that a collector's delay that
+// TestServerDelayHoldsAcrossExports checks that a receiver's delay that
 // the policy does not wait out within one Export (it reaches past
 // MaxElapsedTime, or retrying is off) keeps every later Export from
 // starting before it has passed, and that a deadline before its end
@@ -358,7 +358,7 @@ func TestServerDelayHoldsAcrossExports(t *testing.T) {
 				t.Fatalf("Export after the delay: %v", err)
 			}
 			if waited := clock.Now().Sub(start); waited != time.Hour {
-				t.Errorf("the third Export started %v after the first, want the collector's hour", waited)
+				t.Errorf("the third Export started %v after the first, want the receiver's hour", waited)
 			}
 			if got := next.attempts(); got != 2 {
 				t.Errorf("attempts = %d, want 2", got)
@@ -511,7 +511,7 @@ func TestRetryHTTPServiceUnavailable(t *testing.T) {
 	}
 }
 
-// TestRetryHangingCollector exports to collectors that accept the request
+// TestRetryHangingCollector exports to receivers that accept the request
 // and never answer: every attempt times out, and Export gives up by the
 // caller's deadline, leaving nothing behind.
 func TestRetryHangingCollector(t *testing.T) {

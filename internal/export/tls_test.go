@@ -66,7 +66,7 @@ func TestOTLPTLS(t *testing.T) {
 	}
 }
 
-// startTLSCollector starts a collector of protocol over TLS with serverTLS
+// startTLSCollector starts a receiver of protocol over TLS with serverTLS
 // and returns its endpoint and a count of the requests it received.
 func startTLSCollector(t *testing.T, protocol string, serverTLS *tls.Config) (endpoint string, received func() int) {
 	t.Helper()
