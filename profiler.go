@@ -32,7 +32,7 @@ const firstWindow = 10 * time.Second
 var running atomic.Bool
 
 // Profiler collects the runtime's profiles in the background and exports
-// one OTLP request per period. Create it with Start; its methods are safe
+// each window to its exporter. Create it with Start; its methods are safe
 // for concurrent use.
 type Profiler struct {
 	cfg       *config
@@ -225,7 +225,7 @@ func (p *Profiler) startCollector() (err error) {
 	return nil
 }
 
-// loop ends a window every period until Stop asks for the last one. It
+// loop ends a window every window length until Stop asks for the last one. It
 // hands each window to the sender and goes on: it never waits on the
 // network.
 func (p *Profiler) loop() {
