@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
 
@@ -53,7 +55,7 @@ func TestExport(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "nested", "out")
 			e := newTest(t, append(tt.opts, WithDir(dir))...)
-			sent := []*collectorpb.ExportProfilesServiceRequest{testRequest(1), testRequest(2), testRequest(3)}
+			sent := []*collectorpb.ExportProfilesServiceRequest{otlptest.Request(1), otlptest.Request(2), otlptest.Request(3)}
 			for _, req := range sent {
 				if err := e.Export(context.Background(), req); err != nil {
 					t.Fatalf("Export: %v", err)
@@ -62,7 +64,7 @@ func TestExport(t *testing.T) {
 			if err := e.Shutdown(context.Background()); err != nil {
 				t.Fatalf("Shutdown: %v", err)
 			}
-			if err := e.Export(context.Background(), testRequest(4)); !errors.Is(err, ErrShutdown) {
+			if err := e.Export(context.Background(), otlptest.Request(4)); !errors.Is(err, ErrShutdown) {
 				t.Fatalf("Export after Shutdown = %v, want ErrShutdown", err)
 			}
 
@@ -105,7 +107,7 @@ func TestExport(t *testing.T) {
 func TestJSONIsIndentedOTLP(t *testing.T) {
 	dir := t.TempDir()
 	e := newTest(t, WithDir(dir), WithJSON())
-	if err := e.Export(context.Background(), testRequest(1)); err != nil {
+	if err := e.Export(context.Background(), otlptest.Request(1)); err != nil {
 		t.Fatal(err)
 	}
 	matches, err := filepath.Glob(filepath.Join(dir, "profiles-*.json"))
@@ -131,10 +133,10 @@ func TestNamesAreUniqueAcrossExporters(t *testing.T) {
 	b := newTest(t, WithDir(dir))
 	const n = 20
 	for i := range n {
-		if err := a.Export(context.Background(), testRequest(i)); err != nil {
+		if err := a.Export(context.Background(), otlptest.Request(i)); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Export(context.Background(), testRequest(i)); err != nil {
+		if err := b.Export(context.Background(), otlptest.Request(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,7 +154,7 @@ func TestNamesAreUniqueAcrossExporters(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !proto.Equal(got, testRequest(i/2)) {
+		if !proto.Equal(got, otlptest.Request(i/2)) {
 			t.Fatalf("file %d (%s) is not request %d", i, de.Name(), i/2)
 		}
 	}
@@ -165,7 +167,7 @@ func TestExportErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := e.Export(ctx, testRequest(1)); !errors.Is(err, context.Canceled) {
+	if err := e.Export(ctx, otlptest.Request(1)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Export with cancelled context = %v, want context.Canceled", err)
 	}
 }
@@ -332,7 +334,7 @@ func (r *removals) parse(t *testing.T) (freed int64, calls int, levels []string)
 // profiler and logs them.
 func TestRetention(t *testing.T) {
 	// written is the size of each file the test writes.
-	written := int64(proto.Size(testRequest(1)))
+	written := int64(proto.Size(otlptest.Request(1)))
 	// Names of an earlier run (another pid), older than any file written.
 	old := func(i int) string { return fmt.Sprintf("profiles-20200101T0000%02d.000000000Z-4242.pb", i) }
 	type entry struct {
@@ -426,7 +428,7 @@ func TestRetention(t *testing.T) {
 			ctx := report.NewContext(context.Background(), &rep)
 			var ours []string
 			for range tt.writes {
-				if err := e.Export(ctx, testRequest(1)); err != nil {
+				if err := e.Export(ctx, otlptest.Request(1)); err != nil {
 					t.Fatal(err)
 				}
 				ours = append(ours, newestOwn(t, dir))

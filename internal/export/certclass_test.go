@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	"github.com/pprofotel/profiler/internal/testutil/testcert"
 )
 
@@ -42,7 +44,7 @@ func exportOnce(t *testing.T, protocol, endpoint string, clientTLS *tls.Config) 
 		t.Fatalf("NewOTLP: %v", err)
 	}
 	defer func() { _ = e.Shutdown(context.Background()) }()
-	return e.Export(context.Background(), testRequest(1))
+	return e.Export(context.Background(), otlptest.Request(1))
 }
 
 // TestCertificateFailuresArePermanent checks that a certificate the

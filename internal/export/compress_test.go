@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	"google.golang.org/protobuf/proto"
 )
 
@@ -29,7 +31,7 @@ func largeBody(tb testing.TB, n int) []byte {
 	var out []byte
 	for i := range n {
 		var err error
-		if out, err = (proto.MarshalOptions{}).MarshalAppend(out, testRequest(i)); err != nil {
+		if out, err = (proto.MarshalOptions{}).MarshalAppend(out, otlptest.Request(i)); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -141,7 +143,7 @@ func TestGRPCExport(t *testing.T) {
 				Compression: tt.compression,
 				UserAgent:   tt.userAgent,
 			})
-			sent := []*collectorpb.ExportProfilesServiceRequest{testRequest(1), testRequest(2)}
+			sent := []*collectorpb.ExportProfilesServiceRequest{otlptest.Request(1), otlptest.Request(2)}
 			for _, req := range sent {
 				if err := e.Export(context.Background(), req); err != nil {
 					t.Fatalf("Export: %v", err)
@@ -202,7 +204,7 @@ func TestGRPCPartialSuccess(t *testing.T) {
 					rejected, message = r, m
 				},
 			})
-			if err := e.Export(context.Background(), testRequest(1)); err != nil {
+			if err := e.Export(context.Background(), otlptest.Request(1)); err != nil {
 				t.Fatalf("Export = %v, want nil for a partial success", err)
 			}
 			if calls != tt.wantCalls || rejected != tt.wantRejected || message != tt.wantMessage {
@@ -233,7 +235,7 @@ func TestGRPCErrors(t *testing.T) {
 			c := &fakeCollector{err: tt.st.Err()}
 			addr := startGRPC(t, c)
 			e := newTestGRPC(t, OTLPConfig{Endpoint: addr, Insecure: true})
-			err := e.Export(context.Background(), testRequest(1))
+			err := e.Export(context.Background(), otlptest.Request(1))
 			var ee *ExportError
 			if !errors.As(err, &ee) {
 				t.Fatalf("Export = %v (%T), want *ExportError", err, err)
@@ -256,7 +258,7 @@ func TestGRPCTimeout(t *testing.T) {
 	c := &fakeCollector{block: true}
 	addr := startGRPC(t, c)
 	e := newTestGRPC(t, OTLPConfig{Endpoint: addr, Insecure: true, Timeout: 200 * time.Millisecond})
-	err := e.Export(context.Background(), testRequest(1))
+	err := e.Export(context.Background(), otlptest.Request(1))
 	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("Export = %v, want DeadlineExceeded status", err)
 	}
@@ -277,7 +279,7 @@ func TestGRPCUnreachable(t *testing.T) {
 	addr := lis.Addr().String()
 	lis.Close()
 	e := newTestGRPC(t, OTLPConfig{Endpoint: addr, Insecure: true, Timeout: 5 * time.Second})
-	err = e.Export(context.Background(), testRequest(1))
+	err = e.Export(context.Background(), otlptest.Request(1))
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("Export = %v, want Unavailable", err)
 	}
@@ -303,18 +305,18 @@ func TestGRPCTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer trusting.Shutdown(context.Background())
-	if err := trusting.Export(context.Background(), testRequest(1)); err != nil {
+	if err := trusting.Export(context.Background(), otlptest.Request(1)); err != nil {
 		t.Fatalf("Export over TLS with trusted root: %v", err)
 	}
 
 	// The exporter built by NewOTLP trusts only the system roots.
 	e := newTestGRPC(t, OTLPConfig{Endpoint: addr, Timeout: 5 * time.Second})
-	if err := e.Export(context.Background(), testRequest(2)); status.Code(err) != codes.Unavailable {
+	if err := e.Export(context.Background(), otlptest.Request(2)); status.Code(err) != codes.Unavailable {
 		t.Fatalf("Export to untrusted server = %v, want Unavailable", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.requests) != 1 || !proto.Equal(c.requests[0], testRequest(1)) {
+	if len(c.requests) != 1 || !proto.Equal(c.requests[0], otlptest.Request(1)) {
 		t.Fatalf("server got %d requests, want only the trusted one", len(c.requests))
 	}
 }
@@ -323,13 +325,13 @@ func TestGRPCShutdown(t *testing.T) {
 	c := &fakeCollector{}
 	addr := startGRPC(t, c)
 	e := newTestGRPC(t, OTLPConfig{Endpoint: addr, Insecure: true})
-	if err := e.Export(context.Background(), testRequest(1)); err != nil {
+	if err := e.Export(context.Background(), otlptest.Request(1)); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if err := e.Export(context.Background(), testRequest(2)); !errors.Is(err, ErrShutdown) {
+	if err := e.Export(context.Background(), otlptest.Request(2)); !errors.Is(err, ErrShutdown) {
 		t.Fatalf("Export after Shutdown = %v, want ErrShutdown", err)
 	}
 	if retry, _ := Retryable(ErrShutdown); retry {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -16,10 +18,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// bigRequest is testRequest(1) with a string table of about n bytes, to
+// bigRequest is otlptest.Request(1) with a string table of about n bytes, to
 // reach the sizes gRPC takes buffers from its pool for.
 func bigRequest(n int) *collectorpb.ExportProfilesServiceRequest {
-	req := testRequest(1)
+	req := otlptest.Request(1)
 	req.Dictionary.StringTable = append(req.Dictionary.StringTable, strings.Repeat("s", n))
 	return req
 }
@@ -33,11 +35,11 @@ func TestRequestCodec(t *testing.T) {
 	// Sizes go from nothing known, through a request larger than the last
 	// (which outgrows its pooled buffer) to smaller ones again.
 	msgs := []proto.Message{
-		testRequest(1),
+		otlptest.Request(1),
 		bigRequest(4 << 10),
 		bigRequest(64 << 10),
 		bigRequest(32 << 10),
-		testRequest(2),
+		otlptest.Request(2),
 		&collectorpb.ExportProfilesServiceResponse{PartialSuccess: &collectorpb.ExportProfilesPartialSuccess{RejectedProfiles: 2, ErrorMessage: "old"}},
 		&commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "not a request"}},
 	}
@@ -83,7 +85,7 @@ func TestGRPCExportCodec(t *testing.T) {
 	c := &fakeCollector{}
 	addr := startGRPC(t, c)
 	e := newTestGRPC(t, OTLPConfig{Endpoint: addr, Insecure: true, Timeout: 10 * time.Second, Compression: "gzip"})
-	sent := []*collectorpb.ExportProfilesServiceRequest{testRequest(1), bigRequest(256 << 10), bigRequest(1 << 20)}
+	sent := []*collectorpb.ExportProfilesServiceRequest{otlptest.Request(1), bigRequest(256 << 10), bigRequest(1 << 20)}
 	sent[2].Dictionary.StackTable = append(sent[2].Dictionary.StackTable, &profilespb.Stack{LocationIndices: []int32{1, 1, 1}})
 	for _, req := range sent {
 		if err := e.Export(context.Background(), req); err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	"google.golang.org/grpc/credentials"
 
 	"github.com/pprofotel/profiler/internal/testutil/testcert"
@@ -58,7 +60,7 @@ func BenchmarkTLS13ClientCertConnection(b *testing.B) {
 					if !awaited {
 						e.transport.DialTLSContext = nil
 					}
-					if err := e.Export(context.Background(), testRequest(1)); err != nil {
+					if err := e.Export(context.Background(), otlptest.Request(1)); err != nil {
 						b.Fatal(err)
 					}
 					_ = e.Shutdown(context.Background())

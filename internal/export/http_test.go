@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"io"
 	"log"
 	"net/http"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -143,7 +145,7 @@ func TestHTTPExport(t *testing.T) {
 				Compression: tt.compression,
 				UserAgent:   tt.userAgent,
 			})
-			sent := []*collectorpb.ExportProfilesServiceRequest{testRequest(1), testRequest(2)}
+			sent := []*collectorpb.ExportProfilesServiceRequest{otlptest.Request(1), otlptest.Request(2)}
 			for _, req := range sent {
 				if err := e.Export(context.Background(), req); err != nil {
 					t.Fatalf("Export: %v", err)
@@ -191,7 +193,7 @@ func TestHTTPJSONUsesHexIDs(t *testing.T) {
 	c := &httpCollector{}
 	ts := startHTTP(t, c)
 	e := newTestHTTP(t, OTLPConfig{Protocol: ProtocolHTTPJSON, Endpoint: ts.URL + profilesPath, Insecure: true})
-	if err := e.Export(context.Background(), testRequest(7)); err != nil {
+	if err := e.Export(context.Background(), otlptest.Request(7)); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
 	c.mu.Lock()
@@ -347,7 +349,7 @@ func TestHTTPResponses(t *testing.T) {
 					rejected, message = r, m
 				},
 			})
-			err := e.Export(context.Background(), testRequest(1))
+			err := e.Export(context.Background(), otlptest.Request(1))
 			if rejected != tt.wantRejected || message != tt.wantPartial {
 				t.Errorf("partial success = (%d, %q), want (%d, %q)", rejected, message, tt.wantRejected, tt.wantPartial)
 			}
@@ -382,7 +384,7 @@ func TestHTTPRetryAfterDate(t *testing.T) {
 	}}
 	ts := startHTTP(t, c)
 	e := newTestHTTP(t, OTLPConfig{Endpoint: ts.URL + profilesPath, Insecure: true})
-	err := e.Export(context.Background(), testRequest(1))
+	err := e.Export(context.Background(), otlptest.Request(1))
 	var ee *ExportError
 	if !errors.As(err, &ee) {
 		t.Fatalf("Export = %v, want *ExportError", err)
@@ -408,7 +410,7 @@ func TestHTTPTimeout(t *testing.T) {
 	// Registered after startHTTP, so it runs before ts.Close.
 	t.Cleanup(func() { close(release) })
 	e := newTestHTTP(t, OTLPConfig{Endpoint: ts.URL + profilesPath, Insecure: true, Timeout: 200 * time.Millisecond})
-	err := e.Export(context.Background(), testRequest(1))
+	err := e.Export(context.Background(), otlptest.Request(1))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Export = %v, want context.DeadlineExceeded", err)
 	}
@@ -435,7 +437,7 @@ func TestHTTPCallerDeadline(t *testing.T) {
 	e := newTestHTTP(t, OTLPConfig{Endpoint: ts.URL + profilesPath, Insecure: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := e.Export(ctx, testRequest(1)); !errors.Is(err, context.DeadlineExceeded) {
+	if err := e.Export(ctx, otlptest.Request(1)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Export = %v, want context.DeadlineExceeded", err)
 	}
 }
@@ -456,14 +458,14 @@ func TestHTTPTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer trusting.Shutdown(context.Background())
-	if err := trusting.Export(context.Background(), testRequest(1)); err != nil {
+	if err := trusting.Export(context.Background(), otlptest.Request(1)); err != nil {
 		t.Fatalf("Export over TLS with trusted root: %v", err)
 	}
 
 	// NewOTLP trusts only the system roots: the test certificate is
 	// rejected, and waiting will not change that.
 	e := newTestHTTP(t, cfg)
-	err = e.Export(context.Background(), testRequest(2))
+	err = e.Export(context.Background(), otlptest.Request(2))
 	if err == nil {
 		t.Fatal("Export to an untrusted server succeeded")
 	}
@@ -482,7 +484,7 @@ func TestHTTPUnreachable(t *testing.T) {
 	url := ts.URL + profilesPath
 	ts.Close()
 	e := newTestHTTP(t, OTLPConfig{Endpoint: url, Insecure: true, Timeout: 5 * time.Second})
-	err := e.Export(context.Background(), testRequest(1))
+	err := e.Export(context.Background(), otlptest.Request(1))
 	var ee *ExportError
 	if !errors.As(err, &ee) || ee.StatusCode != 0 || ee.Err == nil {
 		t.Fatalf("Export = %v, want an *ExportError with a transport error", err)
@@ -496,13 +498,13 @@ func TestHTTPShutdown(t *testing.T) {
 	c := &httpCollector{}
 	ts := startHTTP(t, c)
 	e := newTestHTTP(t, OTLPConfig{Endpoint: ts.URL + profilesPath, Insecure: true})
-	if err := e.Export(context.Background(), testRequest(1)); err != nil {
+	if err := e.Export(context.Background(), otlptest.Request(1)); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if err := e.Export(context.Background(), testRequest(2)); !errors.Is(err, ErrShutdown) {
+	if err := e.Export(context.Background(), otlptest.Request(2)); !errors.Is(err, ErrShutdown) {
 		t.Fatalf("Export after Shutdown = %v, want ErrShutdown", err)
 	}
 	if err := e.Export(context.Background(), nil); !errors.Is(err, ErrShutdown) {
@@ -522,7 +524,7 @@ func TestHTTPGzipBodyIsCompressed(t *testing.T) {
 	}))
 	defer ts.Close()
 	e := newTestHTTP(t, OTLPConfig{Endpoint: ts.URL + profilesPath, Insecure: true, Compression: "gzip"})
-	req := testRequest(3)
+	req := otlptest.Request(3)
 	if err := e.Export(context.Background(), req); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
@@ -559,7 +561,7 @@ func BenchmarkHTTPEncode(b *testing.B) {
 			if bb.protocol == ProtocolHTTPJSON {
 				e.json = OTLPJSON()
 			}
-			req := testRequest(1)
+			req := otlptest.Request(1)
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := e.encode(req); err != nil {
@@ -610,7 +612,7 @@ func TestHTTPRedirectNotFollowed(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-			err = e.Export(context.Background(), testRequest(1))
+			err = e.Export(context.Background(), otlptest.Request(1))
 			var ee *ExportError
 			if !errors.As(err, &ee) || ee.StatusCode != code || !strings.Contains(ee.Message, plain.URL+"/stolen") {
 				t.Fatalf("Export: %v, want an HTTP %d naming the redirect's target", err, code)
@@ -672,7 +674,7 @@ func TestOversizedResponseHeaders(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-				check(t, e.Export(context.Background(), testRequest(1)))
+				check(t, e.Export(context.Background(), otlptest.Request(1)))
 			})
 		}
 		t.Run(tt.name+"/grpc", func(t *testing.T) {
@@ -684,7 +686,7 @@ func TestOversizedResponseHeaders(t *testing.T) {
 				return handler(ctx, req)
 			}))
 			e := newTestGRPC(t, OTLPConfig{Endpoint: endpoint, Insecure: true, Timeout: 5 * time.Second})
-			check(t, e.Export(context.Background(), testRequest(1)))
+			check(t, e.Export(context.Background(), otlptest.Request(1)))
 		})
 	}
 }

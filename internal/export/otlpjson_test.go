@@ -3,11 +3,13 @@ package export
 import (
 	"bytes"
 	"flag"
-	"github.com/pprofotel/profiler/internal/convert/otlpjson"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pprofotel/profiler/internal/convert/otlpjson"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -17,7 +19,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 func TestMarshalJSONGolden(t *testing.T) {
-	got, err := otlpjson.Marshal(testRequest(1), true)
+	got, err := otlpjson.Marshal(otlptest.Request(1), true)
 	if err != nil {
 		t.Fatalf("marshalJSON: %v", err)
 	}
@@ -38,7 +40,7 @@ func TestMarshalJSONGolden(t *testing.T) {
 
 func TestJSONRoundTrip(t *testing.T) {
 	for _, indent := range []bool{false, true} {
-		req := testRequest(5)
+		req := otlptest.Request(5)
 		data, err := otlpjson.Marshal(req, indent)
 		if err != nil {
 			t.Fatalf("marshalJSON: %v", err)
@@ -103,7 +105,7 @@ func TestUnmarshalJSONRejects(t *testing.T) {
 
 func TestMarshalJSONDiffersFromProtojsonOnlyInIDs(t *testing.T) {
 	// Without ids, OTLP/JSON is the canonical mapping: protojson reads it.
-	req := testRequest(2)
+	req := otlptest.Request(2)
 	req.Dictionary.LinkTable = nil
 	req.ResourceProfiles[0].ScopeProfiles[0].Profiles[0].ProfileId = nil
 	data, err := otlpjson.Marshal(req, false)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -186,7 +188,7 @@ func TestRetrySchedule(t *testing.T) {
 				OnRetry(func(attempt int, delay time.Duration, err error) {
 					retries = append(retries, retry{attempt, delay, err})
 				}))
-			req := testRequest(1)
+			req := otlptest.Request(1)
 			err := e.Export(context.Background(), req)
 
 			if got := next.attempts(); got != tt.wantAttempts {
@@ -254,7 +256,7 @@ func TestRetryStopsBeforeDeadline(t *testing.T) {
 			ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(tt.deadline))
 			defer cancel()
 			e := WithRetry(next, DefaultRetryConfig, clock.option(), fixedRandom(1))
-			err := e.Export(ctx, testRequest(1))
+			err := e.Export(ctx, otlptest.Request(1))
 			if err == nil {
 				t.Fatal("Export succeeded, want it to give up")
 			}
@@ -283,7 +285,7 @@ func TestRetryContextDoneWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	e := WithRetry(next, DefaultRetryConfig, OnRetry(func(int, time.Duration, error) { cancel() }))
-	err := e.Export(ctx, testRequest(1))
+	err := e.Export(ctx, otlptest.Request(1))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled in its chain", err)
 	}
@@ -309,7 +311,7 @@ func TestRetryShutdownInterruptsWait(t *testing.T) {
 	e := WithRetry(next, RetryConfig{Enabled: true, InitialInterval: time.Hour},
 		OnRetry(func(int, time.Duration, error) { close(waiting) }))
 	done := make(chan error, 1)
-	go func() { done <- e.Export(context.Background(), testRequest(1)) }()
+	go func() { done <- e.Export(context.Background(), otlptest.Request(1)) }()
 	<-waiting
 	if err := e.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
@@ -321,7 +323,7 @@ func TestRetryShutdownInterruptsWait(t *testing.T) {
 	if next.shutdown != 1 {
 		t.Errorf("wrapped exporter shut down %d times, want 1", next.shutdown)
 	}
-	if err := e.Export(context.Background(), testRequest(2)); !errors.Is(err, ErrShutdown) {
+	if err := e.Export(context.Background(), otlptest.Request(2)); !errors.Is(err, ErrShutdown) {
 		t.Errorf("Export after Shutdown = %v, want ErrShutdown", err)
 	}
 	if got := next.attempts(); got != 1 {
@@ -342,19 +344,19 @@ func TestServerDelayHoldsAcrossExports(t *testing.T) {
 			next := &scriptedExporter{script: []error{httpFailure(http.StatusTooManyRequests, "3600")}}
 			cfg := RetryConfig{Enabled: enabled, InitialInterval: time.Second, MaxInterval: time.Second, MaxElapsedTime: time.Minute}
 			e := WithRetry(next, cfg, clock.option())
-			if err := e.Export(context.Background(), testRequest(1)); err == nil {
+			if err := e.Export(context.Background(), otlptest.Request(1)); err == nil {
 				t.Fatal("first Export succeeded, want the 429")
 			}
 			if got := next.attempts(); got != 1 {
 				t.Fatalf("attempts = %d, want 1: the delay is past MaxElapsedTime", got)
 			}
 			ctx, cancel := context.WithDeadline(context.Background(), start.Add(time.Hour-time.Second))
-			err := e.Export(ctx, testRequest(2))
+			err := e.Export(ctx, otlptest.Request(2))
 			cancel()
 			if !errors.Is(err, ErrThrottled) || next.attempts() != 1 {
 				t.Fatalf("Export with a deadline before the delay's end: %v after %d attempts, want ErrThrottled and no attempt", err, next.attempts())
 			}
-			if err := e.Export(context.Background(), testRequest(3)); err != nil {
+			if err := e.Export(context.Background(), otlptest.Request(3)); err != nil {
 				t.Fatalf("Export after the delay: %v", err)
 			}
 			if waited := clock.Now().Sub(start); waited != time.Hour {
@@ -434,7 +436,7 @@ func TestRetryGRPCUnavailable(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.Export(ctx, testRequest(7)); err != nil {
+	if err := e.Export(ctx, otlptest.Request(7)); err != nil {
 		t.Fatalf("Export: %v", err)
 	}
 	if got := calls.Load(); got != failures+1 {
@@ -445,7 +447,7 @@ func TestRetryGRPCUnavailable(t *testing.T) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.requests) != 1 || !proto.Equal(c.requests[0], testRequest(7)) {
+	if len(c.requests) != 1 || !proto.Equal(c.requests[0], otlptest.Request(7)) {
 		t.Fatalf("collector accepted %d requests, want exactly the one sent", len(c.requests))
 	}
 }
@@ -487,7 +489,7 @@ func TestRetryHTTPServiceUnavailable(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := e.Export(ctx, testRequest(3)); err != nil {
+			if err := e.Export(ctx, otlptest.Request(3)); err != nil {
 				t.Fatalf("Export: %v", err)
 			}
 			if got := retried.Load(); got != failures {
@@ -504,7 +506,7 @@ func TestRetryHTTPServiceUnavailable(t *testing.T) {
 			if len(accepted) != 1 {
 				t.Fatalf("collector accepted %d requests, want 1", len(accepted))
 			}
-			if got := decodeBody(t, accepted[0]); !proto.Equal(got, testRequest(3)) {
+			if got := decodeBody(t, accepted[0]); !proto.Equal(got, otlptest.Request(3)) {
 				t.Errorf("collector accepted another request than the one sent")
 			}
 		})
@@ -543,7 +545,7 @@ func TestRetryHangingCollector(t *testing.T) {
 			e := WithRetry(next, fastRetry)
 			ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 			defer cancel()
-			err := e.Export(ctx, testRequest(1))
+			err := e.Export(ctx, otlptest.Request(1))
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("Export = %v, want context.DeadlineExceeded in its chain", err)
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -44,7 +46,7 @@ func TestOTLPTLS(t *testing.T) {
 					t.Fatalf("NewOTLP: %v", err)
 				}
 				t.Cleanup(func() { _ = e.Shutdown(context.Background()) })
-				err = e.Export(context.Background(), testRequest(1))
+				err = e.Export(context.Background(), otlptest.Request(1))
 				switch {
 				case tt.wantOK && err != nil:
 					t.Fatalf("Export: %v", err)
