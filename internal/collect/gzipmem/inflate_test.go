@@ -258,7 +258,7 @@ func TestHeaderFields(t *testing.T) {
 // data and a heap profile written now.
 func profileFiles(t testing.TB) map[string][]byte {
 	files := map[string][]byte{}
-	for _, pattern := range []string{"../pprofdecode/testdata/*.pb.gz", "../../benchmark/testdata/*.pb.gz"} {
+	for _, pattern := range []string{"../pprofdecode/testdata/*.pb.gz", "../../../benchmark/testdata/*.pb.gz"} {
 		names, err := filepath.Glob(pattern)
 		if err != nil {
 			t.Fatal(err)
@@ -580,7 +580,7 @@ func TestAllocs(t *testing.T) {
 
 func BenchmarkAppendGunzip(b *testing.B) {
 	inputs := map[string][]byte{}
-	names, _ := filepath.Glob("../../benchmark/testdata/*.pb.gz")
+	names, _ := filepath.Glob("../../../benchmark/testdata/*.pb.gz")
 	for _, name := range names {
 		src, err := os.ReadFile(name)
 		if err != nil {

@@ -1,6 +1,11 @@
 package offcpu
 
-import "testing"
+import (
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
 
 func TestTextRange(t *testing.T) {
 	const exe = "/srv/app"
@@ -41,5 +46,16 @@ func TestTextRange(t *testing.T) {
 					start, limit, offset, ok, tt.start, tt.limit, tt.offset, tt.ok)
 			}
 		})
+	}
+}
+
+// TestRecorderFuncNamesTheRecorder checks that recorderFunc, by which the
+// parser leaves the recorder's own waits out, is the prefix of the
+// Recorder's methods' names as the runtime spells them: a package move
+// would silently let them in.
+func TestRecorderFuncNamesTheRecorder(t *testing.T) {
+	name := runtime.FuncForPC(reflect.ValueOf((*Recorder).Collect).Pointer()).Name()
+	if !strings.HasPrefix(name, recorderFunc) {
+		t.Errorf("the Recorder's Collect is %q, which recorderFunc %q does not name", name, recorderFunc)
 	}
 }

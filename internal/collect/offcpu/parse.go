@@ -363,7 +363,7 @@ func splitSpan(msg string) (traceID, spanID string, ok bool) {
 
 // recorderFunc is the prefix of the Recorder's methods: it reads the trace
 // while the trace runs, and its own waits are not the application's.
-const recorderFunc = "github.com/pprofotel/profiler/internal/offcpu.(*Recorder)."
+const recorderFunc = "github.com/pprofotel/profiler/internal/collect/offcpu.(*Recorder)."
 
 // stackLocations is a stack's locations in the window, leaf first.
 type stackLocations struct {
