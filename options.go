@@ -100,10 +100,12 @@ func WithServiceName(name string) Option {
 	})
 }
 
-// WithResource adds attributes that describe the profiled process. They are
-// merged over the attributes of OTEL_RESOURCE_ATTRIBUTES and over the
-// detected ones (host, process, telemetry.sdk); the application's values
-// win. A nil resource adds nothing.
+// WithResource adds attributes that describe the profiled process, such as
+// the TracerProvider's resource (resource.Default() detects host and
+// process attributes; the profiler itself sets only service.name and
+// telemetry.sdk.*). They are merged over the attributes of
+// OTEL_RESOURCE_ATTRIBUTES and over the profiler's; the application's
+// values win. A nil resource adds nothing.
 func WithResource(r *resource.Resource) Option {
 	return optionFunc(func(o *options) { o.resource = r })
 }
