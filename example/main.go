@@ -1,16 +1,18 @@
 // Command example runs a small HTTP service under load and profiles it with
-// pprofotel: every profile type this Go offers (the goroutine-leak profile
-// needs Go 1.27), a short period.
+// pprofotel: every profile type this Go offers but off-CPU (the
+// goroutine-leak profile needs Go 1.27), short windows, and the CPU
+// profile recording continuously, as suits a demo.
 //
 // It is configured as a service would be: the environment variables of the
-// README's Configuration section apply, and the flags only fill in what the
-// environment leaves unset. With no exporter or OTLP endpoint in the
+// package documentation apply, and the flags only fill in what the
+// environment leaves unset (PPROFOTEL_PROFILES=cpu,offcpu, for instance,
+// shows the off-CPU profile). With no exporter or OTLP endpoint in the
 // environment it writes every window into a directory with the file
-// exporter, prints a summary of each window of this run (per profile and
-// sample type, the total and the top functions by flat value, as go tool
-// pprof -top ranks them), and ends with the command that opens the run in
-// go tool pprof's flame graph. With OTEL_EXPORTER_OTLP_ENDPOINT (or the
-// PROFILES form) set, it sends the windows there instead.
+// exporter, prints a summary of each window of this run (the window, the
+// part the CPU profile recorded, and per profile and sample type the total
+// and the top functions), and ends with the command that serves the run in
+// pprof's web UI. With OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form)
+// set, it sends the windows there instead.
 //
 //	go run ./example -duration 30s -window 5s
 package main
@@ -173,11 +175,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}()
 	}
 	requests := load(loadCtx, "http://"+ln.Addr().String())
-	srv.close(httpSrv)
+	httpSrv.Close()
 
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stopCancel()
 	stopErr := p.Stop(stopCtx)
+	// The service's workers still wait for jobs: keep the service
+	// reachable until the last goroutine-leak profile is read, so that
+	// only the goroutines lookup leaks are reported.
+	runtime.KeepAlive(srv)
 	summaries.Wait() // no more printing from watch from here on
 	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
 	if stopErr != nil {
@@ -231,19 +237,6 @@ func newService() *service {
 		go s.worker()
 	}
 	return s
-}
-
-// close shuts srv, which serves s, down and ends s's workers, so that
-// they are neither left behind nor taken for leaks: only the goroutines
-// lookup leaks are.
-func (s *service) close(srv *http.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if srv.Shutdown(ctx) != nil {
-		srv.Close()
-		return // a handler may still send to s.jobs
-	}
-	close(s.jobs)
 }
 
 func (s *service) routes() http.Handler {
@@ -506,6 +499,9 @@ func (w *windowPrinter) summarize(file string, reqs []pprofconv.Request) (string
 				// of CPU time (10ms at the runtime's default rate).
 				label = "CPU time"
 				value = fmt.Sprintf("%.2f s (%d samples)", time.Duration(total*p.Period).Seconds(), total)
+				if total == 1 {
+					value = strings.TrimSuffix(value, "s)") + ")"
+				}
 			case name == "goroutine":
 				label = "goroutines"
 			case name == "goroutineleak":
