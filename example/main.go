@@ -1,16 +1,18 @@
 // Command example runs a small HTTP service under load and profiles it with
-// pprofotel: every profile type this Go offers (the goroutine-leak profile
-// needs Go 1.27), a short period.
+// pprofotel: every profile type this Go offers but off-CPU (the
+// goroutine-leak profile needs Go 1.27), short windows, and the CPU
+// profile recording continuously, as suits a demo.
 //
 // It is configured as a service would be: the environment variables of the
-// README's Configuration section apply, and the flags only fill in what the
-// environment leaves unset. With no exporter or OTLP endpoint in the
+// package documentation apply, and the flags only fill in what the
+// environment leaves unset (PPROFOTEL_PROFILES=cpu,offcpu, for instance,
+// shows the off-CPU profile). With no exporter or OTLP endpoint in the
 // environment it writes every window into a directory with the file
-// exporter, prints a summary of each window of this run (per profile and
-// sample type, the total and the top functions by flat value, as go tool
-// pprof -top ranks them), and ends with the command that opens the run in
-// go tool pprof's flame graph. With OTEL_EXPORTER_OTLP_ENDPOINT (or the
-// PROFILES form) set, it sends the windows there instead.
+// exporter, prints a summary of each window of this run (the window, the
+// part the CPU profile recorded, and per profile and sample type the total
+// and the top functions), and ends with the command that serves the run in
+// pprof's web UI. With OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form)
+// set, it sends the windows there instead.
 //
 //	go run ./example -duration 30s -window 5s
 package main
@@ -19,18 +21,23 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
@@ -42,10 +49,27 @@ import (
 )
 
 func main() {
-	duration := flag.Duration("duration", 30*time.Second, "how long to run the service under load")
-	period := flag.Duration("window", 5*time.Second, "length of a profiling window (PPROFOTEL_WINDOW wins)")
-	dir := flag.String("dir", "", "where the file exporter writes windows (PPROFOTEL_FILE_DIR wins; default: a new temporary directory)")
-	flag.Parse()
+	// Ctrl-C ends the load early; the profiler still sends the last window.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			log.Print(err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run runs the example with the command-line arguments args, printing to
+// stdout, until its -duration passes or ctx ends.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("example", flag.ContinueOnError)
+	duration := fs.Duration("duration", 30*time.Second, "how long to run the service under load")
+	period := fs.Duration("window", 5*time.Second, "length of a profiling window (PPROFOTEL_WINDOW wins)")
+	dir := fs.String("dir", "", "where the file exporter writes windows (PPROFOTEL_FILE_DIR wins; default: a new temporary directory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 
 	// The example is configured like any service: the environment
 	// (README, Configuration) sets the profiler up, and the example's flags
@@ -66,17 +90,33 @@ func main() {
 	if !set("PPROFOTEL_PROFILES") {
 		types := []profiler.ProfileType{profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
 			profiler.MutexProfile, profiler.BlockProfile}
-		// Taken in the first window and at Stop, at the default interval.
-		if err := profiler.GoroutineLeakProfile.Available(); err == nil {
+		if profiler.GoroutineLeakProfile.Available() == nil {
 			types = append(types, profiler.GoroutineLeakProfile)
+			if !set("PPROFOTEL_GOROUTINELEAK_INTERVAL") {
+				// Every window, so that the leak is seen growing: each
+				// read runs a full garbage collection, which a demo
+				// can afford.
+				opts = append(opts, profiler.WithGoroutineLeakInterval(*period))
+			}
 		} else {
-			fmt.Printf("no goroutine-leak profile: %v\n", err)
+			// Not an error: the profile is new in Go 1.27.
+			fmt.Fprintf(stdout, "goroutine-leak profile: needs Go 1.27, skipped (this is %s)\n", runtime.Version())
 		}
 		opts = append(opts, profiler.WithProfileTypes(types...))
 	}
+	if set("PPROFOTEL_CPU_DUTY") {
+		fmt.Fprintf(stdout, "CPU profile: records PPROFOTEL_CPU_DUTY=%s %% of each window, at a random offset; each window's header shows the part it recorded, and its CPU time is that part's\n",
+			os.Getenv("PPROFOTEL_CPU_DUTY"))
+	} else {
+		// A service keeps the default, a sixth of each window, for a
+		// sixth of the cost; a demo wants all of it.
+		opts = append(opts, profiler.WithCPUDutyCycle(100))
+		fmt.Fprintln(stdout, "CPU profile: recorded continuously, as suits a demo (WithCPUDutyCycle(100)); by default it records 17 % of each window, at a random offset, so a 30s run would hold about 5s of it")
+	}
 	var madeDir string // removed if Start fails
-	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" ||
-		!set("PPROFOTEL_EXPORTER") && !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
+	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" || os.Getenv("OTEL_PROFILES_EXPORTER") == "file" ||
+		!set("OTEL_PROFILES_EXPORTER") && !set("PPROFOTEL_EXPORTER") &&
+			!set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
 	if toFiles {
 		switch {
 		case set("PPROFOTEL_FILE_DIR"):
@@ -84,76 +124,90 @@ func main() {
 		case *dir == "":
 			d, err := os.MkdirTemp("", "pprofotel-example-")
 			if err != nil {
-				log.Fatal(err)
+				return err
 			}
 			*dir, madeDir = d, d
 		}
 		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(*dir))
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		opts = append(opts, profiler.WithExporter(exp))
-		fmt.Printf("writing windows to %s\n", *dir)
+		fmt.Fprintf(stdout, "writing windows to %s\n", *dir)
 	} else {
-		fmt.Println("sending windows to the exporter the environment configures")
+		fmt.Fprintln(stdout, "sending windows to the exporter the environment configures")
 	}
 
 	// Windows already in the directory are another run's.
-	windows := &windowPrinter{out: os.Stdout, dir: *dir, seen: windowFiles(*dir)}
+	before := windowFiles(*dir)
+	windows := &windowPrinter{out: stdout, dir: *dir, seen: maps.Clone(before)}
 	runStart := time.Now()
 	p, err := profiler.Start(opts...)
 	if err != nil {
 		if madeDir != "" {
 			os.Remove(madeDir)
 		}
-		log.Fatal(err)
+		return err
 	}
 
 	srv := newService()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	go http.Serve(ln, srv.routes())
-	fmt.Printf("service on http://%s, under load for %s, one window every %s\n", ln.Addr(), *duration, periodText)
+	httpSrv := &http.Server{Handler: srv.routes()}
+	go httpSrv.Serve(ln)
+	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s\n", ln.Addr(), *duration, periodText)
 	if toFiles {
-		fmt.Println("per window, profile and sample type: the total, and the top functions by flat value (the function on top of the stack), as go tool pprof -top ranks them")
+		fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
+		fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
+		fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	loadCtx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	var summaries sync.WaitGroup
 	if toFiles {
 		summaries.Add(1)
 		go func() {
 			defer summaries.Done()
-			watch(ctx, windows)
+			watch(loadCtx, windows)
 		}()
 	}
-	requests := load(ctx, "http://"+ln.Addr().String())
-	fmt.Printf("load done: %d requests\n", requests)
+	requests := load(loadCtx, "http://"+ln.Addr().String())
+	httpSrv.Close()
 
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stopCancel()
-	if err := p.Stop(stopCtx); err != nil {
-		log.Printf("stop: %v", err)
+	stopErr := p.Stop(stopCtx)
+	// The service's workers still wait for jobs: keep the service
+	// reachable until the last goroutine-leak profile is read, so that
+	// only the goroutines lookup leaks are reported.
+	runtime.KeepAlive(srv)
+	summaries.Wait() // no more printing from watch from here on
+	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
+	if stopErr != nil {
+		fmt.Fprintf(stdout, "stop: %v\n", stopErr)
 	}
-	summaries.Wait()
 	if !toFiles {
-		return
+		return nil
 	}
 	windows.printNew() // the last, partial window written by Stop
-	fmt.Printf("\nthis run's windows are in %s; to open them, merged, in go tool pprof on a flame graph:\n", *dir)
-	fmt.Println(" ", openCommand(*dir, runStart))
+	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL this prints:\n", *dir)
+	fmt.Fprintln(stdout, " ", openCommand(*dir, runStart, len(before) > 0))
+	return nil
 }
 
 // openCommand returns the command that converts the windows of the run
-// started at start, in dir, to pprof and opens the CPU profile in go tool
-// pprof's web UI, which starts on the flame graph. -from leaves out the
-// windows of earlier runs into the same directory.
-func openCommand(dir string, start time.Time) string {
-	return "go run github.com/pprofotel/profiler/cmd/pprofotel pprof -from " + start.UTC().Format(time.RFC3339Nano) +
-		" -o " + shellQuote(filepath.Join(dir, "pprof")) + " -http=: " + shellQuote(dir)
+// started at start, in dir, to pprof profiles in dir/pprof and serves the
+// CPU profile in pprof's web UI, printing its URL. When dir holds other
+// runs' windows (others), -from leaves them out.
+func openCommand(dir string, start time.Time, others bool) string {
+	cmd := "go run ./cmd/pprofotel pprof "
+	if others {
+		cmd += "-from " + start.UTC().Format(time.RFC3339Nano) + " "
+	}
+	return cmd + "-o " + shellQuote(filepath.Join(dir, "pprof")) + " -http=127.0.0.1:0 " + shellQuote(dir)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -313,6 +367,8 @@ type windowPrinter struct {
 	out  io.Writer
 	dir  string
 	seen map[string]bool
+	// offCPUExplained is set once the off-CPU unit has been explained.
+	offCPUExplained bool
 }
 
 // isWindowFile tells the files the file exporter writes from its temporary
@@ -333,7 +389,8 @@ func windowFiles(dir string) map[string]bool {
 	return seen
 }
 
-// printNew prints the summaries of the window files not printed yet.
+// printNew prints the summaries of the window files not printed yet. A
+// file it cannot read is one line, and the others are still printed.
 func (p *windowPrinter) printNew() {
 	entries, err := os.ReadDir(p.dir)
 	if err != nil {
@@ -346,29 +403,73 @@ func (p *windowPrinter) printNew() {
 		}
 		p.seen[name] = true
 		reqs, err := pprofconv.ReadFile(filepath.Join(p.dir, name))
-		if err != nil {
-			log.Print(err)
-			continue
+		if err == nil {
+			var summary string
+			if summary, err = p.summarize(name, reqs); err == nil {
+				fmt.Fprint(p.out, summary)
+				continue
+			}
 		}
-		summary, err := summarize(name, reqs)
-		if err != nil {
-			log.Print(err)
-			continue
-		}
-		fmt.Fprint(p.out, summary)
+		fmt.Fprintf(p.out, "\n== %s: %v\n", name, err)
 	}
 }
 
-// summarize prints, per profile and sample type, the total and the three
-// functions with the most flat value: the value of the samples where the
-// function is on top of the stack (the innermost frame, inlined frames
-// counting), as go tool pprof -top ranks them.
-func summarize(file string, reqs []pprofconv.Request) (string, error) {
+// The rankings of the summary's rows.
+const (
+	// byFlat ranks functions by flat value: the value of the samples where
+	// the function is on top of the stack (the innermost frame, inlined
+	// frames counting), as go tool pprof -top does. It fits the profiles
+	// of where work is done, CPU time and allocations, and the mutex
+	// profile, whose stacks end where a contended lock was released.
+	byFlat = iota
+	// byWaitSite ranks functions by the value of the samples where the
+	// function is the first one outside the runtime on the stack. It fits
+	// the profiles of where goroutines wait, whose top frame is always
+	// the runtime's (runtime.gopark, runtime.selectgo, ...), while the
+	// code a user would look at is the caller.
+	byWaitSite
+)
+
+// ranking says how the rows of the runtime profile name rank functions.
+func ranking(name string) int {
+	switch name {
+	case "cpu", "heap", "mutex":
+		return byFlat
+	}
+	return byWaitSite
+}
+
+// summarize returns the summary of the window in file: its bounds and the
+// part the CPU profile recorded, then, per profile and sample type, the
+// total and the three functions that rank highest (see ranking).
+func (w *windowPrinter) summarize(file string, reqs []pprofconv.Request) (string, error) {
 	profiles, _, err := pprofconv.Convert(reqs, pprofconv.Filter{})
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
+	// The window is the time range of any profile but the CPU profile's,
+	// which states the part it recorded (WithCPUDutyCycle); every other
+	// covers the whole window.
+	var window time.Duration
+	b.WriteString("\n== ")
+	for t := profiler.HeapProfile; t <= profiler.GoroutineLeakProfile; t++ {
+		if p := profiles[t.String()]; p != nil {
+			window = time.Duration(p.DurationNanos)
+			b.WriteString("window " + timeRange(p))
+			break
+		}
+	}
+	if cpu := profiles["cpu"]; cpu != nil {
+		if window != 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("CPU recorded " + timeRange(cpu))
+	} else {
+		b.WriteString("; no CPU recorded")
+	}
+	fmt.Fprintf(&b, "  [%s]\n", file)
+
 	// The summary lists the profiles in the order they are collected,
 	// the order of the ProfileType constants.
 	for t := profiler.CPUProfile; t <= profiler.GoroutineLeakProfile; t++ {
@@ -377,36 +478,89 @@ func summarize(file string, reqs []pprofconv.Request) (string, error) {
 		if p == nil {
 			continue
 		}
-		if b.Len() == 0 {
-			fmt.Fprintf(&b, "\n== window %s +%s (%s)\n", time.Unix(0, p.TimeNanos).Format("15:04:05"),
-				time.Duration(p.DurationNanos).Round(time.Millisecond), file)
-		}
 		for i, st := range p.SampleType {
+			if name == "cpu" && st.Type == "cpu" {
+				continue // the samples row says it, in seconds
+			}
 			total := int64(0)
-			flat := map[string]int64{}
+			byFunc := map[string]int64{}
 			for _, s := range p.Sample {
 				total += s.Value[i]
-				flat[leaf(s)] += s.Value[i]
+				fn := leaf(s)
+				if ranking(name) == byWaitSite {
+					fn = waitSite(s)
+				}
+				byFunc[fn] += s.Value[i]
 			}
-			fmt.Fprintf(&b, "  %-13s %-14s %14d %-11s", name, st.Type, total, st.Unit)
+			label, value := st.Type, formatValue(total, st.Unit)
+			switch {
+			case name == "cpu" && st.Type == "samples":
+				// One row: CPU time, each sample standing for a period
+				// of CPU time (10ms at the runtime's default rate).
+				label = "CPU time"
+				value = fmt.Sprintf("%.2f s (%d samples)", time.Duration(total*p.Period).Seconds(), total)
+				if total == 1 {
+					value = strings.TrimSuffix(value, "s)") + ")"
+				}
+			case name == "goroutine":
+				label = "goroutines"
+			case name == "goroutineleak":
+				label = "leaked goroutines"
+			case name == "offcpu":
+				label = "off-CPU time"
+				value = fmt.Sprintf("%.1f goroutine-seconds", time.Duration(total).Seconds())
+			}
+			row := fmt.Sprintf("  %-13s %-17s %28s ", name, label, value)
 			type fv struct {
 				name string
 				v    int64
 			}
 			var top []fv
-			for n, v := range flat {
+			for n, v := range byFunc {
 				if v != 0 {
 					top = append(top, fv{n, v})
 				}
 			}
 			sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v || top[i].v == top[j].v && top[i].name < top[j].name })
 			for i := 0; i < len(top) && i < 3; i++ {
-				fmt.Fprintf(&b, " %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
+				row += fmt.Sprintf(" %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
 			}
-			b.WriteString("\n")
+			b.WriteString(strings.TrimRight(row, " ") + "\n")
+			if name == "offcpu" && !w.offCPUExplained && window > 0 {
+				w.offCPUExplained = true
+				fmt.Fprintf(&b, "      (goroutine-seconds: the waits of all goroutines, summed, traced for part of the window and scaled\n"+
+					"      to all of it; %.1f s in this %s window is %.1f goroutines waiting on average)\n",
+					time.Duration(total).Seconds(), window.Round(time.Millisecond), float64(total)/float64(window))
+			}
 		}
 	}
 	return b.String(), nil
+}
+
+// timeRange formats the time range of p: its start and end, and its length.
+func timeRange(p *gpprof.Profile) string {
+	start := time.Unix(0, p.TimeNanos)
+	d := time.Duration(p.DurationNanos)
+	return fmt.Sprintf("%s–%s (%s)", start.Format("15:04:05.000"), start.Add(d).Format("15:04:05.000"), d.Round(time.Millisecond))
+}
+
+// formatValue formats v, in unit, in the unit a reader would use.
+func formatValue(v int64, unit string) string {
+	switch {
+	case unit == "nanoseconds" && v >= 1e9:
+		return fmt.Sprintf("%.2f s", float64(v)/1e9)
+	case unit == "nanoseconds" && v >= 1e6:
+		return fmt.Sprintf("%.2f ms", float64(v)/1e6)
+	case unit == "nanoseconds":
+		return fmt.Sprintf("%d ns", v)
+	case unit == "bytes" && v >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(v)/1e6)
+	case unit == "bytes" && v >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(v)/1e3)
+	case unit == "bytes":
+		return fmt.Sprintf("%d B", v)
+	}
+	return fmt.Sprint(v)
 }
 
 // leaf names the function on top of the stack of s.
@@ -415,6 +569,46 @@ func leaf(s *gpprof.Sample) string {
 		return "?"
 	}
 	return s.Location[0].Line[0].Function.Name
+}
+
+// waitSite names the first function outside the runtime on the stack of s,
+// from the top, inlined frames counting: where a user would look for the
+// reason a goroutine waits. On a stack that is all the runtime's, it names
+// the goroutine's own function, the outermost one but runtime.goexit (such
+// as runtime.gcBgMarkWorker).
+func waitSite(s *gpprof.Sample) string {
+	outermost := "?"
+	for _, loc := range s.Location {
+		for _, line := range loc.Line {
+			if line.Function == nil {
+				continue
+			}
+			fn := line.Function.Name
+			if !inRuntime(fn) {
+				return fn
+			}
+			if fn != "runtime.goexit" {
+				outermost = fn
+			}
+		}
+	}
+	return outermost
+}
+
+// inRuntime reports whether the function named fn is the runtime's: in
+// package runtime or the runtime's internal packages, or a runtime
+// function linked into another package under a name starting with
+// runtime_ (sync.runtime_SemacquireMutex, internal/poll.runtime_pollWait).
+// Packages under runtime/ that are not the runtime's own, such as
+// runtime/pprof, are outside.
+func inRuntime(fn string) bool {
+	pkg, name := fn, ""
+	slash := strings.LastIndex(fn, "/")
+	if dot := strings.Index(fn[slash+1:], "."); dot >= 0 {
+		pkg, name = fn[:slash+1+dot], fn[slash+1+dot+1:]
+	}
+	return pkg == "runtime" || strings.HasPrefix(pkg, "runtime/internal/") || strings.HasPrefix(pkg, "internal/runtime/") ||
+		strings.HasPrefix(name, "runtime_")
 }
 
 // shortName drops the package path of a function name, and the type

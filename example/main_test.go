@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
 	"time"
 
+	gpprof "github.com/google/pprof/profile"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/pprofotel/profiler/internal/convert/otlp"
@@ -55,7 +55,7 @@ func TestPrintNewPrintsEachWindowOnce(t *testing.T) {
 		var got []string
 		for _, line := range strings.Split(out.String(), "\n") {
 			if strings.HasPrefix(line, "== window ") {
-				got = append(got, strings.TrimSuffix(line[strings.LastIndex(line, "(")+1:], ")"))
+				got = append(got, strings.TrimSuffix(line[strings.LastIndex(line, "[")+1:], "]"))
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(step.want, ",") {
@@ -79,34 +79,88 @@ func TestShortName(t *testing.T) {
 	}
 }
 
-// TestSummaryFollowsPprofFlat checks the summary's top functions against
-// the fixture: flat value, the function on top of the stack, runtime frames
-// included, as go tool pprof -top ranks them.
-func TestSummaryFollowsPprofFlat(t *testing.T) {
+// TestSummaryRows checks the summary of the fixture's window: its header
+// gives the window and, apart, the part the CPU profile recorded; CPU is
+// one row, in seconds with the samples beside it; cpu and heap rank
+// functions by flat value, as go tool pprof -top does.
+func TestSummaryRows(t *testing.T) {
 	dir := t.TempDir()
 	writeWindow(t, dir, "w.pb")
 	var out bytes.Buffer
 	(&windowPrinter{out: &out, dir: dir, seen: map[string]bool{}}).printNew()
+	start := time.Unix(1_700_000_000, 0)
+	span := start.Format("15:04:05.000") + "–" + start.Add(time.Second).Format("15:04:05.000") + " (1s)"
 	for _, want := range []string{
-		"  cpu           cpu                  40000005 nanoseconds strings.Repeat (75%) main.handle (25%)",
-		"  heap          alloc_space              2048 bytes       runtime.mallocgc (100%)",
-		"  heap          inuse_space              1324 bytes       runtime.mallocgc (77%) strings.Repeat (23%)",
+		"== window " + span + "; CPU recorded " + span + "  [w.pb]",
+		"  cpu           CPU time                    0.07 s (7 samples)  main.handle (57%) strings.Repeat (43%)",
+		"  heap          alloc_space                             2.0 kB  runtime.mallocgc (100%)",
+		"  heap          inuse_space                             1.3 kB  runtime.mallocgc (77%) strings.Repeat (23%)",
 	} {
-		if !strings.Contains(out.String(), want+"\n") {
+		if !strings.Contains(out.String(), "\n"+want+"\n") {
 			t.Errorf("summary lacks the line\n%s\nsummary:\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "\n  cpu "); n != 1 {
+		t.Errorf("summary has %d cpu rows, want 1:\n%s", n, out.String())
+	}
+}
+
+// stack makes a sample whose stack is frames, from the top; a frame of
+// several functions separated by "<" is one location holding inlined
+// functions, the innermost first.
+func stack(frames ...string) *gpprof.Sample {
+	s := &gpprof.Sample{Value: []int64{1}}
+	for _, f := range frames {
+		loc := &gpprof.Location{}
+		for _, fn := range strings.Split(f, "<") {
+			loc.Line = append(loc.Line, gpprof.Line{Function: &gpprof.Function{Name: fn}})
+		}
+		s.Location = append(s.Location, loc)
+	}
+	return s
+}
+
+func TestWaitSite(t *testing.T) {
+	tests := []struct {
+		name string
+		s    *gpprof.Sample
+		want string
+	}{
+		{"leaked send", stack("runtime.gopark", "runtime.chansend", "runtime.chansend1", "main.(*service).lookup.func1", "runtime.goexit"),
+			"main.(*service).lookup.func1"},
+		{"runtime function linked into another package", stack("runtime.gopark", "runtime.netpollblock", "internal/poll.runtime_pollWait", "internal/poll.(*pollDesc).wait", "internal/poll.(*FD).Read"),
+			"internal/poll.(*pollDesc).wait"},
+		{"sync", stack("runtime.gopark", "runtime.goparkunlock", "runtime.semacquire1", "sync.runtime_notifyListWait", "sync.(*Cond).Wait", "main.f"),
+			"sync.(*Cond).Wait"},
+		{"runtime's internal packages", stack("internal/runtime/syscall.Syscall6", "runtime/internal/x.f", "main.g"), "main.g"},
+		{"runtime/pprof is outside", stack("runtime.goroutineProfileWithLabels", "runtime/pprof.writeGoroutine", "main.h"),
+			"runtime/pprof.writeGoroutine"},
+		{"inlined frames count", stack("runtime.gopark", "runtime.chanrecv<runtime.chanrecv1<main.inlined", "main.caller"), "main.inlined"},
+		{"all the runtime's: the goroutine's own function", stack("runtime.gopark", "runtime.gcBgMarkWorker", "runtime.goexit"),
+			"runtime.gcBgMarkWorker"},
+		{"no stack", stack(), "?"},
+	}
+	for _, tt := range tests {
+		if got := waitSite(tt.s); got != tt.want {
+			t.Errorf("%s: waitSite = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
 
 func TestOpenCommand(t *testing.T) {
 	start := time.Date(2026, 11, 23, 12, 0, 0, 5, time.UTC)
-	tests := []struct{ dir, want string }{
-		{"/tmp/pprofotel-example-1", "go run github.com/pprofotel/profiler/cmd/pprofotel pprof -from 2026-11-23T12:00:00.000000005Z -o /tmp/pprofotel-example-1/pprof -http=: /tmp/pprofotel-example-1"},
-		{"/tmp/my windows", "go run github.com/pprofotel/profiler/cmd/pprofotel pprof -from 2026-11-23T12:00:00.000000005Z -o '/tmp/my windows/pprof' -http=: '/tmp/my windows'"},
+	tests := []struct {
+		dir    string
+		others bool
+		want   string
+	}{
+		{"/tmp/pprofotel-example-1", false, "go run ./cmd/pprofotel pprof -o /tmp/pprofotel-example-1/pprof -http=127.0.0.1:0 /tmp/pprofotel-example-1"},
+		{"/tmp/my windows", false, "go run ./cmd/pprofotel pprof -o '/tmp/my windows/pprof' -http=127.0.0.1:0 '/tmp/my windows'"},
+		{"/tmp/shared", true, "go run ./cmd/pprofotel pprof -from 2026-11-23T12:00:00.000000005Z -o /tmp/shared/pprof -http=127.0.0.1:0 /tmp/shared"},
 	}
 	for _, tt := range tests {
-		if got := openCommand(tt.dir, start); got != tt.want {
-			t.Errorf("openCommand(%q) =\n%s\nwant\n%s", tt.dir, got, tt.want)
+		if got := openCommand(tt.dir, start, tt.others); got != tt.want {
+			t.Errorf("openCommand(%q, %v) =\n%s\nwant\n%s", tt.dir, tt.others, got, tt.want)
 		}
 	}
 }
