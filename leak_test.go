@@ -240,7 +240,7 @@ func TestLeakOnlyRunSendsOneRequestPerRead(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	p, err := Start(WithWindow(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
+	p, err := Start(shortWindows(), WithWindow(50*time.Millisecond), WithGoroutineLeakInterval(150*time.Millisecond),
 		WithProfileTypes(GoroutineLeakProfile), WithExporter(fileExporter(t, dir)))
 	if err != nil {
 		t.Fatal(err)
