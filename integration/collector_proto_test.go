@@ -13,7 +13,6 @@ import (
 
 	pprofprofile "github.com/google/pprof/profile"
 
-	profiler "github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/pprofconv"
 )
 
@@ -27,7 +26,7 @@ import (
 func TestCollectorProtobufFile(t *testing.T) {
 	col := startCollectorWriting(t, "proto")
 	proxy := startRecordingProxy(t, col.GRPCAddr, "http://"+col.HTTPAddr)
-	run := profileWorkload(t, profiler.ProtocolGRPC, proxy.GRPCAddr)
+	run := profileWorkload(t, protocolGRPC, proxy.GRPCAddr)
 
 	var sent []pprofconv.Request
 	for _, x := range proxy.recorded() {

@@ -27,6 +27,8 @@ import (
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 
 	profiler "github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/exporters/otlpprofilegrpc"
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/labels"
 	_ "github.com/pprofotel/profiler/offcpu"
 )
@@ -69,12 +71,12 @@ func TestProfilesThroughCollector(t *testing.T) {
 	refTop := referenceTop(t)
 
 	tests := []struct {
-		protocol profiler.Protocol
+		protocol protocol
 		endpoint string
 	}{
-		{profiler.ProtocolGRPC, col.GRPCAddr},
-		{profiler.ProtocolHTTPProtobuf, col.HTTPAddr},
-		{profiler.ProtocolHTTPJSON, col.HTTPAddr},
+		{protocolGRPC, col.GRPCAddr},
+		{protocolHTTPProtobuf, col.HTTPAddr},
+		{protocolHTTPJSON, col.HTTPAddr},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.protocol), func(t *testing.T) {
@@ -89,9 +91,51 @@ func TestProfilesThroughCollector(t *testing.T) {
 	}
 }
 
+// protocol is an OTLP protocol, as OTEL_EXPORTER_OTLP_PROTOCOL names it.
+type protocol string
+
+const (
+	protocolGRPC         protocol = "grpc"
+	protocolHTTPProtobuf protocol = "http/protobuf"
+	protocolHTTPJSON     protocol = "http/json"
+)
+
+// newOTLPExporter returns the exporter package's Exporter that sends to
+// endpoint (host:port) over p in plaintext, each attempt bounded by 10 s.
+func newOTLPExporter(t *testing.T, p protocol, endpoint string) profiler.Exporter {
+	t.Helper()
+	var (
+		exp profiler.Exporter
+		err error
+	)
+	switch p {
+	case protocolGRPC:
+		exp, err = otlpprofilegrpc.New(context.Background(),
+			otlpprofilegrpc.WithEndpoint(endpoint),
+			otlpprofilegrpc.WithInsecure(),
+			otlpprofilegrpc.WithTimeout(10*time.Second))
+	case protocolHTTPProtobuf, protocolHTTPJSON:
+		opts := []otlpprofilehttp.Option{
+			otlpprofilehttp.WithEndpoint(endpoint),
+			otlpprofilehttp.WithInsecure(),
+			otlpprofilehttp.WithTimeout(10 * time.Second),
+		}
+		if p == protocolHTTPJSON {
+			opts = append(opts, otlpprofilehttp.WithJSON())
+		}
+		exp, err = otlpprofilehttp.New(context.Background(), opts...)
+	default:
+		t.Fatalf("no exporter for protocol %q", p)
+	}
+	if err != nil {
+		t.Fatalf("%s exporter: %v", p, err)
+	}
+	return exp
+}
+
 // profiledRun is what a test knows about one run of the profiler.
 type profiledRun struct {
-	protocol profiler.Protocol
+	protocol protocol
 	service  string
 	// started is taken just before Start, stopped just before Stop: every
 	// window lies within [started, after stopped].
@@ -104,7 +148,7 @@ type profiledRun struct {
 
 // profileWorkload profiles the workload for runFor, exporting to endpoint
 // with protocol, and returns once the profiler has stopped.
-func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) *profiledRun {
+func profileWorkload(t *testing.T, protocol protocol, endpoint string) *profiledRun {
 	run := &profiledRun{
 		protocol: protocol,
 		service:  "pprofotel-integration-" + strings.ReplaceAll(string(protocol), "/", "-"),
@@ -114,9 +158,8 @@ func profileWorkload(t *testing.T, protocol profiler.Protocol, endpoint string) 
 	tracer, recorded := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
-	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
+	p, err := profiler.Start(append(allProfilesOptions(t, run.service, protocol, endpoint, period, run.logs),
 		profiler.WithResource(resource.NewSchemaless(attribute.String("pprofotel.test.protocol", string(protocol)))),
-		profiler.WithTimeout(10*time.Second),
 	)...)
 	if err != nil {
 		t.Fatal(err)
@@ -161,17 +204,16 @@ func startTracedRun(t *testing.T, logs *syncBuffer) (trace.Tracer, *tracetest.In
 	return labels.WrapTracerProvider(tp).Tracer(tracerID), recorded
 }
 
-// allProfilesOptions are the options of a test run: all five profile
+// allProfilesOptions are the options of a test run: all six profile
 // types, every contention event recorded, to endpoint over protocol in
-// plaintext, windows of period, the profiler's log at debug level to logs.
-func allProfilesOptions(service string, protocol profiler.Protocol, endpoint string, period time.Duration, logs io.Writer) []profiler.Option {
+// plaintext (newOTLPExporter), windows of period, the profiler's log at
+// debug level to logs.
+func allProfilesOptions(t *testing.T, service string, protocol protocol, endpoint string, period time.Duration, logs io.Writer) []profiler.Option {
 	return []profiler.Option{
 		profiler.WithServiceName(service),
-		profiler.WithEndpoint(endpoint),
-		profiler.WithProtocol(protocol),
-		profiler.WithInsecure(),
-		profiler.WithPeriod(period),
-		profiler.WithCPUProfileDuration(period), // continuous: every window is compared with the runtime's
+		profiler.WithExporter(newOTLPExporter(t, protocol, endpoint)),
+		profiler.WithWindow(period),
+		profiler.WithCPUDutyCycle(100), // continuous: every window is compared with the runtime's
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
 			profiler.MutexProfile, profiler.BlockProfile, profiler.OffCPUProfile),
 		profiler.WithMutexProfileFraction(1),

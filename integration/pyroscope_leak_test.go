@@ -35,7 +35,9 @@ func leakForPyroscope(started *sync.WaitGroup) {
 // the profile.
 func TestPyroscopeGoroutineLeak(t *testing.T) {
 	if pprof.Lookup("goroutineleak") == nil {
-		p, err := profiler.Start(profiler.WithProfileTypes(profiler.GoroutineLeakProfile), profiler.WithExporter(profiler.ExporterNone))
+		// No receiver: the environment's "none" exporter discards.
+		t.Setenv("OTEL_PROFILES_EXPORTER", "none")
+		p, err := profiler.Start(profiler.WithProfileTypes(profiler.GoroutineLeakProfile))
 		if err == nil {
 			p.Stop(context.Background())
 			t.Fatalf("Start with the goroutine-leak profile succeeded on %s, which has none", runtime.Version())
@@ -59,10 +61,8 @@ func TestPyroscopeGoroutineLeak(t *testing.T) {
 	run.started = time.Now()
 	p, err := profiler.Start(
 		profiler.WithServiceName(run.service),
-		profiler.WithEndpoint(proxy.HTTPAddr),
-		profiler.WithProtocol(profiler.ProtocolHTTPProtobuf),
-		profiler.WithInsecure(),
-		profiler.WithPeriod(time.Second),
+		profiler.WithExporter(newOTLPExporter(t, protocolHTTPProtobuf, proxy.HTTPAddr)),
+		profiler.WithWindow(time.Second),
 		profiler.WithGoroutineLeakInterval(time.Second), // every window
 		profiler.WithProfileTypes(profiler.GoroutineProfile, profiler.GoroutineLeakProfile),
 		profiler.WithLogger(slog.New(slog.NewTextHandler(run.logs, nil))),

@@ -74,11 +74,11 @@ func TestPyroscope(t *testing.T) {
 	py := startPyroscope(t)
 	proxy := startRecordingProxy(t, strings.TrimPrefix(py.URL, "http://"), py.URL)
 	for _, tt := range []struct {
-		protocol profiler.Protocol
+		protocol protocol
 		endpoint string
 	}{
-		{profiler.ProtocolGRPC, proxy.GRPCAddr},
-		{profiler.ProtocolHTTPProtobuf, proxy.HTTPAddr},
+		{protocolGRPC, proxy.GRPCAddr},
+		{protocolHTTPProtobuf, proxy.HTTPAddr},
 	} {
 		t.Run(string(tt.protocol), func(t *testing.T) {
 			t.Run("accepted", func(t *testing.T) {
@@ -94,7 +94,10 @@ func TestPyroscope(t *testing.T) {
 				for i := range 40 {
 					attrs = append(attrs, attribute.String(fmt.Sprintf("extra.attribute.%02d", i), "x"))
 				}
-				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, attrs, false, 500*time.Millisecond, time.Second+time.Second/4)
+				// Windows of the shortest length the profiler takes,
+				// two full ones and a partial one: three rejections,
+				// of which one is logged.
+				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, attrs, false, time.Second, 2*time.Second+time.Second/2)
 				checkRejected(t, run)
 			})
 		})
@@ -113,7 +116,7 @@ type pyroscopeRun struct {
 // runForPyroscope profiles the workload for runFor, with windows of
 // period, exporting to endpoint; with allocate, an allocator of many
 // distinct large sizes runs alongside.
-func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol profiler.Protocol, endpoint string, attrs []attribute.KeyValue, allocate bool, period, runFor time.Duration) *pyroscopeRun {
+func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, endpoint string, attrs []attribute.KeyValue, allocate bool, period, runFor time.Duration) *pyroscopeRun {
 	t.Helper()
 	run := &pyroscopeRun{
 		service: strings.NewReplacer("/", "-", " ", "-").Replace("pprofotel-" + t.Name()),
@@ -122,7 +125,7 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol profiler.Prot
 	tracer, _ := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
-	p, err := profiler.Start(append(allProfilesOptions(run.service, protocol, endpoint, period, run.logs),
+	p, err := profiler.Start(append(allProfilesOptions(t, run.service, protocol, endpoint, period, run.logs),
 		profiler.WithResource(resource.NewSchemaless(attrs...)))...)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
 	profiler "github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/exporters/splunk"
 	"github.com/pprofotel/profiler/labels"
 )
 
@@ -38,15 +39,20 @@ func TestSplunkLogsThroughCollector(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	tracer := labels.WrapTracerProvider(tp).Tracer(tracerID)
 
+	exp, err := splunk.New(context.Background(),
+		splunk.WithEndpoint(col.GRPCAddr),
+		splunk.WithInsecure(),
+		splunk.WithTimeout(10*time.Second),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, err := profiler.Start(
 		profiler.WithServiceName(service),
-		profiler.WithExporter(profiler.ExporterSplunk),
-		profiler.WithEndpoint(col.GRPCAddr),
-		profiler.WithInsecure(),
-		profiler.WithPeriod(period),
-		profiler.WithCPUProfileDuration(period),
+		profiler.WithExporter(exp),
+		profiler.WithWindow(period),
+		profiler.WithCPUDutyCycle(100),
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile),
-		profiler.WithTimeout(10*time.Second),
 		profiler.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	)
 	if err != nil {
