@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/pyroscope-go"
 
 	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	_ "github.com/pprofotel/profiler/offcpu"
 )
 
@@ -72,10 +73,15 @@ func startFloor(string, time.Duration) (func(), error) {
 }
 
 func startPprofotel(stubAddr string, period time.Duration, opts ...profiler.Option) (func(), error) {
+	exp, err := otlpprofilehttp.New(context.Background(),
+		otlpprofilehttp.WithEndpointURL("http://"+stubAddr+"/v1development/profiles"))
+	if err != nil {
+		return nil, err
+	}
 	opts = append([]profiler.Option{
 		profiler.WithServiceName("overhead-bench"),
-		profiler.WithPeriod(period),
-		profiler.WithEndpointURL("http://" + stubAddr + "/v1development/profiles"),
+		profiler.WithWindow(period),
+		profiler.WithExporter(exp),
 		profiler.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}, opts...)
 	p, err := profiler.Start(opts...)
@@ -99,7 +105,7 @@ var allTypes = profiler.WithProfileTypes(
 	profiler.MutexProfile, profiler.BlockProfile)
 
 func startPprofotelAll(stubAddr string, period time.Duration) (func(), error) {
-	return startPprofotel(stubAddr, period, allTypes, profiler.WithCPUProfileDuration(period))
+	return startPprofotel(stubAddr, period, allTypes, profiler.WithCPUDutyCycle(100))
 }
 
 func startPprofotelDuty(stubAddr string, period time.Duration) (func(), error) {
