@@ -150,7 +150,7 @@ func start(cfg *config) (*Profiler, error) {
 		Logger:        cfg.logger,
 		Omissions:     &p.omitted,
 		MaxGoroutines: maxGoroutines,
-		Period:        cfg.window,
+		Window:        cfg.window,
 		Intervals:     intervals,
 		CPUDuration:   cfg.cpuDuration,
 		FirstWindow:   min(cfg.window, firstWindow),

@@ -137,10 +137,10 @@ type Collector struct {
 	// cpuOn tells whether the CPU profile currently records.
 	cpuOn bool
 	// The duty cycle: with cpuDuration > 0 the CPU profile records for
-	// cpuDuration of each period, from cpuAt on; cpuFrom is when the
+	// cpuDuration of each window, from cpuAt on; cpuFrom is when the
 	// current recording started, and cpuData and cpuTo hold the recording
 	// that ended within the window, until Collect decodes it.
-	period, cpuDuration time.Duration
+	window, cpuDuration time.Duration
 	// firstWindow is Config.FirstWindow.
 	firstWindow    time.Duration
 	cpuOffset      func(max time.Duration) time.Duration
@@ -184,14 +184,14 @@ type Config struct {
 	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
 	// negative value sets no limit.
 	MaxGoroutines int
-	// Period is the length of a window. With Intervals, the interval of
+	// Window is the length of a window. With Intervals, the interval of
 	// each profile whose descriptor has one, by name (missing: the
 	// descriptor's Default), it says which windows read such a profile; a
-	// zero Period reads it every window.
-	Period    time.Duration
+	// zero Window reads it every window.
+	Window    time.Duration
 	Intervals map[string]time.Duration
 	// CPUDuration is the part of the window the CPU profile records: a
-	// duty cycle. A CPUDuration of 0, or not less than Period, records the
+	// duty cycle. A CPUDuration of 0, or not less than Window, records the
 	// CPU profile through every window, back to back. Otherwise the
 	// recording starts at a random offset in each window (see CPUOffset)
 	// and the caller drives it: NextCPUChange says when to call ChangeCPU.
@@ -199,7 +199,7 @@ type Config struct {
 	// CPUOffset returns where in the window the CPU profile starts, in
 	// [0, max]; nil draws it uniformly at random. Tests replace it.
 	CPUOffset func(max time.Duration) time.Duration
-	// FirstWindow, when shorter than Period, is the length of the first
+	// FirstWindow, when shorter than Window, is the length of the first
 	// window: its CPU profile then records from Start on, to the end of
 	// the window or of the CPU duration, whichever comes first.
 	FirstWindow time.Duration
@@ -224,11 +224,11 @@ func New(cfg Config) (*Collector, error) {
 
 		maxGoroutines: cfg.MaxGoroutines,
 
-		period:      cfg.Period,
+		window:      cfg.Window,
 		firstWindow: cfg.FirstWindow,
 		cpuOffset:   cfg.CPUOffset,
 	}
-	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Period {
+	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Window {
 		c.cpuDuration = cfg.CPUDuration
 	}
 	if c.cpuOffset == nil {
@@ -271,20 +271,20 @@ func New(cfg Config) (*Collector, error) {
 			if !ok {
 				interval = d.Interval.Default
 			}
-			c.every[name] = windowsApart(interval, cfg.Period)
+			c.every[name] = windowsApart(interval, cfg.Window)
 		}
 	}
 	return c, nil
 }
 
-// windowsApart is the number of windows of length period that make at
-// least interval, 1 for any interval within one period.
-func windowsApart(interval, period time.Duration) int {
-	if period <= 0 || interval <= period {
+// windowsApart is the number of windows of length window that make at
+// least interval, 1 for any interval within one window.
+func windowsApart(interval, window time.Duration) int {
+	if window <= 0 || interval <= window {
 		return 1
 	}
-	n := interval / period
-	if interval%period != 0 {
+	n := interval / window
+	if interval%window != 0 {
 		n++
 	}
 	return int(n)
@@ -311,8 +311,8 @@ func (c *Collector) Start(now time.Time) {
 		}
 	}
 	if c.enabled(CPU) {
-		if c.firstWindow > 0 && c.firstWindow < c.period {
-			// A random offset in a period longer than the window could
+		if c.firstWindow > 0 && c.firstWindow < c.window {
+			// A random offset in a window longer than the first could
 			// fall after its end: record from the start instead.
 			c.startCPU(now)
 		} else {
@@ -408,13 +408,13 @@ func (c *Collector) cycleCPU(now time.Time, next bool) (p *pprofdecode.Profile, 
 
 // planCPU decides when the CPU profile records in the window that starts
 // at windowStart, and starts it at once when that is now. The offset is
-// random in each window, so that work that recurs with the period, or
+// random in each window, so that work that recurs with the window, or
 // with any fixed phase to the windows, is not always missed, nor always
 // caught.
 func (c *Collector) planCPU(windowStart time.Time) {
 	c.cpuAt = windowStart
 	if c.cpuDuration > 0 {
-		c.cpuAt = windowStart.Add(min(max(c.cpuOffset(c.period-c.cpuDuration), 0), c.period-c.cpuDuration))
+		c.cpuAt = windowStart.Add(min(max(c.cpuOffset(c.window-c.cpuDuration), 0), c.window-c.cpuDuration))
 	}
 	if c.cpuAt.After(windowStart) {
 		c.cpuPlanned = true

@@ -711,7 +711,7 @@ func TestIntervalSpacesOutReads(t *testing.T) {
 		{"no period", 0, nil, "xxxxxxxx"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := New(Config{Profiles: []string{Heap, GoroutineLeak}, Source: source, Period: tt.period, Intervals: tt.intervals})
+			c, err := New(Config{Profiles: []string{Heap, GoroutineLeak}, Source: source, Window: tt.period, Intervals: tt.intervals})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,7 +45,7 @@ func TestCPUDutyCycle(t *testing.T) {
 			c, err := New(Config{
 				Profiles: []string{CPU, Goroutine},
 				CPU:      CPUProfiler{Start: cpu.start, Stop: cpu.stop},
-				Period:   period, CPUDuration: tt.duration,
+				Window:   period, CPUDuration: tt.duration,
 				CPUOffset: func(max time.Duration) time.Duration {
 					offsetMax = append(offsetMax, max)
 					return tt.offset
@@ -126,7 +126,7 @@ func TestCPUDutyCycleWindowEndsFirst(t *testing.T) {
 	stats := new(Omissions)
 	c, err := New(Config{
 		Profiles: []string{CPU}, CPU: CPUProfiler{Start: cpu.start, Stop: cpu.stop},
-		Period: 10 * time.Second, CPUDuration: 4 * time.Second,
+		Window: 10 * time.Second, CPUDuration: 4 * time.Second,
 		CPUOffset: func(time.Duration) time.Duration { return 5 * time.Second },
 		Omissions: stats,
 	})

@@ -69,7 +69,7 @@ type Descriptor struct {
 
 // Interval spaces out the reads of a profile: it is read in the first
 // window, then in every nth window, n being the interval divided by the
-// period and rounded up, and in the last window, at Stop.
+// window's length and rounded up, and in the last window, at Stop.
 type Interval struct {
 	// Env is the variable that sets it, Option the option that does.
 	Env, Option string
