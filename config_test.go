@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/exporters/otlpprofilegrpc"
 	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 )
@@ -362,5 +363,28 @@ func TestMinLevelHandler(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestRegisteredExporterFromEnvironment chooses the file exporter by name,
+// which this test binary links: built from its own variables when it can
+// be, and, when its package cannot build it (no directory it can create),
+// warned about with the OTLP exporter in its place, since the environment
+// never stops the profiler.
+func TestRegisteredExporterFromEnvironment(t *testing.T) {
+	t.Setenv("PPROFOTEL_FILE_DIR", t.TempDir())
+	c := mustConfig(t, nil, map[string]string{"OTEL_PROFILES_EXPORTER": "file"})
+	if _, ok := c.exporter.(*otlpprofilefile.Exporter); !ok || len(c.warnings) != 0 {
+		t.Errorf("exporter %T, warnings %q; want the file exporter and none", c.exporter, c.warnings)
+	}
+
+	t.Setenv("PPROFOTEL_FILE_DIR", "")
+	t.Setenv("TMPDIR", "/proc/self/no-such-dir") // its default directory cannot be made either
+	c = mustConfig(t, nil, map[string]string{"OTEL_PROFILES_EXPORTER": "file"})
+	if _, ok := c.exporter.(*otlpprofilehttp.Exporter); !ok {
+		t.Errorf("exporter %T, want the OTLP one in place of a file exporter that cannot be built", c.exporter)
+	}
+	if len(c.warnings) != 1 || !strings.Contains(c.warnings[0].Error(), `OTEL_PROFILES_EXPORTER="file": exporter "file" cannot be built`) {
+		t.Errorf("warnings %q, want one naming the variable and why", c.warnings)
 	}
 }

@@ -51,8 +51,9 @@ var protocolNames = []string{"http/protobuf", "grpc", "http/json"}
 // when SPLUNK_PROFILER_ENABLED is true, else "otlp"; for "otlp", the
 // protocol from OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL or
 // OTEL_EXPORTER_OTLP_PROTOCOL. A name whose package this program does not
-// link is warned about and "otlp" is used. The exporter packages read
-// their own variables.
+// link, or whose exporter its package cannot build from the environment,
+// is warned about and "otlp" is used. The exporter packages read their own
+// variables.
 func exporterFromEnv(ctx context.Context, env *envconfig.Reader) (Exporter, error) {
 	name, setting := "otlp", ""
 	if v, ok := env.Enum("exporter", exporterNames, envProfilesExporter, envExporter); ok {
@@ -66,12 +67,21 @@ func exporterFromEnv(ctx context.Context, env *envconfig.Reader) (Exporter, erro
 		return noneExporter{}, nil
 	case "otlp":
 	default:
-		if f, ok := registry.Lookup(name); ok {
-			return f(ctx)
-		}
 		v, _ := env.Lookup(setting)
-		env.Warn(fmt.Errorf(`%s=%q: exporter %q is not linked into this program (import _ "github.com/pprofotel/profiler/exporters/%s"); the OTLP exporter is used`,
-			setting, v, name, exporterPackage[name]))
+		f, ok := registry.Lookup(name)
+		if !ok {
+			env.Warn(fmt.Errorf(`%s=%q: exporter %q is not linked into this program (import _ "github.com/pprofotel/profiler/exporters/%s"); the OTLP exporter is used`,
+				setting, v, name, exporterPackage[name]))
+			break
+		}
+		exp, err := f(ctx)
+		if err == nil {
+			return exp, nil
+		}
+		// The environment never stops the profiler: as for any invalid
+		// variable, the default applies.
+		env.Warn(fmt.Errorf("%s=%q: exporter %q cannot be built from the environment (%w); the OTLP exporter is used",
+			setting, v, name, err))
 	}
 	protocol := "http/protobuf"
 	if v, ok := env.Enum("protocol", protocolNames, envOTLPProfilesProtocol, envOTLPProtocol); ok {
