@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -43,6 +44,9 @@ func TestServeWebFlameGraph(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Where the driver would save a copy of a remote profile.
+			saved := t.TempDir()
+			t.Setenv("PPROF_TMPDIR", saved)
 			ctx, cancel := context.WithCancel(context.Background())
 			out, w := io.Pipe()
 			served := make(chan error, 1)
@@ -76,6 +80,9 @@ func TestServeWebFlameGraph(t *testing.T) {
 			cancel()
 			if err := <-served; err != nil {
 				t.Errorf("serveWeb returned %v after its context ended", err)
+			}
+			if entries, _ := os.ReadDir(saved); len(entries) != 0 {
+				t.Errorf("the profile was saved as if fetched remotely: %v", entries)
 			}
 		})
 	}
