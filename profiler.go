@@ -57,8 +57,6 @@ type Profiler struct {
 
 	// started is when the first window began.
 	started time.Time
-	// cancelStop releases the deadline Stop gave a context without one.
-	cancelStop context.CancelFunc
 
 	stopOnce sync.Once
 	// stopRequests carries the context of the first Stop to the loop, which
@@ -81,9 +79,8 @@ type Profiler struct {
 // An invalid option makes Start fail with an error that names it and its
 // value. An invalid environment variable does not: as the OpenTelemetry
 // specification asks, it is ignored (a boolean reads as false) and a
-// warning naming it and its value is logged, once: the value cut to its
-// first 128 bytes when longer, and not shown at all for the HEADERS
-// variables, which hold credentials. A resource attribute or a pprof label
+// warning naming it and its value is logged, once, the value cut to its
+// first 128 bytes when longer. A resource attribute or a pprof label
 // that is not valid UTF-8 is repaired, not refused (Stats.StringsRepaired). When profiling is
 // disabled through PPROFOTEL_ENABLED=false or OTEL_SDK_DISABLED=true,
 // Start returns a Profiler that does nothing, and no error. Only one profiler may run at a
@@ -400,17 +397,15 @@ func (p *Profiler) Stop(ctx context.Context) error {
 	}
 	p.stopOnce.Do(func() {
 		if _, ok := ctx.Deadline(); !ok {
-			// Not deferred: the loop ends the exports by this deadline,
-			// and Stop returns after it.
-			ctx, p.cancelStop = context.WithTimeout(ctx, p.cfg.stopTimeout)
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, p.cfg.stopTimeout)
+			defer cancel()
 		}
 		p.stopRequests <- ctx
+		// The deadline must outlive the shutdown it bounds; later calls
+		// wait here, in Do, for the same shutdown.
+		<-p.done
 	})
-	defer func() {
-		if p.cancelStop != nil {
-			p.cancelStop()
-		}
-	}()
 	<-p.done
 	return p.stopErr
 }

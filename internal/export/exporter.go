@@ -83,29 +83,8 @@ type OTLPConfig struct {
 	// that ask for it: see OTLPJSON.
 	JSON *JSONCodec
 	// OnPartialSuccess, if set, is called synchronously by Export when the
-	// collector accepted the request but rejected some profiles or attached
+	// receiver accepted the request but rejected some profiles or attached
 	// a warning. A partial success is not an error: the rejected profiles
 	// must not be sent again, so Export returns nil.
 	OnPartialSuccess func(rejected int64, message string)
-}
-
-// FileConfig configures the file exporter.
-type FileConfig struct {
-	// Dir receives one file per window; it is created if missing.
-	Dir string
-	// JSON writes OTLP/JSON (protojson) instead of binary protobuf.
-	JSON bool
-	// MaxFiles and MaxBytes bound the exporter's files in Dir, counted
-	// by number and by summed size: after each write, the oldest are
-	// removed until both bounds hold. Zero sets no bound; the root
-	// package defaults them to DefaultFileMaxFiles and
-	// DefaultFileMaxBytes. Files from earlier runs and other processes
-	// count when their names are the exporter's; nothing else in Dir is
-	// counted or removed.
-	MaxFiles int
-	MaxBytes int64
-	// OnRemove, if set, is called by Export after it removed files, with
-	// their number and summed size, or met an error removing one (err,
-	// the first). The export itself succeeded either way.
-	OnRemove func(files int, bytes int64, err error)
 }

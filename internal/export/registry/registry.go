@@ -9,15 +9,12 @@ import (
 	"context"
 	"sync"
 
-	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // Exporter has the method set of the root package's Exporter, which cannot
 // be named here without an import cycle.
-type Exporter interface {
-	Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error
-	Shutdown(ctx context.Context) error
-}
+type Exporter = export.Exporter
 
 // Factory builds an exporter configured from the environment alone.
 type Factory func(ctx context.Context) (Exporter, error)
