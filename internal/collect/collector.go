@@ -104,6 +104,15 @@ type OffCPUOmissions struct {
 	// the recorder's byte budget, the window its wait limit, or the trace
 	// could not be read to its end. What was read is kept.
 	Truncated atomic.Int64
+	// SlowExplained counts the slow requests explained in the windows'
+	// slow-request profiles.
+	SlowExplained atomic.Int64
+	// SlowDropped counts the requests that ran long and were not
+	// explained: more watched at once than the recorder watches, more
+	// slow in a window than it explains (the fastest are dropped), the
+	// trace budget or the execution tracer unavailable while they ran,
+	// or no trace of their goroutine read.
+	SlowDropped atomic.Int64
 }
 
 // DefaultMaxGoroutines is the number of goroutines above which the
