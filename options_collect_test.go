@@ -17,6 +17,7 @@ import (
 func TestCollectSettings(t *testing.T) {
 	maxGoroutines := func(c *config) any { return c.maxGoroutines }
 	cpuDuration := func(c *config) any { return c.cpuDuration }
+	slowThreshold := func(c *config) any { return c.slowThreshold }
 	tests := []struct {
 		name string
 		opts []Option
@@ -32,6 +33,12 @@ func TestCollectSettings(t *testing.T) {
 		{"goroutines: option wins", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, maxGoroutines, 7},
 		// The option shadows the variable, which is then not validated.
 		{"goroutines: option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, maxGoroutines, 7},
+
+		{"slow: default", nil, nil, slowThreshold, 100 * time.Millisecond},
+		{"slow: variable", nil, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "250ms"}, slowThreshold, 250 * time.Millisecond},
+		{"slow: option", []Option{WithSlowRequestThreshold(time.Second)}, nil, slowThreshold, time.Second},
+		{"slow: option wins", []Option{WithSlowRequestThreshold(50 * time.Millisecond)}, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "1s"}, slowThreshold, 50 * time.Millisecond},
+		{"slow: option shadows an invalid variable", []Option{WithSlowRequestThreshold(50 * time.Millisecond)}, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "x"}, slowThreshold, 50 * time.Millisecond},
 
 		{"cpu: default, 17% of the window", nil, nil, cpuDuration, 10200 * time.Millisecond},
 		{"cpu: default follows the window", []Option{WithWindow(30 * time.Second)}, nil, cpuDuration, 5100 * time.Millisecond},
@@ -63,6 +70,9 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
+		{[]Option{WithSlowRequestThreshold(time.Millisecond)}, nil, "profiler: WithSlowRequestThreshold(1ms): threshold must be at least 10ms"},
+		{[]Option{WithSlowRequestThreshold(-time.Second)}, nil, "profiler: WithSlowRequestThreshold(-1s): threshold must be at least 10ms"},
+		{nil, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "1ms"}, `profiler: PPROFOTEL_SLOW_REQUEST_THRESHOLD="1ms": threshold must be at least 10ms`},
 		{[]Option{WithCPUDutyCycle(0)}, nil, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(-5)}, nil, "profiler: WithCPUDutyCycle(-5): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(101)}, nil, "profiler: WithCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},

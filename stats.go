@@ -81,6 +81,15 @@ type Stats struct {
 	// a trace ended early or unreadable past some point. Values are
 	// scaled by the time actually read.
 	OffCPUTruncated int64
+	// SlowRequestsExplained counts the slow requests (WithSlowRequestThreshold)
+	// explained in the slow-request profile that comes with OffCPUProfile.
+	SlowRequestsExplained int64
+	// SlowRequestsDropped counts the requests that ran long and were not
+	// explained: more watched at once (16) or more slow in a window
+	// (100, the slowest kept) than the profile explains, its trace budget
+	// spent, the execution tracer in use elsewhere, or no trace of the
+	// request's goroutine read.
+	SlowRequestsDropped int64
 	// StringsRepaired counts strings that were not valid UTF-8, which
 	// proto3 requires of every string a request carries, and were sent
 	// with U+FFFD in place of each run of invalid bytes rather than
@@ -117,6 +126,8 @@ func (p *Profiler) Stats() Stats {
 		ProfilesLeftOut:          p.omitted.Errors.Load(),
 		OffCPUSkipped:            p.omitted.OffCPU.Skipped.Load(),
 		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
+		SlowRequestsExplained:    p.omitted.OffCPU.SlowExplained.Load(),
+		SlowRequestsDropped:      p.omitted.OffCPU.SlowDropped.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
 		StringsRepaired:  p.repaired.Load(),
@@ -191,6 +202,10 @@ var statsMetrics = []statsMetric{
 		func(s Stats) float64 { return float64(s.OffCPUSkipped) }},
 	{"pprofotel.offcpu.truncated", "{stretch}", "Off-CPU stretches read only in part.", counter,
 		func(s Stats) float64 { return float64(s.OffCPUTruncated) }},
+	{"pprofotel.slow_requests.explained", "{request}", "Slow requests explained in the slow-request profile.", counter,
+		func(s Stats) float64 { return float64(s.SlowRequestsExplained) }},
+	{"pprofotel.slow_requests.dropped", "{request}", "Requests that ran long and were not explained.", counter,
+		func(s Stats) float64 { return float64(s.SlowRequestsDropped) }},
 	{"pprofotel.strings.repaired", "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.", counter,
 		func(s Stats) float64 { return float64(s.StringsRepaired) }},
 }

@@ -27,7 +27,7 @@ const (
 
 // Profile is one runtime profile of a window.
 type Profile struct {
-	// Name is the Name of one of Profiles.
+	// Name is the Name of one of Profiles, or SlowRequests.
 	Name string
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
@@ -177,6 +177,19 @@ type Collector struct {
 	// recorders holds the running recorders of the profiles that have one.
 	recorders   map[string]Recorder
 	windowStart time.Time
+	// slowThreshold is Config.SlowThreshold.
+	slowThreshold time.Duration
+}
+
+// Watcher returns the running recorder that explains slow requests, nil
+// when none runs (the off-CPU profile is off, or not linked in).
+func (c *Collector) Watcher() SlowRecorder {
+	for _, rec := range c.recorders {
+		if sr, ok := rec.(SlowRecorder); ok {
+			return sr
+		}
+	}
+	return nil
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -208,6 +221,9 @@ type Config struct {
 	// CPUOffset returns where in the window the CPU profile starts, in
 	// [0, max]; nil draws it uniformly at random. Tests replace it.
 	CPUOffset func(max time.Duration) time.Duration
+	// SlowThreshold is the least duration of a request that the off-CPU
+	// recorder explains as slow; 0 takes its default.
+	SlowThreshold time.Duration
 	// FirstWindow, when shorter than Window, is the length of the first
 	// window: its CPU profile then records from Start on, to the end of
 	// the window or of the CPU duration, whichever comes first.
@@ -233,9 +249,10 @@ func New(cfg Config) (*Collector, error) {
 
 		maxGoroutines: cfg.MaxGoroutines,
 
-		window:      cfg.Window,
-		firstWindow: cfg.FirstWindow,
-		cpuOffset:   cfg.CPUOffset,
+		window:        cfg.Window,
+		firstWindow:   cfg.FirstWindow,
+		slowThreshold: cfg.SlowThreshold,
+		cpuOffset:     cfg.CPUOffset,
 	}
 	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Window {
 		c.cpuDuration = cfg.CPUDuration
@@ -306,7 +323,7 @@ func (c *Collector) Start(now time.Time) {
 	c.windowStart = now
 	for _, name := range c.names {
 		if d, _ := Lookup(name); d.Recorder != nil {
-			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats})
+			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats, SlowThreshold: c.slowThreshold})
 		}
 		if d, ok := c.deltas[name]; ok {
 			d.reset()
@@ -344,7 +361,8 @@ func (c *Collector) Stop(now time.Time) Window {
 }
 
 func (c *Collector) collect(now time.Time, next bool) Window {
-	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names))}
+	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names)+1)}
+	var slow *pprofdecode.Profile
 	for _, name := range c.names {
 		var (
 			p   *pprofdecode.Profile
@@ -355,6 +373,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			p, err = rec.Collect(now, !next)
 			if !next {
 				delete(c.recorders, name)
+			}
+			if sr, ok := rec.(SlowRecorder); ok && err == nil {
+				slow = sr.Slow()
 			}
 		} else if name == CPU {
 			p, from, to, err = c.cycleCPU(now, next)
@@ -386,6 +407,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			}
 		}
 		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p, Start: from, End: to})
+	}
+	if slow != nil {
+		w.Profiles = append(w.Profiles, Profile{Name: SlowRequests, Data: slow})
 	}
 	c.windowStart = now
 	c.windows++

@@ -222,6 +222,8 @@ func (r *Recorder) Collect(now time.Time, last bool) (*pprofdecode.Profile, erro
 	return p, nil
 }
 
+var _ collect.SlowRecorder = (*Recorder)(nil)
+
 // Slow returns the slow-request profile of the window the last Collect
 // ended, nil when it explained no request; it is valid until the next
 // Collect.

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/exp/trace"
 
+	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
@@ -15,7 +16,7 @@ import (
 const (
 	// DefaultSlowThreshold is the least duration of a request explained as
 	// slow.
-	DefaultSlowThreshold = 100 * time.Millisecond
+	DefaultSlowThreshold = collect.DefaultSlowThreshold
 	// DefaultMaxWatched bounds the requests watched at once; a request
 	// that turns long while as many are watched is not.
 	DefaultMaxWatched = 16
