@@ -11,6 +11,7 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
 	"github.com/pprofotel/profiler/internal/testutil/waittest"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -23,7 +24,7 @@ func handleLock(d time.Duration) { waittest.OnMutex(d) }
 // handleCPU is a request handler that computes.
 //
 //go:noinline
-func handleCPU(d time.Duration) { waittest.Spin(d) }
+func handleCPU(d time.Duration) { cputest.Spin(d) }
 
 // handleFast is a request handler that returns at once.
 //

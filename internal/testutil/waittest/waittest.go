@@ -4,7 +4,6 @@ package waittest
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -33,18 +32,3 @@ func OnMutex(d time.Duration) {
 //
 //go:noinline
 func InSleep(d time.Duration) { time.Sleep(d) }
-
-// Spin runs on the CPU for d, without waiting.
-//
-//go:noinline
-func Spin(d time.Duration) {
-	x := uint64(1)
-	for start := time.Now(); time.Since(start) < d; {
-		for range 1000 {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-	}
-	sink.Store(x)
-}
-
-var sink atomic.Uint64
