@@ -29,7 +29,6 @@ func providers(sdk trace.TracerProvider) []struct {
 	}{
 		{"sdk", sdk},
 		{"labels", labels.WrapTracerProvider(sdk)},
-		{"labels-root-name", labels.WrapTracerProvider(sdk, labels.WithRootSpanName())},
 		{"labels-local-roots", labels.WrapTracerProvider(sdk, labels.WithLocalRootSpansOnly())},
 		// Its default: span name, span id and trace id of the local root.
 		{"otel-profiling-go", otelpyroscope.NewTracerProvider(sdk)},
