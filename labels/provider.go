@@ -102,7 +102,7 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 
 	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID}
 	if root {
-		s.request = beginRequest(ids, name, opts)
+		s.request = beginRequest(span, ids, name, opts)
 	}
 	s.previous = goroutineLabelSet()
 	if parent != nil && s.previous == parent.installed {
@@ -132,10 +132,18 @@ func parentRootID(parent *labeledSpan, parentCtx context.Context) string {
 }
 
 // beginRequest tells the profiler's request tracker, if one is installed,
-// of a local root span started now under name, with its route when the
-// start options give one.
-func beginRequest(ids, name string, opts []trace.SpanStartOption) *requests.Request {
-	r := requests.Begin(ids, name, time.Now())
+// of the local root span started under name, with its route when the start
+// options give one. The request starts when the SDK's span does, read from
+// the span rather than the clock when the span tells it.
+func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOption) *requests.Request {
+	var start time.Time
+	if s, ok := span.(interface{ StartTime() time.Time }); ok {
+		start = s.StartTime()
+	}
+	if start.IsZero() {
+		start = time.Now()
+	}
+	r := requests.Begin(ids, name, start)
 	if r != nil && len(opts) > 0 {
 		cfg := trace.NewSpanStartConfig(opts...)
 		setRoute(r, cfg.Attributes())
