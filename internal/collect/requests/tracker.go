@@ -8,6 +8,12 @@ import (
 	"time"
 )
 
+// EndpointKey is the sample attribute, and the pprof label, that carries
+// the endpoint of a sample's request. It is a valid Prometheus and
+// Pyroscope label name, so that a query can select it
+// ({endpoint="/users/{id}"}), and pprof's -tagfocus=endpoint=... reads it.
+const EndpointKey = "endpoint"
+
 // Overflow is the endpoint of the requests of a window whose own endpoint
 // did not fit in it: the window already had MaxEndpoints others.
 const Overflow = "_other"
@@ -116,8 +122,10 @@ func New(cfg Config) *Tracker {
 	return t
 }
 
+// reset empties w for the next window. Its maps are made when first
+// needed, so that a window without requests allocates nothing.
 func (w *windowState) reset() {
-	*w = windowState{counts: make(map[string]int64), roots: make(map[[8]byte]string)}
+	*w = windowState{}
 }
 
 // Install makes t the Tracker Begin reports to, until Stop. Only one
@@ -239,6 +247,9 @@ func (t *Tracker) ended(r *Request) {
 		t.win.overflowed++
 	}
 	if id, ok := rootKey(r.RootID()); ok {
+		if t.win.roots == nil {
+			t.win.roots = make(map[[8]byte]string)
+		}
 		if len(t.win.roots) < t.cfg.MaxRequests {
 			t.win.roots[id] = e
 		} else if _, in := t.win.roots[id]; !in {
@@ -256,6 +267,9 @@ func (t *Tracker) ended(r *Request) {
 func (w *windowState) admit(e string, limit int) string {
 	if _, ok := w.counts[e]; ok {
 		return e
+	}
+	if w.counts == nil {
+		w.counts = make(map[string]int64)
 	}
 	if e != Overflow && w.endpoints < limit {
 		w.counts[e] = 0
@@ -331,7 +345,10 @@ func (t *Tracker) Window(now time.Time) Requests {
 
 	w := t.win
 	t.win.reset()
-	live := make(map[[8]byte]string, len(t.live))
+	var live map[[8]byte]string
+	if len(t.live) > 0 {
+		live = make(map[[8]byte]string, len(t.live))
+	}
 	for _, r := range t.live {
 		id, ok := rootKey(r.RootID())
 		if !ok {
