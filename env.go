@@ -28,6 +28,7 @@ const (
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
 	envCPUDuty       = "PPROFOTEL_CPU_DUTY"
 	envSlowThreshold = "PPROFOTEL_SLOW_REQUEST_THRESHOLD"
+	envMaxEndpoints  = "PPROFOTEL_MAX_ENDPOINTS"
 )
 
 // Defaults.

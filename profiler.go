@@ -152,6 +152,7 @@ func start(cfg *config) (*Profiler, error) {
 		CPUDuration:   cfg.cpuDuration,
 		SlowThreshold: cfg.slowThreshold,
 		FirstWindow:   min(cfg.window, firstWindow),
+		MaxEndpoints:  cfg.maxEndpoints,
 	})
 	if err != nil {
 		return nil, err

@@ -13,18 +13,21 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
+	"github.com/pprofotel/profiler/internal/collect/requests"
+	"github.com/pprofotel/profiler/internal/convert/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 )
 
 // The slow-request profile, as the off-CPU recorder sends it
-// (docs/slow-requests.md).
+// (docs/slow-requests.md): its name (collect.SlowRequests), its sample
+// type and its attributes.
 const (
 	slowProfile    = "slowrequests"
-	stateLabel     = "goroutine_state"
-	reasonLabel    = "wait_reason"
-	beforeLabel    = "before_trace"
-	endpointLabel  = "endpoint"
 	slowSampleType = "wall"
+	stateLabel     = otlpattr.GoroutineState
+	reasonLabel    = otlpattr.WaitReason
+	beforeLabel    = otlpattr.BeforeTrace
+	endpointLabel  = requests.EndpointKey
 )
 
 func runSlow(args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -108,9 +108,9 @@ type SlowRecorder interface {
 	// has the given ids (trace id and span id, 48 hex digits), begun at
 	// start, runs long. It never blocks.
 	Watch(ids string, start time.Time)
-	// Ended tells it that a request it was told to watch ended, at end;
-	// endpoint, if not empty, names it. It never blocks.
-	Ended(ids string, start, end time.Time, endpoint string)
+	// Ended tells it that a request it was told to watch ended, at end.
+	// It never blocks.
+	Ended(ids string, start, end time.Time)
 	// Slow returns the slow-request profile of the window the last
 	// Collect ended, nil for none; valid until the next Collect.
 	Slow() *pprofdecode.Profile

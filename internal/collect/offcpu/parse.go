@@ -11,13 +11,14 @@ import (
 	"golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 )
 
 // ReasonKey is the label, and so the OTLP sample attribute, that carries
 // why a goroutine waited, as the execution trace names it ("chan receive",
 // "select", "sync", "network", "sleep", "syscall", "preempted", ...).
-const ReasonKey = "wait_reason"
+const ReasonKey = otlpattr.WaitReason
 
 // ReasonSyscall names the waits in a system call, for which the trace gives
 // no reason of its own.
@@ -410,19 +411,28 @@ func (w *window) kindOf(key *[]byte, locs []int32, reason, span string, mk func(
 // appendSpanLabels appends the labels that link a sample to span, the
 // wrapper's spelling of it, if it names one.
 func appendSpanLabels(lbls []pprofdecode.Label, span string) []pprofdecode.Label {
-	if traceID, spanID, ok := splitSpan(span); ok {
+	if traceID, spanID, rootID, ok := splitSpan(span); ok {
+		if rootID != "" {
+			lbls = append(lbls, pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: rootID})
+		}
 		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
 	}
 	return lbls
 }
 
-// splitSpan splits the wrapper's log message, the trace id's 32 hex digits
-// followed by the span id's 16.
-func splitSpan(msg string) (traceID, spanID string, ok bool) {
-	if len(msg) != 48 {
-		return "", "", false
+// splitSpan splits the wrapper's spelling of a span (see
+// labels.TraceLogCategory): the trace id's 32 hex digits, the span id's 16
+// and the local root span id's 16, zeros for an unknown root, which
+// splitSpan returns as "".
+func splitSpan(msg string) (traceID, spanID, rootID string, ok bool) {
+	if len(msg) != 64 {
+		return "", "", "", false
 	}
-	return msg[:32], msg[32:], true
+	traceID, spanID, rootID = msg[:32], msg[32:48], msg[48:]
+	if rootID == "0000000000000000" {
+		rootID = ""
+	}
+	return traceID, spanID, rootID, true
 }
 
 // recorderFunc is the prefix of the Recorder's methods: it reads the trace

@@ -240,9 +240,9 @@ func (r *Recorder) Watch(ids string, start time.Time) {
 
 // Ended tells the recorder that a request it was told to watch ended:
 // when it lasted the slow-request threshold or longer, the window explains
-// it. endpoint, if not empty, names it.
-func (r *Recorder) Ended(ids string, start, end time.Time, endpoint string) {
-	r.post(watchEvent{ids: ids, start: start, end: end, endpoint: endpoint, ended: true})
+// it.
+func (r *Recorder) Ended(ids string, start, end time.Time) {
+	r.post(watchEvent{ids: ids, start: start, end: end, ended: true})
 }
 
 // maxInbox bounds the reports waiting for the recorder's goroutine.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/labels"
 )
 
 // Defaults of the slow-request explanations (docs/slow-requests.md has the
@@ -50,16 +52,13 @@ const (
 var SlowSampleType = pprofdecode.ValueType{Type: "wall", Unit: "nanoseconds"}
 
 const (
-	// SlowProfile is the name of the slow-request profile, as
-	// pprofotel.profile.name gives it.
-	SlowProfile = "slowrequests"
 	// StateKey is the label that says what the request's goroutine did:
-	// one of the State values.
-	StateKey = "goroutine_state"
+	// one of stateNames.
+	StateKey = otlpattr.GoroutineState
 	// BeforeTraceKey marks, with the value "true", the part of a request
 	// before the tracer started, attributed to the state the trace found
 	// its goroutine in at the start.
-	BeforeTraceKey = "before_trace"
+	BeforeTraceKey = otlpattr.BeforeTrace
 )
 
 // gstate is what a goroutine does, as the slow-request profile tells it.
@@ -118,11 +117,10 @@ func (t *timeline) add(iv interval) bool {
 // watch is a request the recorder watches: a local root span that ran
 // long.
 type watch struct {
-	ids      string // trace id and span id, 48 hex digits
-	start    time.Time
-	end      time.Time
-	endpoint string
-	ended    bool
+	ids   string // trace id and span id, 48 hex digits
+	start time.Time
+	end   time.Time
+	ended bool
 	// goroutines are the timelines of the goroutines seen in the
 	// request; end is the one that left it (its End), when seen.
 	goroutines map[trace.GoID]*timeline
@@ -164,7 +162,6 @@ func newSlowState(cfg *Config) *slowState {
 type watchEvent struct {
 	ids        string
 	start, end time.Time
-	endpoint   string
 	ended      bool
 }
 
@@ -191,7 +188,7 @@ func (ss *slowState) apply(e watchEvent) {
 	if w == nil || w.ended {
 		return
 	}
-	w.ended, w.end, w.endpoint = true, e.end, e.endpoint
+	w.ended, w.end = true, e.end
 	if !w.start.IsZero() && e.start.Before(w.start) || w.start.IsZero() {
 		w.start = e.start
 	}
@@ -226,10 +223,9 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 
 // explanation is one slow request's wall time, part by part.
 type explanation struct {
-	ids      string
-	endpoint string
-	dur      time.Duration
-	parts    []part
+	ids   string
+	dur   time.Duration
+	parts []part
 }
 
 // part is an interval of an explanation; before marks the part before
@@ -260,7 +256,7 @@ func (ss *slowState) explain(w *watch) {
 		ss.stats.SlowDropped.Add(1)
 		return
 	}
-	ss.explained = append(ss.explained, explanation{ids: w.ids, endpoint: w.endpoint, dur: w.end.Sub(w.start), parts: parts})
+	ss.explained = append(ss.explained, explanation{ids: w.ids, dur: w.end.Sub(w.start), parts: parts})
 }
 
 // explainParts lays tl over [start, end): the part before the first
@@ -347,7 +343,12 @@ func (ss *slowState) build(w *window) {
 				if p.before {
 					lbls = append(lbls, pprofdecode.Label{Key: BeforeTraceKey, Str: "true"})
 				}
-				return appendSpanLabels(lbls, e.ids)
+				// The request's own span is its root: the collector
+				// turns the root's id into the request's endpoint.
+				return append(lbls,
+					pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: e.ids[32:]},
+					pprofdecode.Label{Key: labels.SpanIDKey, Str: e.ids[32:]},
+					pprofdecode.Label{Key: labels.TraceIDKey, Str: e.ids[:32]})
 			})
 			w.events = append(w.events, event{kind: k, start: p.start, dur: p.end - p.start})
 		}
@@ -384,19 +385,6 @@ func reasonFromStack(frames []trace.StackFrame) string {
 		}
 	}
 	return ""
-}
-
-// splitRecord splits a span of the wrapper's log record into the span
-// (trace id and span id, 48 hex digits) and the local root span's id (16);
-// a span spelled without its root is taken as its own root.
-func splitRecord(s string) (span, root string) {
-	switch len(s) {
-	case 48:
-		return s, s[32:]
-	case 64:
-		return s[:48], s[48:]
-	}
-	return "", ""
 }
 
 // framesOf returns the frames of stk, leaf first, one slice per stack of
@@ -528,8 +516,8 @@ func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id 
 // known to the request the record says it was in. A record leaving a
 // request's root for another marks the goroutine that ended it.
 func (s *reading) slowSpanSwitch(g *goroutine, id trace.GoID, now, before string, t trace.Time, stk trace.Stack) {
-	_, nowRoot := splitRecord(now)
-	_, beforeRoot := splitRecord(before)
+	_, _, nowRoot, _ := splitSpan(now)
+	_, _, beforeRoot, _ := splitSpan(before)
 	if s.slow.watching() {
 		s.closeInterval(g, id, s.wall(t), stk)
 		w := s.slow.byRoot[beforeRoot]

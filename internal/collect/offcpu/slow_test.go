@@ -64,7 +64,7 @@ func serve(t *testing.T, r *Recorder, tracer oteltrace.Tracer, handler func(time
 	end := time.Now()
 	close(done)
 	if <-long {
-		r.Ended(ids, start, end, "/x")
+		r.Ended(ids, start, end)
 	}
 	return served{ids: ids, start: start, end: end}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -54,7 +55,7 @@ func FixtureInputs() []otlp.Input {
 	}
 	cpu.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{3, 30000000},
-			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "http.route", Str: "/api"}}},
+			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "endpoint", Str: "/api"}}},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 10000000}, Labels: traced},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{2, 0},
 			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: "XYZ"}, {Key: labels.SpanIDKey, Str: fixtureOtherSpan}}},
@@ -88,6 +89,26 @@ func FixtureInputs() []otlp.Input {
 		{Name: "mutex", Profile: &mutex.Profile},
 		{Name: "block", Profile: &block.Profile},
 	}
+}
+
+// RequestsFixture returns the request counts profile the collector adds
+// to a window: 3 requests of /api and 2 of endpoints past the bound, each
+// endpoint a sample on a frame named after it.
+func RequestsFixture() *pprofdecode.Profile {
+	p := &pprofdecode.Profile{
+		SampleTypes:       []pprofdecode.ValueType{{Type: "requests", Unit: "count"}},
+		DefaultSampleType: "requests",
+	}
+	for i, e := range []struct {
+		endpoint string
+		n        int64
+	}{{"/api", 3}, {"_other", 2}} {
+		p.Functions = append(p.Functions, pprofdecode.Function{Name: e.endpoint, SystemName: e.endpoint})
+		p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Lines: []pprofdecode.Line{{Function: int32(i)}}})
+		p.Samples = append(p.Samples, pprofdecode.Sample{Locations: []int32{int32(i)}, Values: []int64{e.n},
+			Labels: []pprofdecode.Label{{Key: "endpoint", Str: e.endpoint}}})
+	}
+	return p
 }
 
 type fixtureProgram struct {
@@ -212,7 +233,7 @@ func SlowFixture(start time.Time) *pprofdecode.Profile {
 		if before {
 			l = append(l, pprofdecode.Label{Key: "before_trace", Str: "true"})
 		}
-		l = append(l, pprofdecode.Label{Key: SlowFixtureEndpointKey, Str: endpoint})
+		l = append(l, pprofdecode.Label{Key: requests.EndpointKey, Str: endpoint})
 		return append(l, pprofdecode.Label{Key: labels.SpanIDKey, Str: ids[1]}, pprofdecode.Label{Key: labels.TraceIDKey, Str: ids[0]})
 	}
 	lock := [2]string{FixtureTraceID, FixtureSpanID}
@@ -235,7 +256,3 @@ func SlowFixture(start time.Time) *pprofdecode.Profile {
 	}
 	return p
 }
-
-// SlowFixtureEndpointKey is the label that names a request's endpoint in
-// SlowFixture.
-const SlowFixtureEndpointKey = "endpoint"
