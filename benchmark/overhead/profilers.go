@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	ddprofiler "github.com/DataDog/dd-trace-go/v2/profiler"
@@ -49,6 +50,7 @@ var setups = []setup{
 	{"pprofotel-offcpu", "pprofotel, defaults + offcpu (duty cycle 10 %)", startPprofotelOffCPU},
 	{"pprofotel-offcpu-100", "pprofotel, defaults + offcpu, duty cycle 100 %", startPprofotelOffCPUAlways},
 	{"fgprof", "fgprof (99 Hz wall-clock stacks of every goroutine), one profile per period", startFgprof},
+	{"pprofotel-offcpu-flightrecorder", "pprofotel, defaults + offcpu, and the runtime's flight recorder kept running (issue 29's option b)", startPprofotelOffCPUFlightRecorder},
 }
 
 func setupByName(name string) (setup, bool) {
@@ -125,6 +127,24 @@ func startPprofotelOffCPUAlways(stubAddr string, period time.Duration) (func(), 
 	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
 		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.OffCPUProfile),
 		profiler.WithOffCPUDutyCycle(100))
+}
+
+// startPprofotelOffCPUFlightRecorder is pprofotel-offcpu with the
+// runtime's flight recorder running all along, as keeping the last
+// seconds of trace at hand for slow requests would (issue 29's option b):
+// the tracer's hooks on every goroutine and the flight recorder's copying,
+// never read.
+func startPprofotelOffCPUFlightRecorder(stubAddr string, period time.Duration) (func(), error) {
+	stop, err := startPprofotelOffCPU(stubAddr, period)
+	if err != nil {
+		return nil, err
+	}
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
+	if err := fr.Start(); err != nil {
+		stop()
+		return nil, err
+	}
+	return func() { fr.Stop(); stop() }, nil
 }
 
 // startFgprof runs fgprof, the peer for wall-clock (on- and off-CPU) time,

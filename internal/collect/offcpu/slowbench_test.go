@@ -134,8 +134,9 @@ func BenchmarkWatchStart(b *testing.B) {
 }
 
 // BenchmarkSlowCapture runs a service-like load under a recorder at the
-// default duty cycle: workers serving requests in root spans, each about
-// 100 µs of CPU, one in 20 waiting 200 ms on a contended mutex, and, as
+// default duty cycle: 8 workers serving requests in root spans, each 1 ms
+// of CPU, one in 20 waiting 200 ms on a contended mutex (about 700
+// requests a second, 7 slow ones live at any time), and, as
 // the request tracker does, the requests that run half the threshold
 // reported to the recorder (Watch, Ended). With budget=off nothing is
 // reported (what cpu,offcpu costs today); the others set the slow-request
@@ -159,7 +160,6 @@ func BenchmarkSlowCapture(b *testing.B) {
 				// needs), so that the rate, not the burst, decides.
 				r := Start(time.Now(), Config{Stats: &stats, SlowTraceRate: budget, SlowTraceBurst: max(budget, 128<<10)})
 				var served, slow int64
-				var mu sync.Mutex
 				cpu0 := cpuTime()
 				start := time.Now()
 				var wg sync.WaitGroup
@@ -180,11 +180,9 @@ func BenchmarkSlowCapture(b *testing.B) {
 								}
 								watched <- budget > 0
 							})
-							cputest.Spin(100 * time.Microsecond)
+							cputest.Spin(time.Millisecond)
 							if isSlow {
-								mu.Lock()
-								waittest.InSleep(200 * time.Millisecond)
-								mu.Unlock()
+								waittest.OnMutex(200 * time.Millisecond)
 							}
 							span.End()
 							end := time.Now()
