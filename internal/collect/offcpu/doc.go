@@ -87,7 +87,7 @@
 // trace of their own runs (no waits kept), lingering 250 ms after the
 // last one ends; both within a budget of trace bytes, 64 KiB a second
 // and 2 MiB at once, each start charged 32 KiB and its short first
-// trace. At most 16 requests are watched at once and 100 explained a
+// trace. At most 16 requests are watched at once and 1,000 explained a
 // window, the slowest; what is not explained is counted
 // (Stats.SlowDropped).
 //
