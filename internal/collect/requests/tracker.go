@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // EndpointKey is the sample attribute, and the pprof label, that carries
@@ -267,9 +269,16 @@ func (t *Tracker) ended(r *Request) {
 	}
 }
 
+// MaxEndpointLen is the longest endpoint sent, in bytes: a longer span
+// name is cut at a character boundary before it and marked with its length
+// (validutf8.Clip). Routes are far shorter; a span name is whatever the
+// application made it.
+const MaxEndpointLen = 256
+
 // admit returns the index of e when the window has room for it, that of
 // Overflow otherwise. A window has at most limit endpoints, and Overflow.
 func (w *windowState) admit(e string, limit int) uint16 {
+	e = validutf8.Clip(e, MaxEndpointLen)
 	if i, ok := w.index[e]; ok {
 		return i
 	}
