@@ -137,6 +137,9 @@ func TestSlowRequestExplained(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := r.Slow()
+			if p == nil {
+				t.Fatalf("no slow-request profile: %d explained, %d dropped", stats.SlowExplained.Load(), stats.SlowDropped.Load())
+			}
 			dur := slow.end.Sub(slow.start)
 			all, matching, _ := explained(p, slow.ids, tc.state, tc.reason, tc.fn)
 			if all < dur*90/100 || all > dur*110/100 {
