@@ -306,6 +306,9 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 			g.span, g.known, g.root = creator.span, creator.known, creator.root
 		}
 	case to == trace.GoNotExist:
+		if g := s.goroutines[id]; g != nil && g.pend != nil {
+			s.pending -= len(g.pend.intervals)
+		}
 		delete(s.goroutines, id)
 	case from == trace.GoRunning && (to == trace.GoWaiting || to == trace.GoSyscall || to == trace.GoRunnable):
 		reason := st.Reason

@@ -189,10 +189,7 @@ func (ss *slowState) apply(e watchEvent) {
 	if w == nil || w.ended {
 		return
 	}
-	w.ended, w.end = true, e.end
-	if !w.start.IsZero() && e.start.Before(w.start) || w.start.IsZero() {
-		w.start = e.start
-	}
+	w.ended, w.start, w.end = true, e.start, e.end
 	ss.live--
 }
 

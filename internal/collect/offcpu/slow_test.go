@@ -2,6 +2,9 @@ package offcpu
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"reflect"
 	"runtime/trace"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/testutil/cputest"
@@ -184,4 +188,133 @@ func describe(p *pprofdecode.Profile) string {
 			time.Duration(s.Values[0]).String() + " " + leaf + "\n")
 	}
 	return b.String()
+}
+
+// TestExplainParts lays timelines over a request's time: the part before
+// the first interval takes the state the trace found (not the runnable
+// one starting the tracer leaves), short gaps join the interval before,
+// long ones and a missing end are untraced, and the parts always add up
+// to the request's duration.
+func TestExplainParts(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	lock := []xtrace.StackFrame{{Func: "sync.(*Mutex).Lock"}, {Func: "main.handle"}}
+	run := []xtrace.StackFrame{{Func: "main.handle"}}
+	iv := func(from, to int64, st gstate, reason string, frames []xtrace.StackFrame) interval {
+		return interval{start: ms(from), end: ms(to), state: st, reason: reason, frames: frames}
+	}
+	type want struct {
+		from, to int64
+		state    string
+		before   bool
+	}
+	for _, tc := range []struct {
+		name       string
+		ivs        []interval
+		start, end int64
+		want       []want
+	}{
+		{"wait open at the trace's start", []interval{iv(50, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunnable, "", lock), iv(201, 240, stateRunning, "", run)}, 0, 240,
+			[]want{{0, 50, "off_cpu", true}, {50, 200, "off_cpu", false}, {200, 201, "runnable", false}, {201, 240, "on_cpu", false}}},
+		{"runnable as the trace starts", []interval{iv(50, 51, stateRunnable, "", run), iv(51, 150, stateRunning, "", run)}, 0, 150,
+			[]want{{0, 50, "on_cpu", true}, {50, 51, "runnable", false}, {51, 150, "on_cpu", false}}},
+		{"short gaps joined, a long one untraced", []interval{iv(0, 40, stateRunning, "", run), iv(41, 60, stateWaiting, "sleep", run), iv(100, 120, stateRunning, "", run)}, 0, 121,
+			[]want{{0, 41, "on_cpu", false}, {41, 60, "off_cpu", false}, {60, 100, "untraced", false}, {100, 121, "on_cpu", false}}},
+		{"the trace ended first", []interval{iv(0, 80, stateWaiting, "network", lock)}, 0, 200,
+			[]want{{0, 80, "off_cpu", false}, {80, 200, "untraced", false}}},
+		{"intervals outside the request cut", []interval{iv(-50, 30, stateWaiting, "select", lock), iv(30, 300, stateRunning, "", run)}, 0, 120,
+			[]want{{0, 30, "off_cpu", false}, {30, 120, "on_cpu", false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := explainParts(&timeline{intervals: tc.ivs}, ms(tc.start), ms(tc.end))
+			var got []want
+			var sum int64
+			for _, p := range parts {
+				got = append(got, want{p.start / ms(1), p.end / ms(1), stateNames[p.state], p.before})
+				sum += p.end - p.start
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("parts\n got %v\nwant %v", got, tc.want)
+			}
+			if sum != ms(tc.end-tc.start) {
+				t.Errorf("parts add up to %v, want %v", time.Duration(sum), time.Duration(ms(tc.end-tc.start)))
+			}
+		})
+	}
+	if parts := explainParts(&timeline{intervals: []interval{iv(500, 600, stateRunning, "", run)}}, 0, ms(100)); parts != nil {
+		t.Errorf("a timeline outside the request explains it: %v", parts)
+	}
+}
+
+// TestReasonFromStack names the wait of a goroutine found waiting, whose
+// status has no reason, as the trace names the reason of a wait it sees
+// begin.
+func TestReasonFromStack(t *testing.T) {
+	for _, tc := range []struct {
+		leaf []string
+		want string
+	}{
+		{[]string{"runtime.gopark", "runtime.goparkunlock", "runtime.semacquire1", "internal/sync.runtime_SemacquireMutex", "internal/sync.(*Mutex).lockSlow"}, "sync"},
+		{[]string{"runtime.gopark", "runtime.semacquire1", "sync.runtime_SemacquireWaitGroup", "sync.(*WaitGroup).Wait"}, "sync"},
+		{[]string{"runtime.gopark", "sync.runtime_notifyListWait", "sync.(*Cond).Wait"}, "sync.(*Cond).Wait"},
+		{[]string{"runtime.gopark", "runtime.chanrecv", "runtime.chanrecv1"}, "chan receive"},
+		{[]string{"runtime.gopark", "runtime.chansend", "runtime.chansend1"}, "chan send"},
+		{[]string{"runtime.gopark", "runtime.selectgo"}, "select"},
+		{[]string{"runtime.gopark", "time.Sleep"}, "sleep"},
+		{[]string{"runtime.gopark", "runtime.netpollblock", "internal/poll.runtime_pollWait", "internal/poll.(*pollDesc).wait"}, "network"},
+		{[]string{"runtime.gopark", "main.custom"}, ""},
+	} {
+		var frames []xtrace.StackFrame
+		for _, f := range tc.leaf {
+			frames = append(frames, xtrace.StackFrame{Func: f})
+		}
+		if got := reasonFromStack(frames); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.leaf, got, tc.want)
+		}
+	}
+}
+
+// TestSlowBounds checks the bounds of the watched requests: past
+// MaxWatched a request is not watched, past MaxSlow a window keeps the
+// slowest, a fast request ends unexplained and uncounted, and a request
+// whose goroutine no trace named is dropped, all counted.
+func TestSlowBounds(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 3, MaxSlow: 2, Stats: &stats})
+	ids := func(i int) string { return fmt.Sprintf("%032x%016x", i, i) }
+	t0 := time.Unix(1000, 0)
+	for i := 1; i <= 5; i++ {
+		ss.apply(watchEvent{ids: ids(i), start: t0})
+	}
+	if ss.live != 3 || stats.SlowDropped.Load() != 2 {
+		t.Fatalf("%d watched, %d dropped; want 3, 2", ss.live, stats.SlowDropped.Load())
+	}
+	run := []xtrace.StackFrame{{Func: "main.handle"}}
+	for i, d := range map[int]time.Duration{1: 300 * time.Millisecond, 2: 200 * time.Millisecond, 3: 150 * time.Millisecond} {
+		ss.byRoot[ids(i)[32:]].goroutines[1] = &timeline{intervals: []interval{{start: t0.UnixNano(), end: t0.Add(d).UnixNano(), state: stateRunning, frames: run}}}
+		ss.apply(watchEvent{ids: ids(i), start: t0, end: t0.Add(d), ended: true})
+	}
+	// A fast one, and a slow one of no goroutine.
+	ss.apply(watchEvent{ids: ids(6), start: t0})
+	ss.apply(watchEvent{ids: ids(6), start: t0, end: t0.Add(60 * time.Millisecond), ended: true})
+	ss.apply(watchEvent{ids: ids(7), start: t0})
+	ss.apply(watchEvent{ids: ids(7), start: t0, end: t0.Add(time.Second), ended: true})
+	ss.settle(0, false, t0.Add(time.Second))
+	if len(ss.byRoot) != 0 || ss.live != 0 {
+		t.Errorf("%d requests still watched, %d live", len(ss.byRoot), ss.live)
+	}
+	w := newWindow(math.MaxInt, SlowSampleType)
+	ss.build(w)
+	p := w.build(new(built), t0, t0.Add(time.Minute), 1)
+	got := map[string]time.Duration{}
+	for _, s := range p.Samples {
+		got[label(s, labels.SpanIDKey)] += time.Duration(s.Values[0])
+	}
+	want := map[string]time.Duration{ids(1)[32:]: 300 * time.Millisecond, ids(2)[32:]: 200 * time.Millisecond}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("explained %v, want the two slowest %v", got, want)
+	}
+	// 2 not watched, 1 past MaxSlow, 1 with no trace of its goroutine.
+	if n := stats.SlowDropped.Load(); n != 4 || stats.SlowExplained.Load() != 2 {
+		t.Errorf("dropped %d, explained %d; want 4, 2", n, stats.SlowExplained.Load())
+	}
 }
