@@ -140,6 +140,9 @@ type goroutine struct {
 	wt      *watch
 	wgen    int
 	pend    *timeline
+	// samples are the stacks of the CPU profile's samples of the
+	// goroutine since it began running.
+	samples []trace.Stack
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -258,6 +261,10 @@ func (s *reading) event(ev *trace.Event) {
 	case trace.EventSync:
 		if cs := ev.Sync().ClockSnapshot; cs != nil && !s.haveClock {
 			s.haveClock, s.clockTrace, s.clockWall = true, cs.Trace, cs.Wall.UnixNano()
+		}
+	case trace.EventStackSample:
+		if s.slow.watching() && ev.Goroutine() != trace.NoGoroutine {
+			s.cpuSample(ev.Goroutine(), ev.Stack())
 		}
 	case trace.EventLog:
 		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {

@@ -3,8 +3,10 @@ package offcpu
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
+	"runtime/pprof"
 	"runtime/trace"
 	"strings"
 	"testing"
@@ -43,31 +45,29 @@ type served struct {
 }
 
 // serve runs handler(d) inside a root span of tracer, and plays the
-// request tracker: it reports the request to r as long once it has run
-// longAfter (from another goroutine, as the tracker's sweeper does), and
-// its end once it ended, if it was reported.
+// request tracker: from another goroutine, as the tracker's sweeper does,
+// it reports the request to r as long once it has run longAfter (never
+// when longAfter is 0: a request the tracker sees end first), and its end
+// once it ended.
 func serve(t *testing.T, r *Recorder, tracer oteltrace.Tracer, handler func(time.Duration), d, longAfter time.Duration) served {
 	t.Helper()
 	start := time.Now()
 	_, span := tracer.Start(context.Background(), "GET /x")
 	sc := span.SpanContext()
 	ids := sc.TraceID().String() + sc.SpanID().String()
-	long := make(chan bool, 1)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-time.After(longAfter):
+	watched := make(chan struct{})
+	if longAfter > 0 {
+		go func() {
+			time.Sleep(longAfter)
 			r.Watch(ids, start)
-			long <- true
-		case <-done:
-			long <- false
-		}
-	}()
+			close(watched)
+		}()
+	}
 	handler(d)
 	span.End()
 	end := time.Now()
-	close(done)
-	if <-long {
+	if longAfter > 0 {
+		<-watched
 		r.Ended(ids, start, end)
 	}
 	return served{ids: ids, start: start, end: end}
@@ -114,10 +114,20 @@ func TestSlowRequestExplained(t *testing.T) {
 		state, reason  string
 		fn             string
 		wantBeforeMark bool
+		// cpuProfile runs the CPU profile, whose samples the trace
+		// carries: the time on CPU is then on their stacks, in Spin, not
+		// where the goroutine was preempted.
+		cpuProfile bool
 	}{
-		{"mutex, tracer started by the watch", 1, handleLock, 200 * time.Millisecond, "off_cpu", "sync", "handleLock", true},
-		{"mutex, inside a duty stretch", 100, handleLock, 200 * time.Millisecond, "off_cpu", "sync", "handleLock", false},
-		{"CPU, tracer started by the watch", 1, handleCPU, 200 * time.Millisecond, "on_cpu", "", "handleCPU", true},
+		// Where the watch starts the tracer, the request lasts 400 ms:
+		// on a machine whose CPUs are oversubscribed starting the tracer
+		// can take a hundred milliseconds and more, and what a request
+		// does before its trace starts is seen only as the state it
+		// starts in.
+		{"mutex, tracer started by the watch", 1, handleLock, 400 * time.Millisecond, "off_cpu", "sync", "handleLock", true, false},
+		{"mutex, inside a duty stretch", 100, handleLock, 200 * time.Millisecond, "off_cpu", "sync", "handleLock", false, false},
+		{"CPU, tracer started by the watch", 1, handleCPU, 400 * time.Millisecond, "on_cpu", "", "handleCPU", true, false},
+		{"CPU, with the CPU profile", 1, handleCPU, 400 * time.Millisecond, "on_cpu", "", "handleCPU", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer SetDutyCycle(tc.duty)()
@@ -133,8 +143,16 @@ func TestSlowRequestExplained(t *testing.T) {
 					t.Fatal("the recorder still traces: cannot test a watch that starts the tracer")
 				}
 			}
+			if tc.cpuProfile {
+				if err := pprof.StartCPUProfile(io.Discard); err != nil {
+					t.Fatal(err)
+				}
+			}
 			slow := serve(t, r, tracer, tc.handler, tc.d, DefaultSlowThreshold/2)
-			fast := serve(t, r, tracer, handleFast, time.Millisecond, DefaultSlowThreshold/2)
+			if tc.cpuProfile {
+				pprof.StopCPUProfile()
+			}
+			fast := serve(t, r, tracer, handleFast, time.Millisecond, 0)
 			// Watched, but ended under the threshold.
 			short := serve(t, r, tracer, handleFast, DefaultSlowThreshold*3/4, DefaultSlowThreshold/4)
 			if _, err := r.Collect(time.Now(), true); err != nil {
@@ -152,6 +170,22 @@ func TestSlowRequestExplained(t *testing.T) {
 			if matching < dur*80/100 {
 				t.Errorf("%v of %v in %s %q under %s, want at least 80%%:\n%s", matching, dur, tc.state, tc.reason, tc.fn, describe(p))
 			}
+			if tc.cpuProfile {
+				_, inSpin, _ := explained(p, slow.ids, "on_cpu", "", "Spin")
+				var leafInSpin time.Duration
+				for _, s := range p.Samples {
+					if label(s, labels.SpanIDKey) == slow.ids[32:] && label(s, StateKey) == "on_cpu" && len(s.Locations) > 0 &&
+						strings.Contains(p.Functions[p.Locations[s.Locations[0]].Lines[0].Function].Name, "cputest") {
+						leafInSpin += time.Duration(s.Values[0])
+					}
+				}
+				// Where the goroutine was preempted, the leaf is
+				// runtime.asyncPreempt2; samples are not taken while
+				// the goroutine waits for a CPU.
+				if leafInSpin < inSpin/4 {
+					t.Errorf("%v of %v on CPU in Spin has a stack whose leaf is in Spin, want at least a quarter: the CPU samples' stacks\n%s", leafInSpin, inSpin, describe(p))
+				}
+			}
 			marked := false
 			for _, s := range p.Samples {
 				marked = marked || label(s, labels.SpanIDKey) == slow.ids[32:] && label(s, BeforeTraceKey) == "true"
@@ -159,13 +193,20 @@ func TestSlowRequestExplained(t *testing.T) {
 			if marked != tc.wantBeforeMark {
 				t.Errorf("a part marked before the trace: %v, want %v", marked, tc.wantBeforeMark)
 			}
-			for _, other := range []served{fast, short} {
-				if _, _, n := explained(p, other.ids, "", "", ""); n != 0 {
-					t.Errorf("a request of %v carries %d samples", other.end.Sub(other.start), n)
-				}
+			if _, _, n := explained(p, fast.ids, "", "", ""); n != 0 {
+				t.Errorf("a request of %v, never watched, carries %d samples", fast.end.Sub(fast.start), n)
 			}
-			if got := stats.SlowExplained.Load(); got != 1 {
-				t.Errorf("SlowExplained = %d, want 1", got)
+			wantExplained := int64(1)
+			if d := short.end.Sub(short.start); d < DefaultSlowThreshold {
+				if _, _, n := explained(p, short.ids, "", "", ""); n != 0 {
+					t.Errorf("a request of %v, watched, carries %d samples", d, n)
+				}
+			} else {
+				// It waited for a CPU past the threshold: slow.
+				wantExplained++
+			}
+			if got := stats.SlowExplained.Load(); got != wantExplained {
+				t.Errorf("SlowExplained = %d, want %d", got, wantExplained)
 			}
 		})
 	}
