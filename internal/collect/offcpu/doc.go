@@ -107,7 +107,8 @@
 // all). A request that ended at or over the threshold is explained from
 // its goroutine's intervals (the goroutine that ended its span) over the
 // span's time: each interval is an event of the sample of its state,
-// reason and stack, and the part before the first interval kept is the
+// reason and stack (a running interval's, the CPU profile's samples in it
+// when the CPU profile runs, else where it stopped), and the part before the first interval kept is the
 // state the trace found the goroutine in, marked before_trace, so that
 // the values add up to the request's duration.
 package offcpu
