@@ -359,3 +359,23 @@ func TestSlowBounds(t *testing.T) {
 		t.Errorf("dropped %d, explained %d; want 4, 2", n, stats.SlowExplained.Load())
 	}
 }
+
+// TestLingerFor checks how long a watch trace goes on after its last
+// request: as long as its bytes cost less than a start, at most
+// watchLinger.
+func TestLingerFor(t *testing.T) {
+	for _, tc := range []struct {
+		bytes   int
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{0, 0, watchLinger},
+		{16 << 10, time.Second, watchLinger},               // 16 KiB/s: a start is 2 s of it
+		{512 << 10, time.Second, 62500 * time.Microsecond}, // 512 KiB/s: 32 KiB in 62.5 ms
+		{64 << 20, time.Second, 488281 * time.Nanosecond},
+	} {
+		if got := lingerFor(tc.bytes, tc.elapsed); got != tc.want {
+			t.Errorf("lingerFor(%d, %v) = %v, want %v", tc.bytes, tc.elapsed, got, tc.want)
+		}
+	}
+}
