@@ -70,6 +70,10 @@ type Profiler struct {
 
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
+
+	// ctl holds the settings a remote-control package sees and the change
+	// it asked for (control.go).
+	ctl controlState
 }
 
 // Start starts profiling with the given options, which win over the
@@ -123,47 +127,17 @@ func start(cfg *config) (*Profiler, error) {
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
 	}
-	names := make([]string, len(cfg.profileTypes))
-	intervals := make(map[string]time.Duration)
-	for i, t := range cfg.profileTypes {
-		names[i] = t.String()
-		if cfg.intervals[t] != 0 {
-			intervals[names[i]] = cfg.intervals[t]
-		}
-	}
-	maxGoroutines := cfg.maxGoroutines
-	if maxGoroutines == 0 {
-		maxGoroutines = -1 // no limit, in collect.Config's terms
-	}
-	source := cfg.runtime.source
-	if source == nil {
-		source = collect.RuntimeSource
-	}
 	var err error
-	p.collector, err = collect.New(collect.Config{
-		Profiles:      names,
-		Source:        source,
-		CPU:           cfg.runtime.cpu,
-		Logger:        cfg.logger,
-		Omissions:     &p.omitted,
-		MaxGoroutines: maxGoroutines,
-		Window:        cfg.window,
-		Intervals:     intervals,
-		CPUDuration:   cfg.cpuDuration,
-		FirstWindow:   min(cfg.window, firstWindow),
-	})
+	p.collector, err = p.newCollector(cfg, min(cfg.window, firstWindow))
 	if err != nil {
 		return nil, err
 	}
+	p.initControl()
 	// From here on the queue owns the exporter: a failed start shuts both
 	// down.
 	p.pipe = newPipeline(cfg, &p.sent)
 
-	for _, t := range cfg.profileTypes {
-		if r := t.descriptor().Rate; r != nil {
-			p.restore = append(p.restore, r.Set(cfg.rates[t]))
-		}
-	}
+	p.setRates(cfg)
 	if p.metrics, err = p.registerMetrics(cfg.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
@@ -187,6 +161,49 @@ func start(cfg *config) (*Profiler, error) {
 	}
 	go p.loop()
 	return p, nil
+}
+
+// newCollector returns a collector of the profiles cfg asks for, whose
+// first window lasts first.
+func (p *Profiler) newCollector(cfg *config, first time.Duration) (*collect.Collector, error) {
+	names := make([]string, len(cfg.profileTypes))
+	intervals := make(map[string]time.Duration)
+	for i, t := range cfg.profileTypes {
+		names[i] = t.String()
+		if cfg.intervals[t] != 0 {
+			intervals[names[i]] = cfg.intervals[t]
+		}
+	}
+	maxGoroutines := cfg.maxGoroutines
+	if maxGoroutines == 0 {
+		maxGoroutines = -1 // no limit, in collect.Config's terms
+	}
+	source := cfg.runtime.source
+	if source == nil {
+		source = collect.RuntimeSource
+	}
+	return collect.New(collect.Config{
+		Profiles:      names,
+		Source:        source,
+		CPU:           cfg.runtime.cpu,
+		Logger:        cfg.logger,
+		Omissions:     &p.omitted,
+		MaxGoroutines: maxGoroutines,
+		Window:        cfg.window,
+		Intervals:     intervals,
+		CPUDuration:   cfg.cpuDuration,
+		FirstWindow:   first,
+	})
+}
+
+// setRates sets the runtime rates of cfg's profile types; restoreRuntime
+// puts the previous ones back.
+func (p *Profiler) setRates(cfg *config) {
+	for _, t := range cfg.profileTypes {
+		if r := t.descriptor().Rate; r != nil {
+			p.restore = append(p.restore, r.Set(cfg.rates[t]))
+		}
+	}
 }
 
 // publishProcessContext publishes the resource the exporter sends, so that
@@ -231,7 +248,10 @@ func (p *Profiler) loop() {
 	// and any trouble with the receiver, comes within seconds of Start;
 	// the others are the configured length, on a schedule that does not
 	// drift with the time each window takes.
-	next := p.started.Add(min(p.cfg.window, firstWindow))
+	// window is the length of the windows, which a remote change
+	// (control.go) may set at a window boundary.
+	window := p.cfg.window
+	next := p.started.Add(min(window, firstWindow))
 	ticker := time.NewTimer(time.Until(next))
 	defer ticker.Stop()
 	// cpuTimer starts and stops the CPU profile within a window, under a
@@ -242,6 +262,9 @@ func (p *Profiler) loop() {
 	armCPU := func() {
 		cpuChange = nil
 		cpuTimer.Stop()
+		if p.collector == nil {
+			return // paused
+		}
 		if at, ok := p.collector.NextCPUChange(); ok {
 			cpuTimer.Reset(time.Until(at))
 			cpuChange = cpuTimer.C
@@ -255,10 +278,14 @@ func (p *Profiler) loop() {
 			// fired: on a loaded machine the loop may run late, and the
 			// CPU recording it stops must end within the window.
 			now := time.Now()
-			p.window(now, false)
-			next = next.Add(p.cfg.window)
+			if change := p.ctl.take(); change != nil {
+				window = p.reconfigure(now, change)
+			} else if p.collector != nil {
+				p.window(now, false)
+			}
+			next = next.Add(window)
 			if now.After(next) {
-				next = now.Add(p.cfg.window) // windows took longer than one window: start afresh
+				next = now.Add(window) // windows took longer than one window: start afresh
 			}
 			ticker.Reset(time.Until(next))
 			armCPU()
@@ -269,7 +296,11 @@ func (p *Profiler) loop() {
 				cpuChange = nil // until the next window, rather than again at once
 			}
 		case ctx := <-p.stopRequests:
-			lastErr := p.window(time.Now(), true)
+			var lastErr error
+			if p.collector != nil { // not paused
+				lastErr = p.window(time.Now(), true)
+			}
+			p.ctl.discard()
 			p.restoreRuntime()
 			if err := p.processContext.Withdraw(); err != nil {
 				p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)
