@@ -70,7 +70,7 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 // remoteChange is what a remote configuration asks for: settings over the
 // local ones, and how long they last (0: until the server changes them).
 type remoteChange struct {
-	settings control.Settings
+	settings  control.Settings
 	expiresIn time.Duration
 }
 
