@@ -90,15 +90,16 @@
 // OpenTelemetry has specified no variables for OpAMP: its declarative
 // configuration's opamp node is still a development proposal, and the
 // distributions that ship OpAMP clients each use their own prefix
-// (ELASTIC_OTEL_OPAMP_ENDPOINT and _HEADERS, SPLUNK_OPAMP_ENDPOINT, the
-// PHP distribution's OTEL_PHP_OPAMP_ENDPOINT). The package follows their
-// common shape under the profiler's own prefix, and options win over them:
+// before a common shape, _OPAMP_ENDPOINT, _OPAMP_HEADERS and a heartbeat
+// or polling interval (ELASTIC_OTEL_OPAMP_ENDPOINT in Elastic's, Splunk's
+// and the PHP distribution's under their prefixes). The package follows
+// that shape under the profiler's own prefix, and options win over it:
 //
 //   - PPROFOTEL_OPAMP_ENDPOINT: the server's URL (WithEndpointURL); by
 //     default ws://localhost:4320/v1/opamp.
 //   - PPROFOTEL_OPAMP_HEADERS: headers as key=value pairs separated by
-//     commas, values percent-encoded, as in OTEL_EXPORTER_OTLP_HEADERS
-//     (WithHeaders).
+//     commas, values percent-encoded, as in the OTLP exporters' HEADERS
+//     variables (WithHeaders).
 //   - PPROFOTEL_OPAMP_HEARTBEAT_INTERVAL: a Go duration such as 30s, at
 //     least 1s (WithHeartbeatInterval); over plain HTTP, the polling
 //     interval.
