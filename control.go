@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+	_ "unsafe" // for go:linkname
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -18,64 +18,76 @@ import (
 // github.com/pprofotel/profiler/opamp reaches a running Profiler through
 // internal/control, so that the root package neither imports it nor grows
 // an exported method for it.
-func init() {
-	control.Register(func(v any) (control.Target, bool) {
-		p, ok := v.(*Profiler)
-		if !ok || p == nil || p.done == nil {
-			return nil, false // disabled: nothing runs to control
-		}
-		return controlTarget{p}, true
-	})
+
+// lookupTarget gives internal/control.Lookup the Target of a running
+// Profiler. Only internal/control refers to it, by name: a program that
+// never calls Lookup links none of the code of this file, and its loop
+// finds no windowHook (benchmark/README.md, "Footprint of remote
+// control").
+//
+//go:linkname lookupTarget
+func lookupTarget(v any) (control.Target, bool) {
+	p, ok := v.(*Profiler)
+	if !ok || p == nil || p.done == nil {
+		return nil, false // disabled: nothing runs to control
+	}
+	p.hook.CompareAndSwap(nil, &controlState{p: p})
+	return controlTarget{p.hook.Load().(*controlState)}, true
 }
 
-// controlState is what a Profiler keeps for remote control.
+// controlHook returns the hook of remote control, nil when nothing looked
+// the profiler up.
+func (p *Profiler) controlHook() windowHook {
+	h, _ := p.hook.Load().(windowHook)
+	return h
+}
+
+// windowHook is what the loop asks at each window boundary and at Stop.
+type windowHook interface {
+	// boundary applies the change waiting, if any, at now: it ends the
+	// window and begins the next with the new settings, sets *window
+	// to their window length, and reports true. Without a change it
+	// reports false and the loop ends the window as usual.
+	boundary(now time.Time, window *time.Duration) bool
+	// stopped tells that the loop has ended.
+	stopped()
+}
+
+// controlState is the remote control of a Profiler.
 type controlState struct {
-	// local is the settings Start resolved; set before the loop starts,
-	// never changed.
-	local control.Settings
-	// effective is the settings the current window runs with.
+	p *Profiler
+	// effective is the settings the current window runs with, nil while
+	// they are the local ones.
 	effective atomic.Pointer[control.Settings]
-
-	mu sync.Mutex
 	// pending is the change waiting for the next window boundary, nil
-	// when none is; stopped is set when the loop ended.
-	pending *settingsChange
-	stopped bool
+	// when none is; done is set once the loop has ended.
+	pending atomic.Pointer[settingsChange]
+	done    atomic.Bool
 }
 
-// settingsChange is a validated change of settings: cfg is their resolved
-// configuration.
+// settingsChange is a validated change of settings.
 type settingsChange struct {
 	settings control.Settings
 	cfg      *config
 	applied  chan struct{}
 }
 
-// initControl records the local settings; start calls it.
-func (p *Profiler) initControl() {
-	p.ctl.local = p.cfg.settings(true)
-	p.ctl.effective.Store(&p.ctl.local)
-}
-
-// take returns the change waiting, if any, and forgets it.
-func (s *controlState) take() *settingsChange {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.pending
-	s.pending = nil
-	return c
-}
-
-// discard gives up the change waiting, at Stop: its waiter hears that it
-// will never take effect.
-func (s *controlState) discard() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending != nil {
-		close(s.pending.applied)
-		s.pending = nil
+func (s *controlState) boundary(now time.Time, window *time.Duration) bool {
+	c := s.pending.Swap(nil)
+	if c == nil {
+		return false
 	}
-	s.stopped = true
+	*window = s.p.reconfigure(now, c)
+	return true
+}
+
+// stopped gives up the change waiting: its waiter hears that it will
+// never take effect.
+func (s *controlState) stopped() {
+	s.done.Store(true)
+	if c := s.pending.Swap(nil); c != nil {
+		close(c.applied)
+	}
 }
 
 // reconfigure ends the window at now with the settings it began with,
@@ -91,9 +103,10 @@ func (p *Profiler) reconfigure(now time.Time, c *settingsChange) (window time.Du
 			p.cfg.logger.Error("pprofotel: profiling paused after an internal error while changing its settings", "panic", r)
 			p.collector = nil
 			p.restoreRuntime()
-			paused := *p.ctl.effective.Load()
+			st := p.hook.Load().(*controlState)
+			paused := controlTarget{st}.Effective()
 			paused.Enabled = false
-			p.ctl.effective.Store(&paused)
+			st.effective.Store(&paused)
 		}
 	}()
 	if p.collector != nil {
@@ -110,7 +123,7 @@ func (p *Profiler) reconfigure(now time.Time, c *settingsChange) (window time.Du
 		collector.Start(now)
 		p.collector = collector
 	}
-	p.ctl.effective.Store(&c.settings)
+	p.hook.Load().(*controlState).effective.Store(&c.settings)
 	p.cfg.logger.Info("pprofotel: settings changed", "enabled", c.settings.Enabled,
 		"profiles", strings.Join(c.settings.ProfileTypes, ","), "window", c.settings.Window)
 	return window
@@ -172,37 +185,43 @@ func (p *Profiler) configFor(s control.Settings) (*config, error) {
 }
 
 // controlTarget is a Profiler as internal/control's Target.
-type controlTarget struct{ p *Profiler }
+type controlTarget struct{ s *controlState }
 
-func (t controlTarget) Local() control.Settings { return clone(t.p.ctl.local) }
+func (t controlTarget) Local() control.Settings { return t.s.p.cfg.settings(true) }
 
-func (t controlTarget) Effective() control.Settings { return clone(*t.p.ctl.effective.Load()) }
+func (t controlTarget) Effective() control.Settings {
+	if s := t.s.effective.Load(); s != nil {
+		return clone(*s)
+	}
+	return t.Local()
+}
 
 func (t controlTarget) Apply(s control.Settings) (<-chan struct{}, error) {
 	s = clone(s)
-	cfg, err := t.p.configFor(s)
+	cfg, err := t.s.p.configFor(s)
 	if err != nil {
 		return nil, err
 	}
 	// The names as the profiler spells them, in its order.
 	s.ProfileTypes = cfg.settings(s.Enabled).ProfileTypes
 	c := &settingsChange{settings: s, cfg: cfg, applied: make(chan struct{})}
-	ctl := &t.p.ctl
-	ctl.mu.Lock()
-	defer ctl.mu.Unlock()
-	if ctl.stopped {
+	if prev := t.s.pending.Swap(c); prev != nil {
+		close(prev.applied) // replaced before it took effect
+	}
+	if t.s.done.Load() {
+		// The loop ended, before or while c was stored: take c back,
+		// unless stopped already did.
+		if t.s.pending.CompareAndSwap(c, nil) {
+			close(c.applied)
+		}
 		return nil, errors.New("profiler: stopped")
 	}
-	if ctl.pending != nil {
-		close(ctl.pending.applied)
-	}
-	ctl.pending = c
 	return c.applied, nil
 }
 
-func (t controlTarget) Resource() []attribute.KeyValue { return t.p.cfg.resource.Attributes() }
+func (t controlTarget) Resource() []attribute.KeyValue { return t.s.p.cfg.resource.Attributes() }
 
-func (t controlTarget) Done() <-chan struct{} { return t.p.done }
+func (t controlTarget) Done() <-chan struct{} { return t.s.p.done }
 
 // clone copies s, so that no caller shares its slice.
 func clone(s control.Settings) control.Settings {

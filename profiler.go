@@ -71,9 +71,9 @@ type Profiler struct {
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
 
-	// ctl holds the settings a remote-control package sees and the change
-	// it asked for (control.go).
-	ctl controlState
+	// hook is the windowHook of remote control once it looked the
+	// profiler up (control.go); nil until then.
+	hook atomic.Value
 }
 
 // Start starts profiling with the given options, which win over the
@@ -132,7 +132,6 @@ func start(cfg *config) (*Profiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.initControl()
 	// From here on the queue owns the exporter: a failed start shuts both
 	// down.
 	p.pipe = newPipeline(cfg, &p.sent)
@@ -278,8 +277,8 @@ func (p *Profiler) loop() {
 			// fired: on a loaded machine the loop may run late, and the
 			// CPU recording it stops must end within the window.
 			now := time.Now()
-			if change := p.ctl.take(); change != nil {
-				window = p.reconfigure(now, change)
+			if h := p.controlHook(); h != nil && h.boundary(now, &window) {
+				// A change of settings ended the window.
 			} else if p.collector != nil {
 				p.window(now, false)
 			}
@@ -300,7 +299,9 @@ func (p *Profiler) loop() {
 			if p.collector != nil { // not paused
 				lastErr = p.window(time.Now(), true)
 			}
-			p.ctl.discard()
+			if h := p.controlHook(); h != nil {
+				h.stopped()
+			}
 			p.restoreRuntime()
 			if err := p.processContext.Withdraw(); err != nil {
 				p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)

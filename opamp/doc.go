@@ -24,8 +24,9 @@
 //
 // # Remote configuration
 //
-// The server sends one file, named "pprofotel" in the AgentConfigMap,
-// holding one JSON object (content type application/json or none). Every
+// The server sends one file, named "pprofotel" in the AgentConfigMap (or
+// unnamed, "", as servers that keep one file per agent send it), holding
+// one JSON object (content type application/json or none). Every
 // key is optional; an absent key keeps the local value, and an empty file
 // or an empty map returns the local configuration:
 //

@@ -75,8 +75,8 @@ type remoteChange struct {
 }
 
 // parseRemote reads a remote configuration into the settings it asks for
-// over local, refusing it whole when a file other than ConfigName is in
-// it, when the file is not one JSON object of known keys, or when a value
+// over local, refusing it whole when a file other than ConfigName (or the
+// unnamed file) is in it, when the file is not one JSON object of known keys, or when a value
 // exceeds the local bounds. An empty configuration, or an empty file, asks
 // for the local settings. Whether the values are valid is for the
 // profiler to say (control.Target.Apply), with its options' errors.
@@ -84,8 +84,13 @@ func parseRemote(cm *protobufs.AgentConfigMap, local control.Settings, b bounds)
 	change := remoteChange{settings: local}
 	var file *protobufs.AgentConfigFile
 	for name, f := range cm.GetConfigMap() {
-		if name != ConfigName {
-			return change, fmt.Errorf("unknown configuration file %q: the profiler reads only %q", name, ConfigName)
+		// The unnamed file is the agent's main one, where servers that
+		// manage one file per agent (opamp-go's example server) put it.
+		if name != ConfigName && name != "" {
+			return change, fmt.Errorf("unknown configuration file %q: the profiler reads only %q (or the unnamed file)", name, ConfigName)
+		}
+		if file != nil {
+			return change, fmt.Errorf("two configuration files, %q and the unnamed one: send one", ConfigName)
 		}
 		file = f
 	}

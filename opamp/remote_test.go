@@ -49,6 +49,8 @@ func TestParseRemote(t *testing.T) {
 			files: map[string]string{"pprofotel": `{"profiles":["cpu","heap","goroutine","offcpu"],"offcpu_duty_cycle":50,"expires_in":"10s"}`},
 			want:  incident, expires: 10 * time.Second},
 		{name: "pause", files: map[string]string{"pprofotel": `{"enabled":false}`}, want: paused},
+		{name: "the unnamed file", files: map[string]string{"": `{"enabled":false}`}, want: paused},
+		{name: "both files", files: map[string]string{"": `{}`, "pprofotel": `{}`}, err: "two configuration files"},
 		{name: "every key at its bound", files: map[string]string{"pprofotel": `{"enabled":true,"profiles":["heap","mutex","block","goroutineleak"],
 			"window":"30s","cpu_duty_cycle":50,"offcpu_duty_cycle":1,"mutex_profile_fraction":5,"block_profile_rate":1000,
 			"max_goroutines":500,"goroutineleak_interval":"2m","expires_in":"24h"}`}, want: every, expires: 24 * time.Hour},
