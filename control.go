@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	_ "unsafe" // for go:linkname
@@ -22,7 +23,7 @@ import (
 // lookupTarget gives internal/control.Lookup the Target of a running
 // Profiler. Only internal/control refers to it, by name: a program that
 // never calls Lookup links none of the code of this file, and its loop
-// finds no windowHook (benchmark/README.md, "Footprint of remote
+// finds no boundary func (benchmark/README.md, "Footprint of remote
 // control").
 //
 //go:linkname lookupTarget
@@ -31,27 +32,20 @@ func lookupTarget(v any) (control.Target, bool) {
 	if !ok || p == nil || p.done == nil {
 		return nil, false // disabled: nothing runs to control
 	}
-	p.hook.CompareAndSwap(nil, &controlState{p: p})
-	return controlTarget{p.hook.Load().(*controlState)}, true
+	st, loaded := controls.LoadOrStore(p, &controlState{p: p})
+	s := st.(*controlState)
+	if !loaded {
+		p.boundary.Store(s.boundary)
+		go func() {
+			<-p.done
+			controls.Delete(p)
+		}()
+	}
+	return controlTarget{s}, true
 }
 
-// controlHook returns the hook of remote control, nil when nothing looked
-// the profiler up.
-func (p *Profiler) controlHook() windowHook {
-	h, _ := p.hook.Load().(windowHook)
-	return h
-}
-
-// windowHook is what the loop asks at each window boundary and at Stop.
-type windowHook interface {
-	// boundary applies the change waiting, if any, at now: it ends the
-	// window and begins the next with the new settings, sets *window
-	// to their window length, and reports true. Without a change it
-	// reports false and the loop ends the window as usual.
-	boundary(now time.Time, window *time.Duration) bool
-	// stopped tells that the loop has ended.
-	stopped()
-}
+// controls holds the controlState of each running Profiler looked up.
+var controls sync.Map
 
 // controlState is the remote control of a Profiler.
 type controlState struct {
@@ -60,9 +54,8 @@ type controlState struct {
 	// they are the local ones.
 	effective atomic.Pointer[control.Settings]
 	// pending is the change waiting for the next window boundary, nil
-	// when none is; done is set once the loop has ended.
+	// when none is.
 	pending atomic.Pointer[settingsChange]
-	done    atomic.Bool
 }
 
 // settingsChange is a validated change of settings.
@@ -72,61 +65,46 @@ type settingsChange struct {
 	applied  chan struct{}
 }
 
-func (s *controlState) boundary(now time.Time, window *time.Duration) bool {
-	c := s.pending.Swap(nil)
-	if c == nil {
-		return false
-	}
-	*window = s.p.reconfigure(now, c)
-	return true
-}
-
-// stopped gives up the change waiting: its waiter hears that it will
-// never take effect.
-func (s *controlState) stopped() {
-	s.done.Store(true)
+// boundary makes the change waiting, if any, at now: it ends the window,
+// begins the next with the new settings, and returns their window length.
+// Without a change it returns 0, and the loop ends the window as usual.
+func (s *controlState) boundary(now time.Time) time.Duration {
 	if c := s.pending.Swap(nil); c != nil {
-		close(c.applied)
+		return s.reconfigure(now, c)
 	}
+	return 0
 }
 
 // reconfigure ends the window at now with the settings it began with,
 // sends it whole, and begins the next at the same instant with the
-// change's, without touching the exporter or the queue. It returns the
-// window length from now on. A panic in it, the profiler's bug, is logged
+// change's, without touching the exporter or the queue. Paused, the
+// collector has no profile: its windows are empty, and an empty window is
+// neither sent nor counted. It returns the window length from now on. A
+// panic while starting the new collector, the profiler's bug, is logged
 // and leaves profiling paused rather than ending the application.
-func (p *Profiler) reconfigure(now time.Time, c *settingsChange) (window time.Duration) {
-	window = c.cfg.window
+func (s *controlState) reconfigure(now time.Time, c *settingsChange) (window time.Duration) {
+	p := s.p
 	defer close(c.applied)
-	defer func() {
-		if r := recover(); r != nil {
-			p.cfg.logger.Error("pprofotel: profiling paused after an internal error while changing its settings", "panic", r)
-			p.collector = nil
-			p.restoreRuntime()
-			st := p.hook.Load().(*controlState)
-			paused := controlTarget{st}.Effective()
-			paused.Enabled = false
-			st.effective.Store(&paused)
-		}
-	}()
-	if p.collector != nil {
-		p.window(now, true)
-		p.collector = nil
+	p.window(now, true)
+	p.restoreRuntime()
+	cfg, settings := c.cfg, c.settings
+	if !settings.Enabled {
+		paused := *cfg
+		paused.profileTypes = nil
+		cfg = &paused
+	}
+	if err := p.startCollection(cfg, cfg.window, now); err != nil {
+		p.cfg.logger.Error("pprofotel: profiling paused after an internal error while changing its settings", "error", err)
 		p.restoreRuntime()
+		settings = controlTarget{s}.Effective()
+		settings.Enabled = false
+		cfg = &config{logger: p.cfg.logger, window: cfg.window}
+		_ = p.startCollection(cfg, cfg.window, now)
 	}
-	if c.settings.Enabled {
-		collector, err := p.newCollector(c.cfg, c.cfg.window)
-		if err != nil {
-			panic(err) // the change was validated: the profiler's bug
-		}
-		p.setRates(c.cfg)
-		collector.Start(now)
-		p.collector = collector
-	}
-	p.hook.Load().(*controlState).effective.Store(&c.settings)
-	p.cfg.logger.Info("pprofotel: settings changed", "enabled", c.settings.Enabled,
-		"profiles", strings.Join(c.settings.ProfileTypes, ","), "window", c.settings.Window)
-	return window
+	s.effective.Store(&settings)
+	p.cfg.logger.Info("pprofotel: settings changed", "enabled", settings.Enabled,
+		"profiles", strings.Join(settings.ProfileTypes, ","), "window", settings.Window)
+	return cfg.window
 }
 
 // settings returns the part of c that can change while running.
@@ -205,16 +183,13 @@ func (t controlTarget) Apply(s control.Settings) (<-chan struct{}, error) {
 	// The names as the profiler spells them, in its order.
 	s.ProfileTypes = cfg.settings(s.Enabled).ProfileTypes
 	c := &settingsChange{settings: s, cfg: cfg, applied: make(chan struct{})}
+	select {
+	case <-t.s.p.done:
+		return nil, errors.New("profiler: stopped")
+	default:
+	}
 	if prev := t.s.pending.Swap(c); prev != nil {
 		close(prev.applied) // replaced before it took effect
-	}
-	if t.s.done.Load() {
-		// The loop ended, before or while c was stored: take c back,
-		// unless stopped already did.
-		if t.s.pending.CompareAndSwap(c, nil) {
-			close(c.applied)
-		}
-		return nil, errors.New("profiler: stopped")
 	}
 	return c.applied, nil
 }

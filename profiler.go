@@ -71,9 +71,10 @@ type Profiler struct {
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
 
-	// hook is the windowHook of remote control once it looked the
-	// profiler up (control.go); nil until then.
-	hook atomic.Value
+	// boundary holds, once remote control has looked the profiler up
+	// (control.go), its func(now time.Time) (window time.Duration), which
+	// makes the change of settings waiting, if any, at a window boundary.
+	boundary atomic.Value
 }
 
 // Start starts profiling with the given options, which win over the
@@ -127,21 +128,17 @@ func start(cfg *config) (*Profiler, error) {
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
 	}
-	var err error
-	p.collector, err = p.newCollector(cfg, min(cfg.window, firstWindow))
-	if err != nil {
-		return nil, err
-	}
 	// From here on the queue owns the exporter: a failed start shuts both
 	// down.
 	p.pipe = newPipeline(cfg, &p.sent)
 
-	p.setRates(cfg)
+	var err error
 	if p.metrics, err = p.registerMetrics(cfg.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
-	if err := p.startCollector(); err != nil {
+	p.started = time.Now()
+	if err := p.startCollection(cfg, min(cfg.window, firstWindow), p.started); err != nil {
 		p.restoreRuntime()
 		if p.metrics != nil {
 			_ = p.metrics.Unregister()
@@ -160,49 +157,6 @@ func start(cfg *config) (*Profiler, error) {
 	}
 	go p.loop()
 	return p, nil
-}
-
-// newCollector returns a collector of the profiles cfg asks for, whose
-// first window lasts first.
-func (p *Profiler) newCollector(cfg *config, first time.Duration) (*collect.Collector, error) {
-	names := make([]string, len(cfg.profileTypes))
-	intervals := make(map[string]time.Duration)
-	for i, t := range cfg.profileTypes {
-		names[i] = t.String()
-		if cfg.intervals[t] != 0 {
-			intervals[names[i]] = cfg.intervals[t]
-		}
-	}
-	maxGoroutines := cfg.maxGoroutines
-	if maxGoroutines == 0 {
-		maxGoroutines = -1 // no limit, in collect.Config's terms
-	}
-	source := cfg.runtime.source
-	if source == nil {
-		source = collect.RuntimeSource
-	}
-	return collect.New(collect.Config{
-		Profiles:      names,
-		Source:        source,
-		CPU:           cfg.runtime.cpu,
-		Logger:        cfg.logger,
-		Omissions:     &p.omitted,
-		MaxGoroutines: maxGoroutines,
-		Window:        cfg.window,
-		Intervals:     intervals,
-		CPUDuration:   cfg.cpuDuration,
-		FirstWindow:   first,
-	})
-}
-
-// setRates sets the runtime rates of cfg's profile types; restoreRuntime
-// puts the previous ones back.
-func (p *Profiler) setRates(cfg *config) {
-	for _, t := range cfg.profileTypes {
-		if r := t.descriptor().Rate; r != nil {
-			p.restore = append(p.restore, r.Set(cfg.rates[t]))
-		}
-	}
 }
 
 // publishProcessContext publishes the resource the exporter sends, so that
@@ -224,17 +178,56 @@ func (p *Profiler) publishProcessContext() {
 	}
 }
 
-// startCollector reads the baselines and starts the CPU profile. It runs on
-// the application's goroutine, so a panic in it, the profiler's bug, is
-// turned into Start's error instead of ending the application.
-func (p *Profiler) startCollector() (err error) {
+// startCollection begins, at now, collecting the profiles cfg asks for,
+// the first window lasting first: it builds the collector, sets the
+// profiles' runtime rates (restoreRuntime puts the previous ones back),
+// reads the baselines and starts the CPU profile. At Start it runs on the
+// application's goroutine, so a panic in it, the profiler's bug, is
+// turned into an error instead of ending the application.
+func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Time) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("profiler: internal error while starting: %v", r)
 		}
 	}()
-	p.started = time.Now()
-	p.collector.Start(p.started)
+	names := make([]string, len(cfg.profileTypes))
+	intervals := make(map[string]time.Duration)
+	for i, t := range cfg.profileTypes {
+		names[i] = t.String()
+		if cfg.intervals[t] != 0 {
+			intervals[names[i]] = cfg.intervals[t]
+		}
+	}
+	maxGoroutines := cfg.maxGoroutines
+	if maxGoroutines == 0 {
+		maxGoroutines = -1 // no limit, in collect.Config's terms
+	}
+	source := cfg.runtime.source
+	if source == nil {
+		source = collect.RuntimeSource
+	}
+	c, err := collect.New(collect.Config{
+		Profiles:      names,
+		Source:        source,
+		CPU:           cfg.runtime.cpu,
+		Logger:        cfg.logger,
+		Omissions:     &p.omitted,
+		MaxGoroutines: maxGoroutines,
+		Window:        cfg.window,
+		Intervals:     intervals,
+		CPUDuration:   cfg.cpuDuration,
+		FirstWindow:   first,
+	})
+	if err != nil {
+		return err
+	}
+	p.collector = c
+	for _, t := range cfg.profileTypes {
+		if r := t.descriptor().Rate; r != nil {
+			p.restore = append(p.restore, r.Set(cfg.rates[t]))
+		}
+	}
+	c.Start(now)
 	return nil
 }
 
@@ -261,9 +254,6 @@ func (p *Profiler) loop() {
 	armCPU := func() {
 		cpuChange = nil
 		cpuTimer.Stop()
-		if p.collector == nil {
-			return // paused
-		}
 		if at, ok := p.collector.NextCPUChange(); ok {
 			cpuTimer.Reset(time.Until(at))
 			cpuChange = cpuTimer.C
@@ -277,9 +267,13 @@ func (p *Profiler) loop() {
 			// fired: on a loaded machine the loop may run late, and the
 			// CPU recording it stops must end within the window.
 			now := time.Now()
-			if h := p.controlHook(); h != nil && h.boundary(now, &window) {
-				// A change of settings ended the window.
-			} else if p.collector != nil {
+			var changed time.Duration
+			if change, ok := p.boundary.Load().(func(time.Time) time.Duration); ok {
+				changed = change(now) // the window length after a change of settings, 0 without
+			}
+			if changed > 0 {
+				window = changed
+			} else {
 				p.window(now, false)
 			}
 			next = next.Add(window)
@@ -295,13 +289,7 @@ func (p *Profiler) loop() {
 				cpuChange = nil // until the next window, rather than again at once
 			}
 		case ctx := <-p.stopRequests:
-			var lastErr error
-			if p.collector != nil { // not paused
-				lastErr = p.window(time.Now(), true)
-			}
-			if h := p.controlHook(); h != nil {
-				h.stopped()
-			}
+			lastErr := p.window(time.Now(), true)
 			p.restoreRuntime()
 			if err := p.processContext.Withdraw(); err != nil {
 				p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)

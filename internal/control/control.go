@@ -52,9 +52,10 @@ type Target interface {
 	// boundary, replacing any change still waiting. The window that
 	// ends there is collected and sent whole with the settings it began
 	// with; the next begins at the same instant with s. The returned
-	// channel is closed once s took effect, or once it no longer can:
-	// a later Apply replaced it, or the profiler stopped. An invalid s
-	// is refused whole with the options' error and changes nothing.
+	// channel is closed once s took effect, or once a later Apply
+	// replaced it; when the profiler stops first, Done is closed
+	// instead. An invalid s is refused whole with the options' error
+	// and changes nothing.
 	Apply(s Settings) (applied <-chan struct{}, err error)
 	// Resource returns the attributes of the resource the profiler
 	// sends: service.name, service.instance.id when set,
