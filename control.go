@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	_ "unsafe" // for go:linkname
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -32,10 +32,11 @@ func lookupTarget(v any) (control.Target, bool) {
 	if !ok || p == nil || p.done == nil {
 		return nil, false // disabled: nothing runs to control
 	}
-	st, loaded := controls.LoadOrStore(p, &controlState{p: p})
+	st, loaded := controls.LoadOrStore(p, &controlState{p: p, window: p.cfg.window})
 	s := st.(*controlState)
 	if !loaded {
-		p.boundary.Store(s.boundary)
+		boundary := s.boundary
+		atomic.StorePointer(&p.boundary, unsafe.Pointer(&boundary))
 		go func() {
 			<-p.done
 			controls.Delete(p)
@@ -50,6 +51,9 @@ var controls sync.Map
 // controlState is the remote control of a Profiler.
 type controlState struct {
 	p *Profiler
+	// window is the window length, touched only by the loop (boundary)
+	// once the loop holds the boundary func.
+	window time.Duration
 	// effective is the settings the current window runs with, nil while
 	// they are the local ones.
 	effective atomic.Pointer[control.Settings]
@@ -65,14 +69,16 @@ type settingsChange struct {
 	applied  chan struct{}
 }
 
-// boundary makes the change waiting, if any, at now: it ends the window,
-// begins the next with the new settings, and returns their window length.
-// Without a change it returns 0, and the loop ends the window as usual.
+// boundary ends the window at now, in the loop: with the change waiting,
+// if any (reconfigure), else as the loop does without remote control. It
+// returns the window length from now on.
 func (s *controlState) boundary(now time.Time) time.Duration {
 	if c := s.pending.Swap(nil); c != nil {
-		return s.reconfigure(now, c)
+		s.window = s.reconfigure(now, c)
+	} else {
+		s.p.window(now, false)
 	}
-	return 0
+	return s.window
 }
 
 // reconfigure ends the window at now with the settings it began with,

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -71,10 +72,16 @@ type Profiler struct {
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
 
-	// boundary holds, once remote control has looked the profiler up
-	// (control.go), its func(now time.Time) (window time.Duration), which
-	// makes the change of settings waiting, if any, at a window boundary.
-	boundary atomic.Value
+	// boundary points, once remote control has looked the profiler up
+	// (control.go), to the func(now time.Time) (window time.Duration)
+	// that ends each window in place of p.window: it makes the change of
+	// settings waiting, if any, and returns the window length. Nil
+	// otherwise. An unsafe.Pointer loaded atomically, rather than an
+	// atomic.Value or an atomic.Pointer of its own type, because it is
+	// all a program that does not import package opamp links of remote
+	// control: two instructions and no type (benchmark/README.md,
+	// "Footprint of remote control").
+	boundary unsafe.Pointer
 }
 
 // Start starts profiling with the given options, which win over the
@@ -218,17 +225,16 @@ func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Ti
 		CPUDuration:   cfg.cpuDuration,
 		FirstWindow:   first,
 	})
-	if err != nil {
-		return err
-	}
-	p.collector = c
-	for _, t := range cfg.profileTypes {
-		if r := t.descriptor().Rate; r != nil {
-			p.restore = append(p.restore, r.Set(cfg.rates[t]))
+	if err == nil {
+		p.collector = c
+		for _, t := range cfg.profileTypes {
+			if r := t.descriptor().Rate; r != nil {
+				p.restore = append(p.restore, r.Set(cfg.rates[t]))
+			}
 		}
+		c.Start(now)
 	}
-	c.Start(now)
-	return nil
+	return err
 }
 
 // loop ends a window every window length until Stop asks for the last one. It
@@ -267,12 +273,8 @@ func (p *Profiler) loop() {
 			// fired: on a loaded machine the loop may run late, and the
 			// CPU recording it stops must end within the window.
 			now := time.Now()
-			var changed time.Duration
-			if change, ok := p.boundary.Load().(func(time.Time) time.Duration); ok {
-				changed = change(now) // the window length after a change of settings, 0 without
-			}
-			if changed > 0 {
-				window = changed
+			if boundary := atomic.LoadPointer(&p.boundary); boundary != nil {
+				window = (*(*func(time.Time) time.Duration)(boundary))(now)
 			} else {
 				p.window(now, false)
 			}
