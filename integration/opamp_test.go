@@ -18,6 +18,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	_ "github.com/pprofotel/profiler/offcpu"
 	"github.com/pprofotel/profiler/opamp"
 )
@@ -169,18 +170,8 @@ func (s *opampServer) effectiveFile(name string) map[string]any {
 	return doc
 }
 
-// waitFor polls cond; the bound is a guard against a hang, not a timing
-// assertion.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for range 6000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("never saw %s", what)
-}
+// waitFor polls cond until it holds.
+var waitFor = polltest.Until
 
 // windowExporter keeps, in order, what each window held.
 type windowExporter struct {

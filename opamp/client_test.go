@@ -18,6 +18,7 @@ import (
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/internal/control"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 )
 
 // fakeTarget is a profiler whose window boundaries the test decides.
@@ -231,7 +232,11 @@ func TestRemoteConfigLifecycle(t *testing.T) {
 	c.offer(remoteConfig("h1", `{"profiles":["cpu","heap","goroutine","offcpu"],"offcpu_duty_cycle":50,"expires_in":"10s"}`))
 	wantStatus(t, fake, "h1", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, "")
 	clk.advance(5 * time.Second)
-	<-waitPending(target)
+	polltest.Until(t, "the local settings applied at the expiry", func() bool {
+		target.mu.Lock()
+		defer target.mu.Unlock()
+		return target.pending != nil
+	})
 	target.boundary()
 	<-fake.effective
 	if eff := target.Effective(); !sameSettings(eff, testLocal) {
@@ -313,22 +318,3 @@ func (nopExporter) Export(context.Context, *collectorpb.ExportProfilesServiceReq
 	return nil
 }
 func (nopExporter) Shutdown(context.Context) error { return nil }
-
-// waitPending returns a channel closed once the target has a change
-// waiting.
-func waitPending(f *fakeTarget) <-chan struct{} {
-	ch := make(chan struct{})
-	go func() {
-		defer close(ch)
-		for {
-			f.mu.Lock()
-			p := f.pending != nil
-			f.mu.Unlock()
-			if p {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	return ch
-}
