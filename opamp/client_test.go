@@ -263,6 +263,13 @@ func TestRemoteConfigLifecycle(t *testing.T) {
 	if target.applies != 2 || !sameSettings(target.Effective(), testLocal) {
 		t.Errorf("refused configurations changed the settings: %d applies, %+v", target.applies, target.Effective())
 	}
+	// The expired configuration, sent again after a refused one, is
+	// still expired: reported, not applied.
+	c.offer(remoteConfig("h1", `{"profiles":["cpu","heap","goroutine","offcpu"],"offcpu_duty_cycle":50,"expires_in":"10s"}`))
+	wantStatus(t, fake, "h1", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED, "")
+	if target.applies != 2 {
+		t.Errorf("the expired configuration was applied again")
+	}
 
 	// Shutdown returns the local settings a remote configuration set.
 	c.offer(remoteConfig("h5", `{"enabled":false}`))
@@ -318,3 +325,23 @@ func (nopExporter) Export(context.Context, *collectorpb.ExportProfilesServiceReq
 	return nil
 }
 func (nopExporter) Shutdown(context.Context) error { return nil }
+
+// TestDisabledProfiler: a profiler switched off by the environment gives
+// a Client that does nothing, and no error; a nil one is an error.
+func TestDisabledProfiler(t *testing.T) {
+	t.Setenv("PPROFOTEL_ENABLED", "false")
+	p, err := profiler.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), p, WithEndpointURL("ws://127.0.0.1:1/v1/opamp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if _, err := Start(context.Background(), nil); err == nil {
+		t.Error("Start with a nil profiler succeeded")
+	}
+}

@@ -257,13 +257,16 @@ func (c *Client) run() {
 }
 
 // receive handles a remote configuration: a resend of the last one
-// (same hash) is reported again, not applied again, so that reconnecting
-// does not restart an expiry; another is checked and applied, or refused
-// whole with the reason.
+// received or of the last one accepted (same hash) is reported again, not
+// applied again, so that reconnecting does not restart an expiry; another
+// is checked and applied, or refused whole with the reason.
 func (c *Client) receive(st *loopState, rc *protobufs.AgentRemoteConfig) {
-	if st.last != nil && bytes.Equal(st.last.hash, rc.GetConfigHash()) {
-		c.setStatus(st.last)
-		return
+	for _, r := range []*remote{st.last, st.accepted} {
+		if r != nil && bytes.Equal(r.hash, rc.GetConfigHash()) {
+			st.last = r
+			c.setStatus(r)
+			return
+		}
 	}
 	r := &remote{hash: rc.GetConfigHash()}
 	st.last = r
