@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/internal/testutil/polltest"
+	"github.com/pprofotel/profiler/internal/testutil/testcert"
 	_ "github.com/pprofotel/profiler/offcpu"
 	"github.com/pprofotel/profiler/opamp"
 )
@@ -33,6 +35,8 @@ type opampServer struct {
 	t    *testing.T
 	addr string
 	srv  server.OpAMPServer
+	// tls, when set, serves wss and https.
+	tls *tls.Config
 
 	mu          sync.Mutex
 	conns       map[types.Connection]bool
@@ -45,10 +49,14 @@ type opampServer struct {
 	offer       *protobufs.AgentRemoteConfig
 }
 
-// startOpAMPServer starts the server on addr ("127.0.0.1:0" for any port).
-func startOpAMPServer(t *testing.T, addr string) *opampServer {
+// startOpAMPServer starts the server on addr ("127.0.0.1:0" for any port),
+// over TLS when tlsConfig is not nil.
+func startOpAMPServer(t *testing.T, addr string, tlsConfig ...*tls.Config) *opampServer {
 	t.Helper()
 	s := &opampServer{t: t, conns: map[types.Connection]bool{}}
+	if len(tlsConfig) > 0 {
+		s.tls = tlsConfig[0]
+	}
 	s.start(addr)
 	t.Cleanup(s.stop)
 	return s
@@ -60,6 +68,7 @@ func (s *opampServer) start(addr string) {
 	err := s.srv.Start(server.StartSettings{
 		ListenEndpoint: addr,
 		ListenPath:     "/v1/opamp",
+		TLSConfig:      s.tls,
 		Settings: server.Settings{Callbacks: types.Callbacks{
 			OnConnecting: func(*http.Request) types.ConnectionResponse {
 				return types.ConnectionResponse{Accept: true, ConnectionCallbacks: types.ConnectionCallbacks{
@@ -388,5 +397,38 @@ func TestOpAMPPlainHTTP(t *testing.T) {
 	defer srv.mu.Unlock()
 	if name := srv.description.GetIdentifyingAttributes()[0]; name.Key != "service.name" || name.Value.GetStringValue() != "opamp-http" {
 		t.Errorf("description %v", srv.description)
+	}
+}
+
+// TestOpAMPMutualTLS: over wss, the server verified with the roots of
+// WithTLSClientConfig and requiring the client's certificate.
+func TestOpAMPMutualTLS(t *testing.T) {
+	pki := testcert.New(t)
+	srv := startOpAMPServer(t, "127.0.0.1:0", pki.ServerConfig(true))
+	t.Setenv("PPROFOTEL_OPAMP_ENDPOINT", "wss://"+srv.addr+"/v1/opamp")
+	t.Setenv("PPROFOTEL_OPAMP_HEARTBEAT_INTERVAL", "1s")
+	p, err := profiler.Start(profiler.WithExporter(&windowExporter{}), profiler.WithServiceName("opamp-tls"),
+		profiler.WithWindow(time.Second), profiler.WithProcessContext(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := opamp.Start(ctx, p, opamp.WithLogger(slog.New(slog.DiscardHandler)),
+		opamp.WithTLSClientConfig(&tls.Config{RootCAs: pki.Roots, Certificates: []tls.Certificate{pki.Client}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.send("pause", `{"enabled":false}`)
+	srv.waitStatus("pause", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+	waitFor(t, "the health paused", func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.health.GetStatus() == "paused"
+	})
+	if err := c.Shutdown(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

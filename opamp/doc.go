@@ -106,5 +106,7 @@
 //     interval.
 //
 // A variable that cannot be read is warned about once and ignored, as the
-// OpenTelemetry specification asks.
+// OpenTelemetry specification asks. A private CA or a client certificate
+// is WithTLSClientConfig's: no variable names TLS files yet, since reading
+// them as the OTLP exporters do would grow the code every program links.
 package opamp

@@ -1,6 +1,7 @@
 package opamp
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,8 +28,11 @@ const (
 // config is the resolved configuration: options over environment variables
 // over defaults.
 type config struct {
-	endpoint  *url.URL
-	headers   map[string]string
+	endpoint *url.URL
+	headers  map[string]string
+	// tls is the option's TLS configuration, nil for the system's roots;
+	// used only on a wss or https endpoint.
+	tls       *tls.Config
 	options   options
 	heartbeat time.Duration
 	logger    *slog.Logger
@@ -74,6 +78,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 			}
 		}
 	}
+	c.tls = o.tls
 	if c.heartbeat == 0 {
 		c.heartbeat = defaultHeartbeat
 		if d, ok := env.Duration(envHeartbeat, "interval", time.Second); ok {
@@ -91,6 +96,9 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 func (c *config) String() string {
 	return fmt.Sprintf("%s (%s)", c.endpoint.Redacted(), c.transport())
 }
+
+// secure reports whether the endpoint's scheme asks for TLS.
+func (c *config) secure() bool { return c.endpoint.Scheme == "wss" || c.endpoint.Scheme == "https" }
 
 // transport names the transport the endpoint's scheme chooses.
 func (c *config) transport() string {

@@ -78,7 +78,7 @@ func TestConfig(t *testing.T) {
 		t.Errorf("error %v, want three", err)
 	}
 	c, err := newConfig([]Option{WithTLSClientConfig(&tls.Config{ServerName: "x"})}, func(string) string { return "" })
-	if err != nil || c.options.tls.ServerName != "x" {
+	if err != nil || c.tls.ServerName != "x" {
 		t.Errorf("TLS configuration not kept: %v", err)
 	}
 }

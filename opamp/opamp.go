@@ -3,6 +3,7 @@ package opamp
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -134,11 +135,16 @@ func (c *Client) connect(ctx context.Context) error {
 		header.Set(k, v)
 	}
 	heartbeat := c.cfg.heartbeat
+	var tlsConfig *tls.Config
+	if c.cfg.secure() {
+		// Only then: opamp-go turns a ws URL into wss when given one.
+		tlsConfig = c.cfg.tls
+	}
 	var failing atomic.Bool
 	settings := types.StartSettings{
 		OpAMPServerURL:    c.cfg.endpoint.String(),
 		Header:            header,
-		TLSConfig:         c.cfg.options.tls,
+		TLSConfig:         tlsConfig,
 		InstanceUid:       types.InstanceUid(uid),
 		HeartbeatInterval: &heartbeat,
 		Callbacks: types.Callbacks{

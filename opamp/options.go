@@ -88,9 +88,8 @@ func WithHeaders(headers map[string]string) Option {
 
 // WithTLSClientConfig sets the TLS configuration of a wss or https
 // endpoint: the roots that verify the server and, for mutual TLS, the
-// client's certificate. Without it the system's roots verify the server.
-// Note that opamp-go turns a ws endpoint into wss when a TLS configuration
-// is given. The configuration is copied.
+// client's certificate. It has no effect on a ws or http endpoint. Without
+// it the system's roots verify the server. The configuration is copied.
 func WithTLSClientConfig(c *tls.Config) Option {
 	return optionFunc(func(o *options) {
 		if c == nil {
