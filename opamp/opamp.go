@@ -201,9 +201,8 @@ type remote struct {
 	hash   []byte
 	status protobufs.RemoteConfigStatuses
 	reason string
-	// settings are what it asked for, expiresAt when they end (zero:
-	// never) and expired whether they did.
-	settings  control.Settings
+	// expiresAt is when the settings it asked for end (zero: never),
+	// expired whether they did.
 	expiresAt time.Time
 	expired   bool
 	// stopExpiry stops the expiry timer.
@@ -216,8 +215,7 @@ type loopState struct {
 	// local settings hold; last is the last received, accepted or not.
 	accepted, last *remote
 	// waiting is closed when the settings last applied took effect;
-	// waitingFor is what they were, and waitingStatus whether they
-	// carry a remote configuration's status to report.
+	// waitingFor is what they were.
 	waiting    <-chan struct{}
 	waitingFor control.Settings
 	expiries   chan *remote
@@ -291,7 +289,7 @@ func (c *Client) receive(st *loopState, rc *protobufs.AgentRemoteConfig) {
 	if st.accepted != nil && st.accepted.stopExpiry != nil {
 		st.accepted.stopExpiry()
 	}
-	r.status, r.settings = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLYING, change.settings
+	r.status = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLYING
 	st.accepted = r
 	if change.expiresIn > 0 {
 		r.expiresAt = c.clock.Now().Add(change.expiresIn)
