@@ -35,8 +35,10 @@ type config struct {
 	// intervals holds, for each profile type whose descriptor has an
 	// Interval, the least time between two reads (0 for the others).
 	intervals [numProfileTypes]time.Duration
-	// cpuDuration is the part of each window the CPU profile records, at
-	// most window (continuous); see WithCPUDutyCycle.
+	// cpuDuty is the CPU duty cycle in percent, and cpuDuration the part
+	// of each window the CPU profile records at it, at most window
+	// (continuous); see WithCPUDutyCycle.
+	cpuDuty     int
 	cpuDuration time.Duration
 	// maxGoroutines is the goroutine count above which the goroutine
 	// profile is skipped, 0 for no limit; see WithMaxGoroutines.
@@ -272,6 +274,7 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 			duty = n
 		}
 	}
+	c.cpuDuty = duty
 	c.cpuDuration = cpuDuration(c.window, duty, c.runtime.minCPUDuration())
 
 	c.slowThreshold = collect.DefaultSlowThreshold

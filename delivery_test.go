@@ -16,6 +16,7 @@ import (
 
 	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 )
 
 // fastRetry retries as soon as the exporter allows, so that a test sees
@@ -27,18 +28,8 @@ var fastRetry = otlpprofilehttp.WithRetry(otlpprofilehttp.RetryConfig{
 	MaxElapsedTime:  250 * time.Millisecond,
 })
 
-// poll calls cond until it holds. The bound is a guard against a hang, not
-// a timing assertion.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for range 3000 {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("never saw %s", what)
-}
+// poll calls cond until it holds.
+var poll = polltest.Until
 
 // checkGoroutines fails t unless the number of goroutines settles back to
 // baseline, and shows the goroutines left.

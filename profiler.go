@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -70,6 +71,17 @@ type Profiler struct {
 
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
+
+	// boundary points, once remote control has looked the profiler up
+	// (control.go), to the func(now time.Time) (window time.Duration)
+	// that ends each window in place of p.window: it makes the change of
+	// settings waiting, if any, and returns the window length. Nil
+	// otherwise. An unsafe.Pointer loaded atomically, rather than an
+	// atomic.Value or an atomic.Pointer of its own type, because it is
+	// all a program that does not import package opamp links of remote
+	// control: two instructions and no type (benchmark/README.md,
+	// "Footprint of remote control").
+	boundary unsafe.Pointer
 }
 
 // Start starts profiling with the given options, which win over the
@@ -123,55 +135,17 @@ func start(cfg *config) (*Profiler, error) {
 		stopRequests: make(chan context.Context, 1),
 		done:         make(chan struct{}),
 	}
-	names := make([]string, len(cfg.profileTypes))
-	intervals := make(map[string]time.Duration)
-	for i, t := range cfg.profileTypes {
-		names[i] = t.String()
-		if cfg.intervals[t] != 0 {
-			intervals[names[i]] = cfg.intervals[t]
-		}
-	}
-	maxGoroutines := cfg.maxGoroutines
-	if maxGoroutines == 0 {
-		maxGoroutines = -1 // no limit, in collect.Config's terms
-	}
-	source := cfg.runtime.source
-	if source == nil {
-		source = collect.RuntimeSource
-	}
-	var err error
-	p.collector, err = collect.New(collect.Config{
-		Profiles:      names,
-		Source:        source,
-		CPU:           cfg.runtime.cpu,
-		Logger:        cfg.logger,
-		Omissions:     &p.omitted,
-		MaxGoroutines: maxGoroutines,
-		Window:        cfg.window,
-		Intervals:     intervals,
-		CPUDuration:   cfg.cpuDuration,
-		SlowThreshold: cfg.slowThreshold,
-		FirstWindow:   min(cfg.window, firstWindow),
-		MaxEndpoints:  cfg.maxEndpoints,
-	})
-	if err != nil {
-		return nil, err
-	}
 	// From here on the queue owns the exporter: a failed start shuts both
 	// down.
 	p.pipe = newPipeline(cfg, &p.sent)
 
-	for _, t := range cfg.profileTypes {
-		if r := t.descriptor().Rate; r != nil {
-			p.restore = append(p.restore, r.Set(cfg.rates[t]))
-		}
-	}
+	var err error
 	if p.metrics, err = p.registerMetrics(cfg.meterProvider); err != nil {
 		// The profiles matter more than the metrics about them.
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
-	if err := p.startCollector(); err != nil {
-		p.collector.Abandon()
+	p.started = time.Now()
+	if err := p.startCollection(cfg, min(cfg.window, firstWindow), p.started); err != nil {
 		p.restoreRuntime()
 		if p.metrics != nil {
 			_ = p.metrics.Unregister()
@@ -211,18 +185,64 @@ func (p *Profiler) publishProcessContext() {
 	}
 }
 
-// startCollector reads the baselines and starts the CPU profile. It runs on
-// the application's goroutine, so a panic in it, the profiler's bug, is
-// turned into Start's error instead of ending the application.
-func (p *Profiler) startCollector() (err error) {
+// startCollection begins, at now, collecting the profiles cfg asks for,
+// the first window lasting first: it builds the collector, sets the
+// profiles' runtime rates (restoreRuntime puts the previous ones back),
+// reads the baselines and starts the CPU profile. At Start it runs on the
+// application's goroutine, so a panic in it, the profiler's bug, is
+// turned into an error instead of ending the application.
+func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Time) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("profiler: internal error while starting: %v", r)
+			// Leave nothing installed for the process (the request
+			// tracker) by a collector that will not run.
+			if p.collector != nil {
+				p.collector.Abandon()
+				p.collector = nil
+			}
 		}
 	}()
-	p.started = time.Now()
-	p.collector.Start(p.started)
-	return nil
+	names := make([]string, len(cfg.profileTypes))
+	intervals := make(map[string]time.Duration)
+	for i, t := range cfg.profileTypes {
+		names[i] = t.String()
+		if cfg.intervals[t] != 0 {
+			intervals[names[i]] = cfg.intervals[t]
+		}
+	}
+	maxGoroutines := cfg.maxGoroutines
+	if maxGoroutines == 0 {
+		maxGoroutines = -1 // no limit, in collect.Config's terms
+	}
+	source := cfg.runtime.source
+	if source == nil {
+		source = collect.RuntimeSource
+	}
+	c, err := collect.New(collect.Config{
+		Profiles:      names,
+		Source:        source,
+		CPU:           cfg.runtime.cpu,
+		Logger:        cfg.logger,
+		Omissions:     &p.omitted,
+		MaxGoroutines: maxGoroutines,
+		Window:        cfg.window,
+		Intervals:     intervals,
+		CPUDuration:   cfg.cpuDuration,
+		SlowThreshold: cfg.slowThreshold,
+		FirstWindow:   first,
+		MaxEndpoints:  cfg.maxEndpoints,
+	})
+	if err == nil {
+		p.collector = c
+		for _, t := range cfg.profileTypes {
+			if r := t.descriptor().Rate; r != nil {
+				p.restore = append(p.restore, r.Set(cfg.rates[t]))
+			}
+		}
+		c.Start(now)
+	}
+	return err
 }
 
 // loop ends a window every window length until Stop asks for the last one. It
@@ -234,7 +254,10 @@ func (p *Profiler) loop() {
 	// and any trouble with the receiver, comes within seconds of Start;
 	// the others are the configured length, on a schedule that does not
 	// drift with the time each window takes.
-	next := p.started.Add(min(p.cfg.window, firstWindow))
+	// window is the length of the windows, which a remote change
+	// (control.go) may set at a window boundary.
+	window := p.cfg.window
+	next := p.started.Add(min(window, firstWindow))
 	ticker := time.NewTimer(time.Until(next))
 	defer ticker.Stop()
 	// cpuTimer starts and stops the CPU profile within a window, under a
@@ -258,10 +281,14 @@ func (p *Profiler) loop() {
 			// fired: on a loaded machine the loop may run late, and the
 			// CPU recording it stops must end within the window.
 			now := time.Now()
-			p.window(now, false)
-			next = next.Add(p.cfg.window)
+			if boundary := atomic.LoadPointer(&p.boundary); boundary != nil {
+				window = (*(*func(time.Time) time.Duration)(boundary))(now)
+			} else {
+				p.window(now, false)
+			}
+			next = next.Add(window)
 			if now.After(next) {
-				next = now.Add(p.cfg.window) // windows took longer than one window: start afresh
+				next = now.Add(window) // windows took longer than one window: start afresh
 			}
 			ticker.Reset(time.Until(next))
 			armCPU()

@@ -8,6 +8,7 @@
 #   c  b + import _ ".../offcpu" and OffCPUProfile asked for
 #   d  b + import _ ".../exporters/splunk" (registered, not chosen)
 #   e  b + profiler.WithExporter(otlpprofilehttp.New(ctx, WithJSON()))
+#   f  b + opamp.Start(ctx, p): remote control over OpAMP
 #   p  a + pyroscope-go's pyroscope.Start, the peer the target is set by
 # For each, against the program it extends (and b against p, which shows
 # what the SDK holds beyond pyroscope-go): the modules `go list -m all`
@@ -115,6 +116,13 @@ build e '	"github.com/pprofotel/profiler"
 		panic(err)
 	}
 	defer p.Stop(ctx)'
+build f '	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/opamp"' "$start"'
+	c, err := opamp.Start(ctx, p)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Shutdown(ctx)'
 build p '	"github.com/grafana/pyroscope-go"' '	prof, err := pyroscope.Start(pyroscope.Config{ApplicationName: "footprint", ServerAddress: "http://localhost:4040"})
 	if err != nil {
 		panic(err)
@@ -175,8 +183,9 @@ compare p b "what b adds over p: the part over the target"
 compare b c "the off-CPU profile (import _ .../offcpu)"
 compare b d "import _ .../exporters/splunk"
 compare b e "otlpprofilehttp.WithJSON()"
+compare b f "opamp.Start(ctx, p)"
 echo
 sa=$(cat "$work/a.size")
-for v in b c d e p; do
+for v in b c d e f p; do
 	echo "$v: +$(($(cat "$work/$v.size") - sa)) B against a"
 done

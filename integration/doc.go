@@ -16,5 +16,6 @@
 //
 // Without PPROFOTEL_OTELCOL the Collector tests fail, except under -short,
 // where they are skipped. Without PPROFOTEL_PYROSCOPE the Pyroscope test
-// fails, always.
+// fails, always. The OpAMP tests (opamp_test.go) need nothing: they run
+// opamp-go's own server package in the test process.
 package integration

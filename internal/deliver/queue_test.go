@@ -19,6 +19,8 @@ import (
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/export/report"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 )
 
 var epoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -172,16 +174,7 @@ func checkNoGoroutine(t *testing.T) {
 }
 
 // waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for range 2000 { // a guard against a hang, not a timing assertion
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("never saw %s", what)
-}
+var waitFor = polltest.Until
 
 func TestDropOldestFirst(t *testing.T) {
 	exp := newFakeExporter(true)
