@@ -2,8 +2,9 @@ package integration
 
 import "time"
 
-// The names the endpoint and slow-request features chose (issue 29),
-// gathered here so that the proof reads them from one place.
+// The names the endpoint and slow-request features chose (issue 29;
+// docs/what-is-sent.md, docs/slow-requests.md), gathered here so that the
+// proof reads them from one place.
 const (
 	// endpointKey is the sample attribute carrying a sample's endpoint.
 	endpointKey = "endpoint"
@@ -13,8 +14,8 @@ const (
 	// slowProfile is the slow-request profile; slowStateKey is its
 	// sample attribute saying where the time went, slowStateOffCPU its
 	// value for time off CPU.
-	slowProfile     = "slow"
-	slowStateKey    = "state"
+	slowProfile     = "slowrequests"
+	slowStateKey    = "goroutine_state"
 	slowStateOffCPU = "off_cpu"
 	// slowThreshold is the default duration from which a request is
 	// explained.

@@ -1,13 +1,16 @@
 package integration
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -28,12 +31,12 @@ import (
 // generator sent; what Pyroscope answers is compared with what was sent.
 
 // threeRoutesLoad is the load of the run: requests a second per route.
-// /cpu takes about 0.4 of a core (about 2.8 ms of CPU a request), so that
+// /cpu takes about 0.4 of a core (about 8 ms of CPU a request), so that
 // the CPU profile holds hundreds of its samples; /lock makes two slow
 // requests a second (one in testservice.LockEvery).
 var threeRoutesLoad = map[string]float64{
-	testservice.RouteFast: 200,
-	testservice.RouteCPU:  150,
+	testservice.RouteFast: 100,
+	testservice.RouteCPU:  50,
 	testservice.RouteLock: 40,
 }
 
@@ -83,6 +86,54 @@ func TestEndpointsAndSlowRequests(t *testing.T) {
 	t.Run("pyroscope slow span", func(t *testing.T) { checkPyroscopeSlowSpans(t, py, run) })
 }
 
+// loadEnv, when set, turns the test binary into the load generator of
+// the three-route service: it sends the load the variable describes
+// (loadSpec, in JSON) and writes what it sent (testservice.LoadResult) to
+// stdout in JSON. The load comes from a process of its own, as a service's
+// load does: in the service's process, the client's CPU would run on the
+// service's threads in short bursts, and the CPU profiler, whose per-thread
+// timers fire on the kernel's tick, books a short burst's CPU to whatever
+// the thread runs at its next tick, often a request's long burst.
+const loadEnv = "PPROFOTEL_INTEGRATION_LOAD"
+
+// loadSpec is the load a child process sends.
+type loadSpec struct {
+	Base     string
+	Rates    map[string]float64
+	Duration time.Duration
+}
+
+func runLoad(spec string) error {
+	var s loadSpec
+	if err := json.Unmarshal([]byte(spec), &s); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(testservice.Load(context.Background(), s.Base, s.Rates, s.Duration))
+}
+
+// loadInChild sends the load from a child process (see loadEnv) and
+// returns what it sent.
+func loadInChild(t *testing.T, base string, rates map[string]float64, d time.Duration) testservice.LoadResult {
+	t.Helper()
+	spec, err := json.Marshal(loadSpec{base, rates, d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), loadEnv+"="+string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("load generator: %v\n%s", err, stderr.Bytes())
+	}
+	var res testservice.LoadResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("load generator's result %q: %v", out, err)
+	}
+	return res
+}
+
 // runThreeRoutes serves the three-route service, profiled at the defaults
 // but for the profile types (cpu,offcpu, set through PPROFOTEL_PROFILES as
 // a user would), under threeRoutesLoad for threeRoutesFor, and returns
@@ -119,7 +170,7 @@ func runThreeRoutes(t *testing.T, proxy *recordingProxy) *threeRoutesRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run.load = testservice.Load(context.Background(), "http://"+ln.Addr().String(), threeRoutesLoad, threeRoutesFor)
+	run.load = loadInChild(t, "http://"+ln.Addr().String(), threeRoutesLoad, threeRoutesFor)
 	// Every request has been answered, so every span has ended: the
 	// last window counts them all.
 	run.stopped = time.Now()
@@ -130,7 +181,7 @@ func runThreeRoutes(t *testing.T, proxy *recordingProxy) *threeRoutesRun {
 	}
 	run.stats = p.Stats()
 	for route, n := range run.load.Failed {
-		t.Errorf("%d requests to %s failed, among the errors: %v", n, route, errors.Join(run.load.Errors...))
+		t.Errorf("%d requests to %s failed, among the errors: %q", n, route, run.load.Errors)
 	}
 	for _, s := range recorded.GetSpans() {
 		route := ""
@@ -248,6 +299,10 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 	type stretch struct{ start, end int64 }
 	var stretches []stretch
 	got := make(map[string]int64)
+	// byLink is the CPU of the samples linked to each route's spans, by
+	// the route the SDK recorded for the span: every span of the service
+	// is a local root, so a sample's endpoint is its span's route.
+	byLink := make(map[string]int64)
 	var unattributed int64
 	for _, pd := range run.windows() {
 		d := dict{pd.GetDictionary()}
@@ -262,12 +317,19 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 			stretches = append(stretches, stretch{int64(p.GetTimeUnixNano()), int64(p.GetTimeUnixNano() + p.GetDurationNano())})
 			unit := cpuNanos(t, d, p)
 			for _, s := range p.GetSamples() {
+				span := sampleSpan(t, d, s)
+				if span != "" {
+					byLink[run.spans[span].route] += sum(s) * unit
+				}
 				ep, ok := sampleAttr(d, s, endpointKey)
 				if !ok {
-					if sampleSpan(t, d, s) != "" {
+					if span != "" {
 						unattributed += sum(s) * unit
 					}
 					continue
+				}
+				if route := run.spans[span].route; span != "" && ep != route {
+					t.Errorf("a CPU sample of endpoint %q links to span %s of route %q", ep, span, route)
 				}
 				got[ep] += sum(s) * unit
 			}
@@ -305,8 +367,8 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 				tol, how = sd, "3 standard deviations of the sampling"
 			}
 		}
-		t.Logf("%s: %v of CPU in the profile, %v measured in its spans while the CPU profile recorded (ratio %.3f; %v recorded)",
-			route, time.Duration(g), time.Duration(w), g/w, time.Duration(recorded))
+		t.Logf("%s: %v of CPU in the profile (%v linked to its spans), %v measured in its spans while the CPU profile recorded (ratio %.3f; %v recorded)",
+			route, time.Duration(g), time.Duration(byLink[route]), time.Duration(w), g/w, time.Duration(recorded))
 		if math.Abs(g-w) > tol {
 			t.Errorf("%s: the profile holds %v of CPU under endpoint %s, its requests spent %v in their spans while it recorded; want within %v (%s)",
 				route, time.Duration(g), route, time.Duration(w), time.Duration(tol), how)

@@ -16,7 +16,7 @@ type LoadResult struct {
 	// Failed counts the requests that were not, by route; Errors holds
 	// the first few of their errors.
 	Failed map[string]int
-	Errors []error
+	Errors []string
 }
 
 // Load sends requests to the service at base (http://host:port) for
@@ -41,7 +41,7 @@ func Load(ctx context.Context, base string, rates map[string]float64, duration t
 		if err != nil {
 			res.Failed[route]++
 			if len(res.Errors) < 5 {
-				res.Errors = append(res.Errors, fmt.Errorf("%s: %w", route, err))
+				res.Errors = append(res.Errors, route+": "+err.Error())
 			}
 			return
 		}

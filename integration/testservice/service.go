@@ -38,10 +38,10 @@ const (
 )
 
 // cpuRounds is how many steps of a linear congruential generator /cpu
-// takes per request: about 3 ms of arithmetic on the machine the tests
+// takes per request: about 8 ms of arithmetic on the machine the tests
 // were written on. The tests do not rely on the figure: they measure each
 // request's CPU time (Request.CPU).
-const cpuRounds = 2_500_000
+const cpuRounds = 7_000_000
 
 // Service is the three-route service. Its zero value is not usable; call
 // New.
