@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/envconfig"
 )
 
@@ -40,6 +41,9 @@ type config struct {
 	// maxGoroutines is the goroutine count above which the goroutine
 	// profile is skipped, 0 for no limit; see WithMaxGoroutines.
 	maxGoroutines int
+	// maxEndpoints bounds the distinct endpoints of a window; see
+	// WithMaxEndpoints.
+	maxEndpoints int
 	// exporter is the option's, or one built from the environment
 	// (fromEnv), which a failed Start shuts down again.
 	exporter Exporter
@@ -242,6 +246,17 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 		c.maxGoroutines = *o.maxGoroutines
 	} else if n, ok := env.IntAtLeast(envMaxGoroutines, 0, "must be a whole number of goroutines, 0 for no limit"); ok {
 		c.maxGoroutines = n
+	}
+
+	c.maxEndpoints = requests.DefaultMaxEndpoints
+	if o.maxEndpoints != 0 {
+		c.maxEndpoints = o.maxEndpoints
+	} else if n, ok := env.PositiveInt(envMaxEndpoints, "must be a whole number of endpoints from 1 to 10000"); ok {
+		if n > maxMaxEndpoints {
+			env.Invalid(envMaxEndpoints, strconv.Itoa(n), errors.New("must be a whole number of endpoints from 1 to 10000"))
+		} else {
+			c.maxEndpoints = n
+		}
 	}
 
 	duty := defaultCPUDuty

@@ -27,6 +27,7 @@ const (
 	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
 	envCPUDuty       = "PPROFOTEL_CPU_DUTY"
+	envMaxEndpoints  = "PPROFOTEL_MAX_ENDPOINTS"
 )
 
 // Defaults.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -33,7 +34,10 @@ func spin(d time.Duration) int {
 // real OTel SDK, wrapped by labels.WrapTracerProvider, and checks the links
 // in what the profiler exported: the parent's work links to the parent, the
 // child's to the child, the parent's work after the child ended to the
-// parent again, and the application's own pprof label is still there.
+// parent again, and the application's own pprof label is still there. The
+// samples of both spans carry the endpoint of the request (the parent, a
+// local root span) and not its root span id, and the window counts the
+// request under its endpoint.
 func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())
@@ -47,6 +51,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	var parentSC, childSC trace.SpanContext
 	pprof.Do(context.Background(), pprof.Labels("tenant", "acme"), func(ctx context.Context) {
 		ctx, parent := tracer.Start(ctx, "parent")
+		parent.SetAttributes(attribute.String("http.route", "/work/{id}"))
 		parentSC = parent.SpanContext()
 		spinParent(400 * time.Millisecond)
 		_, child := tracer.Start(ctx, "child")
@@ -59,9 +64,13 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var samples []otlptest.Sample
+	var samples, reqs []otlptest.Sample
 	for _, req := range otlptest.ReadDir(t, dir) {
 		samples = append(samples, otlptest.Samples(req, "cpu", "samples")...)
+		reqs = append(reqs, otlptest.Samples(req, "requests", "requests")...)
+	}
+	if len(reqs) != 1 || reqs[0].Values[0] != 1 || reqs[0].Attrs["endpoint"] != "/work/{id}" || len(reqs[0].Funcs) != 1 || reqs[0].Funcs[0] != "/work/{id}" {
+		t.Errorf("request counts %+v, want one request of /work/{id}", reqs)
 	}
 
 	for _, tc := range []struct {
@@ -72,7 +81,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 		{"spinChild", childSC},
 		{"spinParentAgain", parentSC},
 	} {
-		var total, linked int64
+		var total, linked, routed int64
 		for _, s := range samples {
 			if !s.InStack(tc.fn) {
 				continue
@@ -87,12 +96,21 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 			if _, ok := s.Attrs[labels.TraceIDKey]; ok {
 				t.Errorf("%s: trace_id stayed a sample attribute; it belongs in the link", tc.fn)
 			}
+			if _, ok := s.Attrs[labels.LocalRootSpanIDKey]; ok {
+				t.Errorf("%s: local_root_span_id was sent; the endpoint stands for it", tc.fn)
+			}
+			if s.Attrs["endpoint"] == "/work/{id}" {
+				routed += s.Values[0]
+			}
 		}
 		if total < 5 {
 			t.Fatalf("%s: only %d CPU samples; the test cannot judge", tc.fn, total)
 		}
 		if float64(linked) < 0.9*float64(total) {
 			t.Errorf("%s: %d of %d samples link to span %s, want at least 90%%", tc.fn, linked, total, tc.want.SpanID())
+		}
+		if float64(routed) < 0.9*float64(total) {
+			t.Errorf("%s: %d of %d samples carry the endpoint /work/{id}, want at least 90%%", tc.fn, routed, total)
 		}
 	}
 }

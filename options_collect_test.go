@@ -17,6 +17,7 @@ import (
 func TestCollectSettings(t *testing.T) {
 	maxGoroutines := func(c *config) any { return c.maxGoroutines }
 	cpuDuration := func(c *config) any { return c.cpuDuration }
+	maxEndpoints := func(c *config) any { return c.maxEndpoints }
 	tests := []struct {
 		name string
 		opts []Option
@@ -32,6 +33,12 @@ func TestCollectSettings(t *testing.T) {
 		{"goroutines: option wins", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "500"}, maxGoroutines, 7},
 		// The option shadows the variable, which is then not validated.
 		{"goroutines: option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, maxGoroutines, 7},
+
+		{"endpoints: default", nil, nil, maxEndpoints, 100},
+		{"endpoints: variable", nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "250"}, maxEndpoints, 250},
+		{"endpoints: option", []Option{WithMaxEndpoints(10_000)}, nil, maxEndpoints, 10_000},
+		{"endpoints: option wins", []Option{WithMaxEndpoints(1)}, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "250"}, maxEndpoints, 1},
+		{"endpoints: option shadows an invalid variable", []Option{WithMaxEndpoints(3)}, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "0"}, maxEndpoints, 3},
 
 		{"cpu: default, 17% of the window", nil, nil, cpuDuration, 10200 * time.Millisecond},
 		{"cpu: default follows the window", []Option{WithWindow(30 * time.Second)}, nil, cpuDuration, 5100 * time.Millisecond},
@@ -63,6 +70,11 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
+		{[]Option{WithMaxEndpoints(0)}, nil, "profiler: WithMaxEndpoints(0): must be from 1 to 10000"},
+		{[]Option{WithMaxEndpoints(10_001)}, nil, "profiler: WithMaxEndpoints(10001): must be from 1 to 10000"},
+		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "0"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="0": must be a whole number of endpoints from 1 to 10000`},
+		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "10001"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="10001": must be a whole number of endpoints from 1 to 10000`},
+		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "many"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="many": must be a whole number of endpoints from 1 to 10000`},
 		{[]Option{WithCPUDutyCycle(0)}, nil, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(-5)}, nil, "profiler: WithCPUDutyCycle(-5): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(101)}, nil, "profiler: WithCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
@@ -87,8 +99,8 @@ func TestCollectSettingsErrors(t *testing.T) {
 			if len(c.warnings) != 1 || c.warnings[0].Error() != tt.want+"; ignored" {
 				t.Errorf("warnings = %v, want [%q]", c.warnings, tt.want+"; ignored")
 			}
-			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.window*defaultCPUDuty/100 {
-				t.Errorf("max goroutines %d, CPU duration %v: want the defaults", c.maxGoroutines, c.cpuDuration)
+			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.window*defaultCPUDuty/100 || c.maxEndpoints != 100 {
+				t.Errorf("max goroutines %d, CPU duration %v, max endpoints %d: want the defaults", c.maxGoroutines, c.cpuDuration, c.maxEndpoints)
 			}
 		})
 	}

@@ -151,6 +151,7 @@ func start(cfg *config) (*Profiler, error) {
 		Intervals:     intervals,
 		CPUDuration:   cfg.cpuDuration,
 		FirstWindow:   min(cfg.window, firstWindow),
+		MaxEndpoints:  cfg.maxEndpoints,
 	})
 	if err != nil {
 		return nil, err

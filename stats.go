@@ -81,6 +81,16 @@ type Stats struct {
 	// a trace ended early or unreadable past some point. Values are
 	// scaled by the time actually read.
 	OffCPUTruncated int64
+	// EndpointsOverflowed counts requests whose endpoint was sent as
+	// "_other", their window having WithMaxEndpoints others already: in
+	// the request counts and in the "endpoint" attribute of their samples.
+	EndpointsOverflowed int64
+	// EndpointsUnknown counts requests the profiler could not follow:
+	// more ran at once than it follows (65,536), which go uncounted and
+	// whose samples go without an endpoint, or more ended in one window
+	// than it remembers the endpoint of (65,536), whose samples go
+	// without one. Their samples keep their span links.
+	EndpointsUnknown int64
 	// StringsRepaired counts strings that were not valid UTF-8, which
 	// proto3 requires of every string a request carries, and were sent
 	// with U+FFFD in place of each run of invalid bytes rather than
@@ -117,6 +127,8 @@ func (p *Profiler) Stats() Stats {
 		ProfilesLeftOut:          p.omitted.Errors.Load(),
 		OffCPUSkipped:            p.omitted.OffCPU.Skipped.Load(),
 		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
+		EndpointsOverflowed:      p.omitted.EndpointsOverflowed.Load(),
+		EndpointsUnknown:         p.omitted.EndpointsUnknown.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
 		StringsRepaired:  p.repaired.Load(),
@@ -191,6 +203,10 @@ var statsMetrics = []statsMetric{
 		func(s Stats) float64 { return float64(s.OffCPUSkipped) }},
 	{"pprofotel.offcpu.truncated", "{stretch}", "Off-CPU stretches read only in part.", counter,
 		func(s Stats) float64 { return float64(s.OffCPUTruncated) }},
+	{"pprofotel.endpoints.overflowed", "{request}", "Requests counted under the endpoint _other because their window had the most endpoints allowed.", counter,
+		func(s Stats) float64 { return float64(s.EndpointsOverflowed) }},
+	{"pprofotel.endpoints.unknown", "{request}", "Requests not followed, or whose samples went without an endpoint: more ran or ended than the profiler remembers.", counter,
+		func(s Stats) float64 { return float64(s.EndpointsUnknown) }},
 	{"pprofotel.strings.repaired", "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.", counter,
 		func(s Stats) float64 { return float64(s.StringsRepaired) }},
 }

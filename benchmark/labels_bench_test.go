@@ -9,12 +9,15 @@ import (
 	"io"
 	rtrace "runtime/trace"
 	"testing"
+	"time"
 
 	otelpyroscope "github.com/grafana/otel-profiling-go"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/labels"
 )
 
@@ -29,7 +32,6 @@ func providers(sdk trace.TracerProvider) []struct {
 	}{
 		{"sdk", sdk},
 		{"labels", labels.WrapTracerProvider(sdk)},
-		{"labels-root-name", labels.WrapTracerProvider(sdk, labels.WithRootSpanName())},
 		{"labels-local-roots", labels.WrapTracerProvider(sdk, labels.WithLocalRootSpansOnly())},
 		// Its default: span name, span id and trace id of the local root.
 		{"otel-profiling-go", otelpyroscope.NewTracerProvider(sdk)},
@@ -126,6 +128,47 @@ func benchChildSpan(b *testing.B, sdk trace.TracerProvider) {
 			b.ReportAllocs()
 			for b.Loop() {
 				_, span := tr.Start(ctx, "op")
+				span.End()
+			}
+		})
+	}
+}
+
+// BenchmarkRootSpanRequests is BenchmarkRootSpan for the wrapper alone,
+// without and with a request tracker installed, as the profiler installs
+// one while it runs: the difference is what following requests costs a
+// local root span (issue 29). With "route", the span is given its
+// http.route at Start, as HTTP instrumentation that knows it does.
+func BenchmarkRootSpanRequests(b *testing.B) {
+	tp := labels.WrapTracerProvider(bareSDK())
+	route := trace.WithAttributes(attribute.String("http.route", "/users/{id}"))
+	for _, bc := range []struct {
+		name    string
+		tracked bool
+		opts    []trace.SpanStartOption
+	}{
+		{"untracked", false, nil},
+		{"tracked", true, nil},
+		{"untracked-route", false, []trace.SpanStartOption{route}},
+		{"tracked-route", true, []trace.SpanStartOption{route}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.tracked {
+				t := requests.New(requests.Config{})
+				if err := t.Install(); err != nil {
+					b.Fatal(err)
+				}
+				defer t.Stop()
+				// Undrained, as within one window: the sweeper counts
+				// every request and remembers the root ids up to the
+				// tracker's bound.
+				defer t.Window(time.Now())
+			}
+			tr := tp.Tracer("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, span := tr.Start(ctx, "GET", bc.opts...)
 				span.End()
 			}
 		})

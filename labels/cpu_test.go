@@ -42,7 +42,7 @@ func burnOutsideSpans(d time.Duration) { spin(d) }
 
 func TestCPUSamplesCarrySpanLabels(t *testing.T) {
 	sdk, _ := newSDK(t, sdktrace.AlwaysSample())
-	tr := WrapTracerProvider(sdk, WithRootSpanName()).Tracer("test")
+	tr := WrapTracerProvider(sdk).Tracer("test")
 
 	var buf bytes.Buffer
 	if err := pprof.StartCPUProfile(&buf); err != nil {
@@ -69,7 +69,7 @@ func TestCPUSamplesCarrySpanLabels(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parse CPU profile: %v", err)
 	}
-	root := map[string]string{RootSpanNameKey: "parent"}
+	root := map[string]string{LocalRootSpanIDKey: parentSC.SpanID().String()}
 	maps.Copy(root, appLabels)
 	tests := []struct {
 		fn   string

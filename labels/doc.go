@@ -2,8 +2,9 @@
 //
 // [WrapTracerProvider] wraps a [trace.TracerProvider]. While a sampled span
 // started through the wrapper is current on a goroutine, that goroutine
-// carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey], so CPU and
-// goroutine profile samples taken meanwhile name the span. The application
+// carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey], and
+// [LocalRootSpanIDKey] naming the span's local root, so CPU and goroutine
+// profile samples taken meanwhile name the span and the request it serves. The application
 // keeps using the OpenTelemetry API as before:
 //
 //	tp := sdktrace.NewTracerProvider(...)
@@ -18,9 +19,9 @@
 //
 //   - builds a label set from the pprof labels carried by the context passed
 //     to Start (those added by [pprof.Do] or [pprof.WithLabels]) plus
-//     TraceIDKey and SpanIDKey, and, for a local root span when
-//     [WithRootSpanName] is used, RootSpanNameKey, which the spans below it
-//     inherit through the context. On a key clash the span's value wins.
+//     TraceIDKey, SpanIDKey and LocalRootSpanIDKey: the span's own id for
+//     a local root span, the one its parent carries for the others. On a
+//     key clash the span's value wins.
 //   - remembers the label set the calling goroutine has at that moment and
 //     replaces it with the new one.
 //   - returns a context that carries the new label set and the span, so
@@ -74,10 +75,19 @@
 // new root). Their descendants in the process then run with the root's
 // labels, which is cheaper when spans are many and short.
 //
-// [WithRootSpanName] adds the local root span's name, as given to Start, as
-// the label RootSpanNameKey. It is off by default: span names can have a
-// high cardinality (a URL path with ids in it) or carry personal data, and
-// every distinct value becomes a distinct label in the profiles.
+// # Endpoints and requests
+//
+// A local root span is a request. While a profiler runs, the wrapper tells
+// it of every sampled local root span: its start, its end, and its
+// endpoint, which is its http.route attribute (the semantic conventions'
+// key, given to Start with [trace.WithAttributes] or set later with
+// SetAttributes) when it has one, and otherwise its name, as last set with
+// SetName: HTTP middleware often learns the route only after the span
+// started. The profiler sends the endpoint of a sample's local root as the
+// sample attribute "endpoint", at most a bounded number of distinct values
+// per window (the profiler's WithMaxEndpoints), and counts the requests
+// that ended in each window by endpoint. Span names are not labels: a
+// name with ids in it costs the bound, not one label value per request.
 //
 // # Wrapped spans
 //
@@ -95,8 +105,10 @@
 // A labelled span costs five allocations on top of the wrapped tracer's,
 // six when its labels are merged with a parent's: runtime/pprof builds the
 // label set and the context holding it, one string holds both hex ids, and
-// one object is both the span wrapper and the returned context. Unlabelled
-// spans cost nothing. Reading and restoring a goroutine's label set uses the
+// one object is both the span wrapper and the returned context. A local
+// root span costs one more while a profiler runs, the request the
+// profiler follows, and ending it stores its end time. Unlabelled spans
+// cost nothing. Reading and restoring a goroutine's label set uses the
 // two runtime functions behind [pprof.SetGoroutineLabels], reached with
 // go:linkname; the Go runtime keeps them for this use (go.dev/issue/67401).
 // Ending a span compares two pointers; it parses no goroutine id or stack.

@@ -27,18 +27,20 @@ func ExampleWrapTracerProvider() {
 	// Output: true true
 }
 
-// With WithRootSpanName, the samples of every span also carry the name of
-// their local root span, which groups a request's work in flame graphs.
-func ExampleWithRootSpanName() {
+// Every span's samples also carry the span id of their local root span,
+// which the profiler turns into the root's endpoint (its http.route, else
+// its name): one request's work, whatever spans it runs in, counts towards
+// its endpoint.
+func ExampleWrapTracerProvider_localRoot() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp, labels.WithRootSpanName()).Tracer("checkout")
+	tracer := labels.WrapTracerProvider(tp).Tracer("checkout")
 
 	ctx, root := tracer.Start(context.Background(), "POST /checkout")
 	ctx, child := tracer.Start(ctx, "charge")
-	name, _ := pprof.Label(ctx, labels.RootSpanNameKey)
-	fmt.Println(name)
+	rootID, _ := pprof.Label(ctx, labels.LocalRootSpanIDKey)
+	fmt.Println(rootID == root.SpanContext().SpanID().String())
 	child.End()
 	root.End()
-	// Output: POST /checkout
+	// Output: true
 }

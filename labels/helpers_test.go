@@ -104,7 +104,8 @@ func contextLabels(ctx context.Context) map[string]string {
 	return m
 }
 
-// spanLabels returns want plus the ids of sc.
+// spanLabels returns want plus the ids of sc. The local root is the one
+// want names, or else the span itself.
 func spanLabels(sc trace.SpanContext, want map[string]string) map[string]string {
 	m := maps.Clone(want)
 	if m == nil {
@@ -112,7 +113,15 @@ func spanLabels(sc trace.SpanContext, want map[string]string) map[string]string 
 	}
 	m[TraceIDKey] = sc.TraceID().String()
 	m[SpanIDKey] = sc.SpanID().String()
+	if _, ok := m[LocalRootSpanIDKey]; !ok {
+		m[LocalRootSpanIDKey] = sc.SpanID().String()
+	}
 	return m
+}
+
+// rootOf returns the label naming root as the local root.
+func rootOf(root trace.Span) map[string]string {
+	return map[string]string{LocalRootSpanIDKey: root.SpanContext().SpanID().String()}
 }
 
 func checkLabels(t *testing.T, what string, got, want map[string]string) {

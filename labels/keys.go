@@ -3,14 +3,17 @@ package labels
 // The pprof label keys that carry the active span. The OTLP builder turns
 // samples that carry both TraceIDKey and SpanIDKey into a Sample.link_index
 // and removes the two labels from the sample attributes. Values are lower-case
-// hex: 32 digits for the trace id, 16 for the span id, as in the W3C trace
+// hex: 32 digits for the trace id, 16 for the span ids, as in the W3C trace
 // context.
 const (
 	TraceIDKey = "trace_id"
 	SpanIDKey  = "span_id"
-	// RootSpanNameKey carries the local root span's name when the user asked
-	// for it (WithRootSpanName). It stays a sample attribute.
-	RootSpanNameKey = "local_root_span_name"
+	// LocalRootSpanIDKey carries the span id of the active span's local
+	// root: the span with no parent span in this process that the active
+	// one descends from, or is. The profiler maps it to the root's
+	// endpoint (its http.route, else its name) and sends the endpoint as
+	// the sample attribute "endpoint" in its place.
+	LocalRootSpanIDKey = "local_root_span_id"
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that
@@ -19,7 +22,8 @@ const (
 // goroutine back its previous labels. The message names the span whose
 // labels the goroutine carries from then on and, after a semicolon, the
 // one whose labels it carried until then; a span is its trace id's 32 hex
-// digits followed by its span id's 16, and none is empty. The execution
+// digits, its span id's 16 and its local root span id's 16 (zeros when
+// the root is not known), one after the other, and none is empty. The execution
 // trace carries no pprof labels, so these records are what ties its events
 // to spans (the profiler's off-CPU profile reads them); the span before
 // is what ties the waits of a goroutine whose span began before the trace

@@ -26,14 +26,10 @@ func TestSampledSpanLabelsGoroutineAndContext(t *testing.T) {
 		name   string
 		opts   []Option
 		parent func(context.Context) context.Context
-		// root tells whether the span is a local root, so carries the root
-		// span name when WithRootSpanName is given.
-		root bool
 	}{
-		{name: "root", parent: func(ctx context.Context) context.Context { return ctx }, root: true},
-		{name: "root with name", opts: []Option{WithRootSpanName()}, parent: func(ctx context.Context) context.Context { return ctx }, root: true},
-		{name: "remote parent with name", opts: []Option{WithRootSpanName()}, parent: remoteParent, root: true},
-		{name: "remote parent, roots only", opts: []Option{WithLocalRootSpansOnly()}, parent: remoteParent, root: true},
+		{name: "root", parent: func(ctx context.Context) context.Context { return ctx }},
+		{name: "remote parent", parent: remoteParent},
+		{name: "remote parent, roots only", opts: []Option{WithLocalRootSpansOnly()}, parent: remoteParent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,10 +38,7 @@ func TestSampledSpanLabelsGoroutineAndContext(t *testing.T) {
 			withAppLabels(func(ctx context.Context) {
 				ctx, span := tr.Start(tt.parent(ctx), "op")
 				sc := span.SpanContext()
-				want := spanLabels(sc, appLabels)
-				if tt.root && newConfig(tt.opts).rootSpanName {
-					want[RootSpanNameKey] = "op"
-				}
+				want := spanLabels(sc, appLabels) // its own local root
 				checkLabels(t, "goroutine during span", currentLabels(t), want)
 				checkLabels(t, "returned context", contextLabels(ctx), want)
 				if got, _ := pprof.Label(ctx, TraceIDKey); len(got) != 32 {
@@ -82,9 +75,7 @@ func TestNestedSpans(t *testing.T) {
 		childLabelled bool
 	}{
 		{name: "every span", childLabelled: true},
-		{name: "every span with root name", opts: []Option{WithRootSpanName()}, childLabelled: true},
 		{name: "local roots only", opts: []Option{WithLocalRootSpansOnly()}},
-		{name: "local roots only with root name", opts: []Option{WithLocalRootSpansOnly(), WithRootSpanName()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,9 +84,6 @@ func TestNestedSpans(t *testing.T) {
 			withAppLabels(func(ctx context.Context) {
 				ctx, parent := tr.Start(ctx, "parent")
 				parentWant := spanLabels(parent.SpanContext(), appLabels)
-				if newConfig(tt.opts).rootSpanName {
-					parentWant[RootSpanNameKey] = "parent"
-				}
 
 				childCtx, child := tr.Start(ctx, "child")
 				parent.SetName("renamed")
@@ -104,7 +92,7 @@ func TestNestedSpans(t *testing.T) {
 				}
 				childWant := parentWant
 				if tt.childLabelled {
-					// The child keeps the root span name it inherits.
+					// The child keeps the local root it inherits.
 					childWant = spanLabels(child.SpanContext(), parentWant)
 				}
 				if _, wrapped := child.(*labeledSpan); wrapped != tt.childLabelled {
@@ -134,14 +122,14 @@ func TestNestedSpans(t *testing.T) {
 
 func TestNewRootUnderParentIsLocalRoot(t *testing.T) {
 	sdk, _ := newSDK(t, sdktrace.AlwaysSample())
-	tr := WrapTracerProvider(sdk, WithLocalRootSpansOnly(), WithRootSpanName()).Tracer("test")
+	tr := WrapTracerProvider(sdk, WithLocalRootSpansOnly()).Tracer("test")
 	ctx, parent := tr.Start(context.Background(), "parent")
 	defer parent.End()
 	_, root := tr.Start(ctx, "new root", trace.WithNewRoot())
-	want := spanLabels(root.SpanContext(), map[string]string{RootSpanNameKey: "new root"})
+	want := spanLabels(root.SpanContext(), nil)
 	checkLabels(t, "goroutine in new root", currentLabels(t), want)
 	root.End()
-	checkLabels(t, "goroutine after new root End", currentLabels(t), spanLabels(parent.SpanContext(), map[string]string{RootSpanNameKey: "parent"}))
+	checkLabels(t, "goroutine after new root End", currentLabels(t), spanLabels(parent.SpanContext(), nil))
 }
 
 func TestApplicationLabelsKept(t *testing.T) {
@@ -352,7 +340,7 @@ func TestSpanForwarding(t *testing.T) {
 
 	// A span started through the span's provider is labelled too.
 	_, child := span.TracerProvider().Tracer("scope").Start(ctx, "child")
-	checkLabels(t, "goroutine in child", currentLabels(t), spanLabels(child.SpanContext(), nil))
+	checkLabels(t, "goroutine in child", currentLabels(t), spanLabels(child.SpanContext(), rootOf(span)))
 	child.End()
 	span.End()
 	if span.IsRecording() {
@@ -431,7 +419,7 @@ func TestPanicRecordedByWrappedEnd(t *testing.T) {
 
 func TestWrapTwice(t *testing.T) {
 	sdk, _ := newSDK(t, sdktrace.AlwaysSample())
-	tp := WrapTracerProvider(WrapTracerProvider(sdk), WithRootSpanName())
+	tp := WrapTracerProvider(WrapTracerProvider(sdk), WithLocalRootSpansOnly())
 	_, span := tp.Tracer("test").Start(context.Background(), "op")
 	defer span.End()
 	ls, ok := span.(*labeledSpan)
@@ -441,12 +429,12 @@ func TestWrapTwice(t *testing.T) {
 	if _, twice := ls.Span.(*labeledSpan); twice {
 		t.Error("span labelled twice")
 	}
-	checkLabels(t, "goroutine", currentLabels(t), spanLabels(span.SpanContext(), map[string]string{RootSpanNameKey: "op"}))
+	checkLabels(t, "goroutine", currentLabels(t), spanLabels(span.SpanContext(), nil))
 }
 
 func TestNoAttributesAdded(t *testing.T) {
 	sdk, rec := newSDK(t, sdktrace.AlwaysSample())
-	tr := WrapTracerProvider(sdk, WithRootSpanName()).Tracer("test")
+	tr := WrapTracerProvider(sdk).Tracer("test")
 	ctx, parent := tr.Start(context.Background(), "parent")
 	_, child := tr.Start(ctx, "child")
 	child.End()
@@ -487,7 +475,7 @@ func TestReturnedContext(t *testing.T) {
 	// from the parent's itself, still shows the SDK its own parent span.
 	derived := context.WithValue(ctx, key{}, "w")
 	childCtx, child := tr.Start(derived, "child")
-	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), nil))
+	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), rootOf(parent)))
 	if got := childCtx.Value(key{}); got != "w" {
 		t.Errorf("child context value %v, want w", got)
 	}

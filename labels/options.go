@@ -8,7 +8,6 @@ type Option interface {
 // config holds the choices made with Options.
 type config struct {
 	localRootsOnly bool
-	rootSpanName   bool
 }
 
 type optionFunc func(*config)
@@ -20,14 +19,6 @@ func (f optionFunc) apply(c *config) { f(c) }
 // the root's labels. Without this option every sampled span is labelled.
 func WithLocalRootSpansOnly() Option {
 	return optionFunc(func(c *config) { c.localRootsOnly = true })
-}
-
-// WithRootSpanName adds the label RootSpanNameKey with the name the local
-// root span was started with. Span names may have a high cardinality or carry
-// personal data, and every distinct name becomes a distinct label value in
-// the profiles, so this is off unless asked for.
-func WithRootSpanName() Option {
-	return optionFunc(func(c *config) { c.rootSpanName = true })
 }
 
 func newConfig(opts []Option) config {

@@ -4,10 +4,15 @@ import (
 	"context"
 	"runtime/pprof"
 	rtrace "runtime/trace"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 // WrapTracerProvider returns a TracerProvider whose tracers start spans with
@@ -70,32 +75,35 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	if !sc.IsSampled() || !span.IsRecording() {
 		return ctx, span
 	}
-	cfg := t.provider.config
-	root := false
-	if cfg.localRootsOnly || cfg.rootSpanName {
-		root = isLocalRoot(parentCtx, sc)
-		if cfg.localRootsOnly && !root {
-			return ctx, span
-		}
+	root := isLocalRoot(parentCtx, sc)
+	if t.provider.config.localRootsOnly && !root {
+		return ctx, span
 	}
 
-	// Both ids share one string; the label sets refer to it, not to the
+	// The ids share one string; the label sets refer to it, not to the
 	// span, so label sets inherited by long-lived goroutines keep 48 bytes
 	// alive rather than the span and its attributes.
-	var buf [2*len(trace.TraceID{}) + 2*len(trace.SpanID{})]byte
+	var buf [idsLen]byte
 	ids := string(appendIDs(buf[:0], sc))
 	traceID, spanID := ids[:2*len(trace.TraceID{})], ids[2*len(trace.TraceID{}):]
+	rootID := spanID
+	if !root {
+		rootID = parentRootID(parent, parentCtx)
+	}
 
 	// Keys are passed in sorted order, which spares pprof.Labels a sort.
 	var set pprof.LabelSet
-	if root && cfg.rootSpanName {
-		set = pprof.Labels(RootSpanNameKey, name, SpanIDKey, spanID, TraceIDKey, traceID)
+	if rootID != "" {
+		set = pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
 	} else {
 		set = pprof.Labels(SpanIDKey, spanID, TraceIDKey, traceID)
 	}
 	ctx = pprof.WithLabels(ctx, set)
 
-	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider}
+	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID}
+	if root {
+		s.request = beginRequest(span, ids, name, opts)
+	}
 	s.previous = goroutineLabelSet()
 	if parent != nil && s.previous == parent.installed {
 		s.parent = parent
@@ -109,6 +117,47 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		return trace.ContextWithSpan(ctx, s), s
 	}
 	return s, s
+}
+
+// parentRootID returns the local root span id of the span started under
+// parent, the labelled span found in parentCtx (nil if none), or under
+// the labels parentCtx carries; "" when neither names one (the parent was
+// started by another tracker, say).
+func parentRootID(parent *labeledSpan, parentCtx context.Context) string {
+	if parent != nil {
+		return parent.rootID
+	}
+	id, _ := pprof.Label(parentCtx, LocalRootSpanIDKey)
+	return id
+}
+
+// beginRequest tells the profiler's request tracker, if one is installed,
+// of the local root span started under name, with its route when the start
+// options give one. The request starts when the SDK's span does, read from
+// the span rather than the clock when the span tells it.
+func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOption) *requests.Request {
+	var start time.Time
+	if s, ok := span.(interface{ StartTime() time.Time }); ok {
+		start = s.StartTime()
+	}
+	if start.IsZero() {
+		start = time.Now()
+	}
+	r := requests.Begin(ids, name, start)
+	if r != nil && len(opts) > 0 {
+		cfg := trace.NewSpanStartConfig(opts...)
+		setRoute(r, cfg.Attributes())
+	}
+	return r
+}
+
+// setRoute gives r the route among attrs, if there is one.
+func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
+	for _, a := range attrs {
+		if a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING {
+			r.SetRoute(a.Value.AsString())
+		}
+	}
 }
 
 // isLocalRoot reports whether the span with context sc, started from

@@ -5,9 +5,13 @@ import (
 	"encoding/hex"
 	rtrace "runtime/trace"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 // labeledSpan is a span whose start installed labels on a goroutine. Every
@@ -23,6 +27,13 @@ type labeledSpan struct {
 	context.Context
 
 	provider *tracerProvider
+
+	// ids is the span's trace id and span id in hex, and rootID its local
+	// root's span id ("" when unknown): the values of its labels.
+	ids, rootID string
+	// request is the request the span is, for a local root span while a
+	// request tracker is installed; nil otherwise.
+	request *requests.Request
 
 	// previous is the starting goroutine's label set before Start, and
 	// installed the one Start put in its place. Both are opaque runtime
@@ -43,7 +54,11 @@ type labeledSpan struct {
 // skipped, so that a parent ended before its child is not named by the
 // samples taken after both.
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
-	if s.ended.CompareAndSwap(false, true) && goroutineLabelSet() == s.installed {
+	first := s.ended.CompareAndSwap(false, true)
+	if first && s.request != nil {
+		s.request.End(endTime(opts))
+	}
+	if first && goroutineLabelSet() == s.installed {
 		restore := s.previous
 		p := s.parent
 		for ; p != nil && p.ended.Load(); p = p.parent {
@@ -68,6 +83,32 @@ func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 		return
 	}
 	s.Span.End(opts...)
+}
+
+// endTime returns the end time opts give a span, or now.
+func endTime(opts []trace.SpanEndOption) time.Time {
+	if len(opts) > 0 {
+		if cfg := trace.NewSpanEndConfig(opts...); !cfg.Timestamp().IsZero() {
+			return cfg.Timestamp()
+		}
+	}
+	return time.Now()
+}
+
+// SetName renames the wrapped span and, for a local root, its request:
+// HTTP middleware often names the span only once it knows the route.
+func (s *labeledSpan) SetName(name string) {
+	s.Span.SetName(name)
+	s.request.SetName(name)
+}
+
+// SetAttributes sets the wrapped span's attributes and, for a local root,
+// its request's route from http.route.
+func (s *labeledSpan) SetAttributes(kv ...attribute.KeyValue) {
+	s.Span.SetAttributes(kv...)
+	if s.request != nil {
+		setRoute(s.request, kv)
+	}
 }
 
 // TracerProvider returns the wrapping provider, so spans started from it are
@@ -138,25 +179,39 @@ func (a keyAnswer) Value(key any) any {
 // for labels that are not a span's): see TraceLogCategory. The message is
 // built in one buffer, so that a record costs one allocation.
 func logSpanSwitch(now, before *labeledSpan) {
-	const idsLen = 2*len(trace.TraceID{}) + 2*len(trace.SpanID{})
-	var buf [2*idsLen + 1]byte
-	msg := appendSpanIDs(buf[:0], now)
+	var buf [2*logSpanLen + 1]byte
+	msg := appendLogSpan(buf[:0], now)
 	msg = append(msg, ';')
-	msg = appendSpanIDs(msg, before)
+	msg = appendLogSpan(msg, before)
 	rtrace.Log(context.Background(), TraceLogCategory, string(msg))
 }
 
-// appendSpanIDs appends s's trace id and span id in hex, one after the
-// other; nothing for nil.
-func appendSpanIDs(dst []byte, s *labeledSpan) []byte {
+// idsLen is the length of a span's ids in hex, and logSpanLen that of its
+// spelling in the trace's records.
+const (
+	idsLen     = 2*len(trace.TraceID{}) + 2*len(trace.SpanID{})
+	logSpanLen = idsLen + 2*len(trace.SpanID{})
+)
+
+// appendLogSpan appends s's trace id, span id and local root span id in
+// hex, one after the other; nothing for nil. An unknown root is spelled as
+// zeros, which no span id is.
+func appendLogSpan(dst []byte, s *labeledSpan) []byte {
 	if s == nil {
 		return dst
 	}
-	return appendIDs(dst, s.SpanContext())
+	dst = append(dst, s.ids...)
+	if s.rootID == "" {
+		return append(dst, unknownRoot...)
+	}
+	return append(dst, s.rootID...)
 }
 
+// unknownRoot spells the local root of a span whose root is not known.
+const unknownRoot = "0000000000000000"
+
 // appendIDs appends sc's trace id and span id in hex, one after the other:
-// the labels' values and the trace records' spelling of a span.
+// the labels' values.
 func appendIDs(dst []byte, sc trace.SpanContext) []byte {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	dst = hex.AppendEncode(dst, tid[:])

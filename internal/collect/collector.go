@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 // Floors of the durations that decide how often the profiler works; the
@@ -91,6 +92,15 @@ type Omissions struct {
 	GoroutineSkipped atomic.Int64
 	// OffCPU counts what the off-CPU recorder left out.
 	OffCPU OffCPUOmissions
+	// EndpointsOverflowed counts requests counted under the overflow
+	// endpoint (requests.Overflow) because their window had
+	// Config.MaxEndpoints others already.
+	EndpointsOverflowed atomic.Int64
+	// EndpointsUnknown counts requests the tracker could not follow (more
+	// ran at once than it tracks, requests.DefaultMaxRequests: uncounted)
+	// or whose endpoint their window's samples could not be given (more
+	// ended in the window than it remembers).
+	EndpointsUnknown atomic.Int64
 }
 
 // OffCPUOmissions counts what the off-CPU recorder left out. The fields
@@ -168,6 +178,10 @@ type Collector struct {
 	// recorders holds the running recorders of the profiles that have one.
 	recorders   map[string]Recorder
 	windowStart time.Time
+	// maxEndpoints is Config.MaxEndpoints, and tracker the requests
+	// tracker installed from Start to Stop; nil when another one is.
+	maxEndpoints int
+	tracker      *requests.Tracker
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -203,6 +217,9 @@ type Config struct {
 	// window: its CPU profile then records from Start on, to the end of
 	// the window or of the CPU duration, whichever comes first.
 	FirstWindow time.Duration
+	// MaxEndpoints bounds the distinct endpoints of a window's requests
+	// (requests.Config.MaxEndpoints); 0 takes the tracker's default.
+	MaxEndpoints int
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -224,9 +241,10 @@ func New(cfg Config) (*Collector, error) {
 
 		maxGoroutines: cfg.MaxGoroutines,
 
-		window:      cfg.Window,
-		firstWindow: cfg.FirstWindow,
-		cpuOffset:   cfg.CPUOffset,
+		window:       cfg.Window,
+		firstWindow:  cfg.FirstWindow,
+		cpuOffset:    cfg.CPUOffset,
+		maxEndpoints: cfg.MaxEndpoints,
 	}
 	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Window {
 		c.cpuDuration = cfg.CPUDuration
@@ -277,6 +295,42 @@ func New(cfg Config) (*Collector, error) {
 	return c, nil
 }
 
+// startTracker installs the requests tracker, which the label wrapper
+// reports local root spans to. Only one is installed in a process, as only
+// one profiler runs; should another be, the windows go without endpoints
+// and request counts, and say so once.
+func (c *Collector) startTracker() {
+	t := requests.New(requests.Config{MaxEndpoints: c.maxEndpoints})
+	if err := t.Install(); err != nil {
+		c.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)
+		return
+	}
+	c.tracker = t
+}
+
+// endRequests ends the window of the requests tracker at now: it gives the
+// samples of w's profiles their request's endpoint in place of its root
+// span id, and adds the request counts profile. When next is not set the
+// tracker is stopped.
+func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
+	var q requests.Requests
+	if c.tracker != nil {
+		q = c.tracker.Window(now)
+		if !next {
+			c.tracker.Stop()
+			c.tracker = nil
+		}
+		c.stats.EndpointsOverflowed.Add(q.Overflowed)
+		c.stats.EndpointsUnknown.Add(q.Dropped)
+	}
+	for _, p := range w.Profiles {
+		labelEndpoints(p.Data, &q)
+	}
+	if p := requestsProfile(q.Counts); p != nil {
+		w.Profiles = append(w.Profiles, Profile{Name: Requests, Data: p})
+	}
+}
+
 // windowsApart is the number of windows of length window that make at
 // least interval, 1 for any interval within one window.
 func windowsApart(interval, window time.Duration) int {
@@ -295,6 +349,7 @@ func windowsApart(interval, window time.Duration) int {
 // window reports only what happens after Start.
 func (c *Collector) Start(now time.Time) {
 	c.windowStart = now
+	c.startTracker()
 	for _, name := range c.names {
 		if d, _ := Lookup(name); d.Recorder != nil {
 			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats})
@@ -378,6 +433,7 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 		}
 		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p, Start: from, End: to})
 	}
+	c.endRequests(&w, now, next)
 	c.windowStart = now
 	c.windows++
 	return w

@@ -344,7 +344,10 @@ func (s *reading) kindOf(locs []int32, reason, span string) int32 {
 	}
 	k := int32(len(w.kinds))
 	lbls := []pprofdecode.Label{{Key: ReasonKey, Str: reason}}
-	if traceID, spanID, ok := splitSpan(span); ok {
+	if traceID, spanID, rootID, ok := splitSpan(span); ok {
+		if rootID != "" {
+			lbls = append(lbls, pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: rootID})
+		}
 		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
 	}
 	w.kinds = append(w.kinds, kind{locations: locs, labels: lbls})
@@ -352,13 +355,19 @@ func (s *reading) kindOf(locs []int32, reason, span string) int32 {
 	return k
 }
 
-// splitSpan splits the wrapper's log message, the trace id's 32 hex digits
-// followed by the span id's 16.
-func splitSpan(msg string) (traceID, spanID string, ok bool) {
-	if len(msg) != 48 {
-		return "", "", false
+// splitSpan splits the wrapper's spelling of a span (see
+// labels.TraceLogCategory): the trace id's 32 hex digits, the span id's 16
+// and the local root span id's 16, zeros for an unknown root, which
+// splitSpan returns as "".
+func splitSpan(msg string) (traceID, spanID, rootID string, ok bool) {
+	if len(msg) != 64 {
+		return "", "", "", false
 	}
-	return msg[:32], msg[32:], true
+	traceID, spanID, rootID = msg[:32], msg[32:48], msg[48:]
+	if rootID == "0000000000000000" {
+		rootID = ""
+	}
+	return traceID, spanID, rootID, true
 }
 
 // recorderFunc is the prefix of the Recorder's methods: it reads the trace

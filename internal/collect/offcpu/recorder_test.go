@@ -48,9 +48,10 @@ func label(s pprofdecode.Sample, key string) string {
 func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 	defer SetDutyCycle(100)()
 	const ids = "0af7651916cd43dd8448eb211c80319c" + "b7ad6b7169203331"
+	const root = "00f067aa0ba902b7"
 	start := time.Now()
 	r := Start(start, Config{})
-	trace.Log(t.Context(), labels.TraceLogCategory, ids)
+	trace.Log(t.Context(), labels.TraceLogCategory, ids+root)
 	took := map[string]time.Duration{}
 	for _, w := range []struct {
 		fn    string
@@ -99,8 +100,8 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 			}
 		}
 		if fnIn(p, s, "InSleep") || fnIn(p, s, "OnChannel") || fnIn(p, s, "OnMutex") {
-			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids {
-				t.Errorf("wait %q linked to %q, want %q", label(s, ReasonKey), got, ids)
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey) + label(s, labels.LocalRootSpanIDKey); got != ids+root {
+				t.Errorf("wait %q linked to %q, want %q", label(s, ReasonKey), got, ids+root)
 			}
 		}
 	}
@@ -175,9 +176,10 @@ func TestSpanBegunBeforeTheStretch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Both spans are in the request outer is the local root of.
 	ids := func(s oteltrace.Span) string {
 		sc := s.SpanContext()
-		return sc.TraceID().String() + sc.SpanID().String()
+		return sc.TraceID().String() + sc.SpanID().String() + outer.SpanContext().SpanID().String()
 	}
 	for _, tc := range []struct {
 		fn, reason string
@@ -193,7 +195,7 @@ func TestSpanBegunBeforeTheStretch(t *testing.T) {
 				continue
 			}
 			n++
-			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey); got != ids(tc.span) {
+			if got := label(s, labels.TraceIDKey) + label(s, labels.SpanIDKey) + label(s, labels.LocalRootSpanIDKey); got != ids(tc.span) {
 				t.Errorf("%s wait linked to %q, want %q", tc.fn, got, ids(tc.span))
 			}
 		}

@@ -12,7 +12,8 @@ type ValueType struct {
 // back to pprof reads it the other way.
 type SampleType struct {
 	// Profile is the runtime profile: "cpu", "heap", "goroutine",
-	// "mutex", "block", "offcpu" or "goroutineleak".
+	// "mutex", "block", "offcpu" or "goroutineleak"; or "requests", the
+	// profiler's request counts.
 	Profile string
 	// Pprof and PprofPeriod are the sample type and period type as
 	// runtime/pprof writes them.
@@ -87,6 +88,11 @@ var SampleTypes = []SampleType{
 	// goroutineleak:goroutineleak:count:goroutineleak:count).
 	{Profile: "goroutineleak", Pprof: ValueType{"goroutineleak", "count"}, PprofPeriod: ValueType{"goroutineleak", "count"},
 		Sample: ValueType{"goroutineleak", "count"}, Period: ValueType{"goroutineleak", "count"}},
+	// Not a runtime profile: the requests that ended in the window, one
+	// sample per endpoint (the collector's requests profile). No period:
+	// every request is counted.
+	{Profile: "requests", Pprof: ValueType{"requests", "count"},
+		Sample: ValueType{"requests", "count"}},
 }
 
 // SentAs returns the entry of SampleTypes for sample type t of runtime

@@ -1,0 +1,91 @@
+package collect
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// Requests is the name of the window's request counts profile: not a
+// runtime profile, but one the collector adds to every window in which
+// requests ended (see requestsProfile).
+const Requests = "requests"
+
+// RequestsType is the one sample type of the request counts profile.
+var RequestsType = pprofdecode.ValueType{Type: "requests", Unit: "count"}
+
+// labelEndpoints replaces each sample's local root span id label with the
+// root's endpoint under requests.EndpointKey, as q knows it, and removes
+// the label when q does not know the root (more roots than the window
+// remembers, or no tracker). The span stays linked through its own ids; a
+// label of the application under the endpoint's key gives way to ours, as
+// the span's labels win over the application's (package labels).
+func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
+	if p == nil {
+		return
+	}
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		root := slices.IndexFunc(s.Labels, func(l pprofdecode.Label) bool {
+			return l.Key == labels.LocalRootSpanIDKey && !l.IsNum
+		})
+		if root < 0 {
+			continue
+		}
+		e, ok := q.Endpoint(s.Labels[root].Str)
+		kept := s.Labels[:0]
+		for j, l := range s.Labels {
+			switch {
+			case j == root:
+				if !ok {
+					continue
+				}
+				l = pprofdecode.Label{Key: requests.EndpointKey, Str: e}
+			case l.Key == requests.EndpointKey && ok,
+				l.Key == labels.LocalRootSpanIDKey:
+				continue
+			}
+			kept = append(kept, l)
+		}
+		s.Labels = kept
+	}
+}
+
+// requestsProfile returns the request counts of a window as a profile: one
+// sample per endpoint, its value the requests that ended in the window,
+// labelled with the endpoint, on a one-frame stack whose function is the
+// endpoint, so that a flame graph or pprof's top lists the endpoints by
+// their requests. Endpoints that only ran count nothing and are left out;
+// nil when no request ended.
+func requestsProfile(counts map[string]int64) *pprofdecode.Profile {
+	endpoints := make([]string, 0, len(counts))
+	for e, n := range counts {
+		if n > 0 {
+			endpoints = append(endpoints, e)
+		}
+	}
+	if len(endpoints) == 0 {
+		return nil
+	}
+	slices.SortFunc(endpoints, strings.Compare)
+	p := &pprofdecode.Profile{
+		SampleTypes:       []pprofdecode.ValueType{RequestsType},
+		DefaultSampleType: RequestsType.Type,
+		Samples:           make([]pprofdecode.Sample, len(endpoints)),
+		Locations:         make([]pprofdecode.Location, len(endpoints)),
+		Functions:         make([]pprofdecode.Function, len(endpoints)),
+	}
+	for i, e := range endpoints {
+		p.Functions[i] = pprofdecode.Function{Name: e, SystemName: e}
+		p.Locations[i] = pprofdecode.Location{Mapping: -1, Lines: []pprofdecode.Line{{Function: int32(i)}}}
+		p.Samples[i] = pprofdecode.Sample{
+			Locations: []int32{int32(i)},
+			Values:    []int64{counts[e]},
+			Labels:    []pprofdecode.Label{{Key: requests.EndpointKey, Str: e}},
+		}
+	}
+	return p
+}

@@ -1,0 +1,161 @@
+package collect
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// waitInRequest parks until release is closed; the goroutine profile
+// finds it by name.
+//
+//go:noinline
+func waitInRequest(release chan struct{}) { <-release }
+
+// labelMap flattens a sample's string labels.
+func labelMap(s pprofdecode.Sample) map[string]string {
+	m := map[string]string{}
+	for _, l := range s.Labels {
+		m[l.Key] = l.Str
+	}
+	return m
+}
+
+// TestEndpointsInWindow runs requests through the label wrapper while a
+// collector runs: a goroutine parked in a request carries the request's
+// endpoint and no root span id in the goroutine profile, and the window
+// counts the requests that ended, by endpoint, in its requests profile.
+func TestEndpointsInWindow(t *testing.T) {
+	c, err := New(Config{Profiles: []string{Goroutine}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer sdk.Shutdown(context.Background())
+	tr := labels.WrapTracerProvider(sdk).Tracer("test")
+
+	for range 3 {
+		_, s := tr.Start(context.Background(), "GET /fast")
+		s.End()
+	}
+	release := make(chan struct{})
+	parked := make(chan trace.SpanContext)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx, root := tr.Start(context.Background(), "GET")
+		defer root.End()
+		root.SetAttributes(attribute.String("http.route", "/lock"))
+		_, child := tr.Start(ctx, "acquire")
+		defer child.End()
+		parked <- child.SpanContext()
+		waitInRequest(release)
+	}()
+	sc := <-parked
+
+	w := c.Collect(time.Now())
+	g := findProfile(t, w, Goroutine)
+	var found []map[string]string
+	for _, s := range g.Samples {
+		if slices.ContainsFunc(s.Locations, func(l int32) bool {
+			return slices.ContainsFunc(g.Locations[l].Lines, func(ln pprofdecode.Line) bool {
+				return g.Functions[ln.Function].Name == "github.com/pprofotel/profiler/internal/collect.waitInRequest"
+			})
+		}) {
+			found = append(found, labelMap(s))
+		}
+	}
+	want := map[string]string{
+		requests.EndpointKey: "/lock",
+		labels.TraceIDKey:    sc.TraceID().String(),
+		labels.SpanIDKey:     sc.SpanID().String(),
+	}
+	if len(found) != 1 || !maps.Equal(found[0], want) {
+		t.Errorf("goroutine in the request has labels %v, want [%v]", found, want)
+	}
+	checkRequests(t, w, map[string]int64{"GET /fast": 3})
+
+	close(release)
+	<-done
+	w = c.Stop(time.Now())
+	checkRequests(t, w, map[string]int64{"/lock": 1})
+	other := requests.New(requests.Config{})
+	if err := other.Install(); err != nil {
+		t.Errorf("the collector's tracker is still installed after Stop: %v", err)
+	}
+	other.Stop()
+}
+
+// checkRequests checks the requests profile of w: one sample per endpoint,
+// labelled with it, on a frame named after it.
+func checkRequests(t *testing.T, w Window, want map[string]int64) {
+	t.Helper()
+	p := findProfile(t, w, Requests)
+	if p == nil {
+		return
+	}
+	got := map[string]int64{}
+	for _, s := range p.Samples {
+		e := labelMap(s)[requests.EndpointKey]
+		fn := p.Functions[p.Locations[s.Locations[0]].Lines[0].Function].Name
+		if fn != e || len(s.Locations) != 1 {
+			t.Errorf("sample of %q on the stack %v", e, s.Locations)
+		}
+		got[e] += s.Values[0]
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	if p.SampleTypes[0] != RequestsType {
+		t.Errorf("sample type %v", p.SampleTypes)
+	}
+}
+
+func TestLabelEndpoints(t *testing.T) {
+	tr := requests.New(requests.Config{MaxEndpoints: 1})
+	start := time.Now()
+	if err := tr.Install(); err != nil {
+		t.Fatal(err)
+	}
+	requests.Begin("0af7651916cd43dd8448eb211c80319c"+"00000000000000a1", "a", start).End(start)
+	requests.Begin("0af7651916cd43dd8448eb211c80319c"+"00000000000000b2", "b", start).End(start)
+	q := tr.Window(start)
+	tr.Stop()
+
+	root := func(id string) pprofdecode.Label { return pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: id} }
+	str := func(k, v string) pprofdecode.Label { return pprofdecode.Label{Key: k, Str: v} }
+	tests := []struct {
+		name   string
+		labels []pprofdecode.Label
+		want   []pprofdecode.Label
+	}{
+		{"known", []pprofdecode.Label{root("00000000000000a1"), str("span_id", "x")}, []pprofdecode.Label{str("endpoint", "a"), str("span_id", "x")}},
+		{"overflowed", []pprofdecode.Label{str("k", "v"), root("00000000000000b2")}, []pprofdecode.Label{str("k", "v"), str("endpoint", "_other")}},
+		{"unknown root", []pprofdecode.Label{str("k", "v"), root("00000000000000c3")}, []pprofdecode.Label{str("k", "v")}},
+		{"bad root", []pprofdecode.Label{root("zz")}, []pprofdecode.Label{}},
+		{"application's endpoint gives way", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000a1")}, []pprofdecode.Label{str("endpoint", "a")}},
+		{"application's endpoint kept with no root known", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "mine")}},
+		{"no root", []pprofdecode.Label{str("endpoint", "mine")}, []pprofdecode.Label{str("endpoint", "mine")}},
+		{"numeric root label is the application's", []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}, []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &pprofdecode.Profile{Samples: []pprofdecode.Sample{{Labels: slices.Clone(tt.labels)}}}
+			labelEndpoints(p, &q)
+			if got := p.Samples[0].Labels; !slices.Equal(got, tt.want) {
+				t.Errorf("labels %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,133 @@
+package requests
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Request is one local root span: a span with no parent span in this
+// process. The label wrapper creates it at the span's Start and tells it
+// of the span's new name or route and of its End; the Tracker reads it.
+// Every method is safe on a nil Request, which does nothing: Begin returns
+// nil while no Tracker is installed.
+type Request struct {
+	ids   string
+	start time.Time
+
+	// mu guards name and route, which the span's owner may change while
+	// the Tracker reads them.
+	mu          sync.Mutex
+	name, route string
+
+	// took is the request's duration in nanoseconds plus one, 0 while it
+	// runs: one atomic store ends it.
+	took atomic.Int64
+
+	// Owned by the Tracker's sweep (sweepMu).
+	long bool // OnLong was called for it
+}
+
+// Begin starts a request for the local root span whose trace and span ids
+// are ids (the trace id's 32 hex digits followed by the span id's 16),
+// started at start under name. It returns nil, at the cost of one atomic
+// load, while no Tracker is installed, and nil when the installed one
+// tracks as many requests as it may (counted in Window's Dropped).
+func Begin(ids, name string, start time.Time) *Request {
+	t := installed.Load()
+	if t == nil {
+		return nil
+	}
+	return t.begin(ids, name, start)
+}
+
+// IDs returns the request's trace id and span id, in hex, one after the
+// other.
+func (r *Request) IDs() string {
+	if r == nil {
+		return ""
+	}
+	return r.ids
+}
+
+// RootID returns the root span's id: IDs' last 16 hex digits.
+func (r *Request) RootID() string {
+	if r == nil || len(r.ids) < idsLen {
+		return ""
+	}
+	return r.ids[traceIDLen:idsLen]
+}
+
+// Start returns when the request started.
+func (r *Request) Start() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return r.start
+}
+
+// SetName records the span's new name, which is the request's endpoint
+// unless it has a route. A request that ended keeps its endpoint.
+func (r *Request) SetName(name string) {
+	if r == nil || r.took.Load() != 0 {
+		return
+	}
+	r.mu.Lock()
+	r.name = name
+	r.mu.Unlock()
+}
+
+// SetRoute records the span's route (the semantic conventions'
+// http.route), which is the request's endpoint from then on. An empty
+// route is ignored. A request that ended keeps its endpoint.
+func (r *Request) SetRoute(route string) {
+	if r == nil || route == "" || r.took.Load() != 0 {
+		return
+	}
+	r.mu.Lock()
+	r.route = route
+	r.mu.Unlock()
+}
+
+// End ends the request at end. Only the first call counts; an end before
+// the start counts as a request that took no time.
+func (r *Request) End(end time.Time) {
+	if r == nil {
+		return
+	}
+	d := max(int64(end.Sub(r.start)), 0) + 1
+	r.took.CompareAndSwap(0, d)
+}
+
+// Ended returns when the request ended, and false while it runs. The
+// time keeps Start's monotonic clock reading, so End().Sub(Start()) is the
+// request's duration.
+func (r *Request) Ended() (time.Time, bool) {
+	if r == nil {
+		return time.Time{}, false
+	}
+	d := r.took.Load()
+	if d == 0 {
+		return time.Time{}, false
+	}
+	return r.start.Add(time.Duration(d - 1)), true
+}
+
+// Endpoint returns the request's endpoint now: its route if it has one,
+// otherwise its span's name.
+func (r *Request) Endpoint() string {
+	if r == nil {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.route != "" {
+		return r.route
+	}
+	return r.name
+}
+
+const (
+	traceIDLen = 32
+	idsLen     = traceIDLen + 16
+)

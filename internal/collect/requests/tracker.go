@@ -1,0 +1,384 @@
+package requests
+
+import (
+	"encoding/hex"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// EndpointKey is the sample attribute, and the pprof label, that carries
+// the endpoint of a sample's request. It is a valid Prometheus and
+// Pyroscope label name, so that a query can select it
+// ({endpoint="/users/{id}"}), and pprof's -tagfocus=endpoint=... reads it.
+const EndpointKey = "endpoint"
+
+// Overflow is the endpoint of the requests of a window whose own endpoint
+// did not fit in it: the window already had MaxEndpoints others.
+const Overflow = "_other"
+
+// Defaults of Config.
+const (
+	// DefaultMaxEndpoints is the number of distinct endpoints a window
+	// carries unless configured otherwise. A service's routes are tens,
+	// rarely more than a hundred; span names with ids in them are
+	// unbounded, and the bound keeps them from multiplying the samples
+	// (each distinct endpoint is a distinct sample per stack).
+	DefaultMaxEndpoints = 100
+	// DefaultMaxRequests bounds both the requests tracked at once (running,
+	// or ended and not yet swept) and the root span ids a window remembers
+	// the endpoint of: about 40 bytes each, 2.5 MiB at most per window.
+	DefaultMaxRequests = 1 << 16
+)
+
+// sweepEvery bounds the time between two sweeps while requests are
+// tracked; LongAfter can shorten it, to a floor of minSweep.
+const (
+	sweepEvery = 100 * time.Millisecond
+	minSweep   = 10 * time.Millisecond
+)
+
+// Config configures a Tracker.
+type Config struct {
+	// MaxEndpoints is the most distinct endpoints a window carries; the
+	// requests of others are counted under Overflow. 0 takes
+	// DefaultMaxEndpoints.
+	MaxEndpoints int
+	// MaxRequests bounds the requests tracked at once and the root span
+	// ids a window maps to their endpoint. 0 takes DefaultMaxRequests.
+	MaxRequests int
+	// LongAfter is how long a request runs before OnLong is called for
+	// it. OnLong is called once per request, from the Tracker's sweep
+	// (never on the request's goroutine), at most a sweep period late.
+	LongAfter time.Duration
+	OnLong    func(*Request)
+	// OnEnd is called, from the sweep, for a request that OnLong was
+	// called for, once it has ended. OnLong and OnEnd must return
+	// quickly and must not call the Tracker.
+	OnEnd func(*Request)
+}
+
+// installed is the Tracker Begin reports to: process-wide, as the
+// runtime's profiles are.
+var installed atomic.Pointer[Tracker]
+
+// ErrInstalled is returned by Install when another Tracker is installed.
+var ErrInstalled = errors.New("requests: another tracker is installed")
+
+// Tracker follows the requests of the process: it counts those that end
+// in each window by endpoint, remembers the endpoint of each root span id
+// for the window's samples, and watches the running ones for OnLong. The
+// request path only appends a request to a list and stores its end; a
+// sweep, run by the Tracker's own goroutine while requests are tracked and
+// by Window, does the rest.
+type Tracker struct {
+	cfg   Config
+	sweep time.Duration
+
+	// mu guards what Begin touches.
+	mu       sync.Mutex
+	fresh    []*Request // begun since the last sweep
+	tracked  int        // len(fresh) + len(live)
+	dropped  int64      // requests not tracked: MaxRequests were
+	sweeping bool       // the sweeper goroutine runs
+	stopped  bool
+	wake     chan struct{} // closed by Stop
+	exited   chan struct{} // closed by the sweeper when it returns
+
+	// sweepMu serialises sweeps and guards the rest.
+	sweepMu sync.Mutex
+	spare   []*Request
+	live    []*Request
+	win     windowState
+	// prevRoots is the previous window's ended roots, and prevEndpoints
+	// its counts, whose keys counting more than 0 are their endpoints.
+	prevRoots     map[[8]byte]string
+	prevEndpoints map[string]int64
+}
+
+// windowState is what a sweep gathers for the current window.
+type windowState struct {
+	counts     map[string]int64
+	endpoints  int // keys of counts but Overflow
+	roots      map[[8]byte]string
+	overflowed int64
+	rootsFull  int64
+}
+
+// New returns a Tracker; Begin reports to it once it is installed.
+func New(cfg Config) *Tracker {
+	if cfg.MaxEndpoints <= 0 {
+		cfg.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
+	t := &Tracker{cfg: cfg, sweep: sweepEvery, wake: make(chan struct{})}
+	if cfg.OnLong != nil && cfg.LongAfter > 0 {
+		t.sweep = min(max(cfg.LongAfter/2, minSweep), sweepEvery)
+	}
+	t.win.reset()
+	return t
+}
+
+// reset empties w for the next window. Its maps are made when first
+// needed, so that a window without requests allocates nothing.
+func (w *windowState) reset() {
+	*w = windowState{}
+}
+
+// Install makes t the Tracker Begin reports to, until Stop. Only one
+// Tracker is installed at a time.
+func (t *Tracker) Install() error {
+	if !installed.CompareAndSwap(nil, t) {
+		return ErrInstalled
+	}
+	return nil
+}
+
+// Stop uninstalls t and waits for its sweeper to end. Requests begun
+// before are no longer followed; Window may still be called.
+func (t *Tracker) Stop() {
+	installed.CompareAndSwap(t, nil)
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return
+	}
+	t.stopped = true
+	close(t.wake)
+	exited := t.exited
+	t.mu.Unlock()
+	if exited != nil {
+		<-exited
+	}
+}
+
+func (t *Tracker) begin(ids, name string, start time.Time) *Request {
+	r := &Request{ids: ids, name: name, start: start}
+	t.mu.Lock()
+	if t.tracked >= t.cfg.MaxRequests {
+		t.dropped++
+		t.mu.Unlock()
+		return nil
+	}
+	t.fresh = append(t.fresh, r)
+	t.tracked++
+	if !t.sweeping && !t.stopped {
+		t.sweeping = true
+		t.exited = make(chan struct{})
+		go t.sweeper(t.exited)
+	}
+	t.mu.Unlock()
+	return r
+}
+
+// sweeper sweeps every sweep period while requests are tracked, and ends
+// once none has been for a whole period, or at Stop.
+func (t *Tracker) sweeper(exited chan struct{}) {
+	defer close(exited)
+	tick := time.NewTicker(t.sweep)
+	defer tick.Stop()
+	idle := false
+	for {
+		select {
+		case <-t.wake:
+			return
+		case now := <-tick.C:
+			t.sweepNow(now)
+		}
+		t.mu.Lock()
+		if t.tracked == 0 {
+			if idle {
+				t.sweeping = false
+				t.mu.Unlock()
+				return
+			}
+			idle = true
+		} else {
+			idle = false
+		}
+		t.mu.Unlock()
+	}
+}
+
+// sweepNow takes in the requests begun since the last sweep, counts those
+// that ended, and calls OnLong for those that have run LongAfter.
+func (t *Tracker) sweepNow(now time.Time) {
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+
+	t.mu.Lock()
+	fresh := t.fresh
+	t.fresh = t.spare[:0]
+	t.mu.Unlock()
+	t.live = append(t.live, fresh...)
+	clear(fresh)
+	t.spare = fresh[:0]
+
+	kept := t.live[:0]
+	ended := 0
+	for _, r := range t.live {
+		if r.took.Load() != 0 {
+			t.ended(r)
+			ended++
+			continue
+		}
+		if !r.long && t.cfg.OnLong != nil && t.cfg.LongAfter > 0 && now.Sub(r.start) >= t.cfg.LongAfter {
+			r.long = true
+			t.cfg.OnLong(r)
+		}
+		kept = append(kept, r)
+	}
+	clear(t.live[len(kept):])
+	t.live = kept
+
+	t.mu.Lock()
+	t.tracked -= ended
+	t.mu.Unlock()
+}
+
+// ended counts r, which ended, in the current window.
+func (t *Tracker) ended(r *Request) {
+	e := t.win.admit(r.Endpoint(), t.cfg.MaxEndpoints)
+	t.win.counts[e]++
+	if e == Overflow {
+		t.win.overflowed++
+	}
+	if id, ok := rootKey(r.RootID()); ok {
+		if t.win.roots == nil {
+			t.win.roots = make(map[[8]byte]string)
+		}
+		if len(t.win.roots) < t.cfg.MaxRequests {
+			t.win.roots[id] = e
+		} else if _, in := t.win.roots[id]; !in {
+			t.win.rootsFull++
+		}
+	}
+	if r.long && t.cfg.OnEnd != nil {
+		t.cfg.OnEnd(r)
+	}
+}
+
+// admit returns e when the window has room for it, Overflow otherwise.
+// The counts' keys are the window's endpoints: at most limit, and
+// Overflow.
+func (w *windowState) admit(e string, limit int) string {
+	if _, ok := w.counts[e]; ok {
+		return e
+	}
+	if w.counts == nil {
+		w.counts = make(map[string]int64)
+	}
+	if e != Overflow && w.endpoints < limit {
+		w.counts[e] = 0
+		w.endpoints++
+		return e
+	}
+	if _, ok := w.counts[Overflow]; !ok {
+		w.counts[Overflow] = 0
+	}
+	return Overflow
+}
+
+// rootKey decodes a span id's 16 hex digits.
+func rootKey(id string) (k [8]byte, ok bool) {
+	if len(id) != 2*len(k) {
+		return k, false
+	}
+	_, err := hex.Decode(k[:], []byte(id))
+	return k, err == nil
+}
+
+// Requests is what a Tracker saw of one window's requests.
+type Requests struct {
+	// Counts holds the requests that ended in the window, by endpoint:
+	// at most MaxEndpoints endpoints, and Overflow. Its keys are the
+	// window's endpoints; one seen only on requests still running at the
+	// window's end counts 0.
+	Counts map[string]int64
+	// Overflowed counts the window's requests counted under Overflow.
+	Overflowed int64
+	// Dropped counts the requests of the window not followed at all,
+	// MaxRequests being tracked when they began, and the root span ids
+	// whose endpoint the window could not remember, MaxRequests being
+	// remembered already: their samples carry no endpoint.
+	Dropped int64
+
+	// roots maps a root span id to its endpoint: for the roots that ended
+	// in the window or the one before, and those running at its end.
+	roots, prevRoots, liveRoots map[[8]byte]string
+}
+
+// Endpoint returns the endpoint of the local root span with hex span id
+// rootID, and false when the window does not know it.
+func (q *Requests) Endpoint(rootID string) (string, bool) {
+	k, ok := rootKey(rootID)
+	if !ok {
+		return "", false
+	}
+	for _, m := range [...]map[[8]byte]string{q.liveRoots, q.roots, q.prevRoots} {
+		if e, ok := m[k]; ok {
+			return q.bounded(e), true
+		}
+	}
+	return "", false
+}
+
+// bounded returns e if it is one of the window's endpoints, Overflow if
+// not (the endpoint of a root that ended in the window before).
+func (q *Requests) bounded(e string) string {
+	if _, ok := q.Counts[e]; ok {
+		return e
+	}
+	return Overflow
+}
+
+// Window sweeps, ends the current window at now and returns what it saw.
+// A request that ended by now is counted in this window or in an earlier
+// one, exactly once. The maps returned are not changed afterwards.
+func (t *Tracker) Window(now time.Time) Requests {
+	t.sweepNow(now)
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+
+	w := t.win
+	t.win.reset()
+	var live map[[8]byte]string
+	if len(t.live) > 0 {
+		live = make(map[[8]byte]string, len(t.live))
+	}
+	for _, r := range t.live {
+		id, ok := rootKey(r.RootID())
+		if !ok {
+			continue
+		}
+		if len(live) >= t.cfg.MaxRequests {
+			w.rootsFull++
+			continue
+		}
+		live[id] = w.admit(r.Endpoint(), t.cfg.MaxEndpoints)
+	}
+	// The roots that ended in the window before keep their endpoint when
+	// there is room for it.
+	for e, n := range t.prevEndpoints {
+		if n > 0 {
+			w.admit(e, t.cfg.MaxEndpoints)
+		}
+	}
+	t.mu.Lock()
+	dropped := t.dropped
+	t.dropped = 0
+	t.mu.Unlock()
+	q := Requests{
+		Counts:     w.counts,
+		Overflowed: w.overflowed,
+		Dropped:    dropped + w.rootsFull,
+		roots:      w.roots,
+		prevRoots:  t.prevRoots,
+		liveRoots:  live,
+	}
+	t.prevRoots, t.prevEndpoints = w.roots, w.counts
+	return q
+}

@@ -1,0 +1,349 @@
+package requests
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ids returns the ids of a request whose root span id is the 16 hex
+// digits of n.
+func ids(n int) string {
+	return fmt.Sprintf("%032x%016x", n, n)
+}
+
+func rootID(n int) string { return fmt.Sprintf("%016x", n) }
+
+// install installs a Tracker for the test.
+func install(t *testing.T, cfg Config) *Tracker {
+	t.Helper()
+	tr := New(cfg)
+	if err := tr.Install(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Stop)
+	return tr
+}
+
+// step is what happens to a request in a window.
+type step struct {
+	n      int // the request's number, its root span id
+	name   string
+	begin  bool
+	rename string
+	route  string
+	end    bool
+}
+
+func TestCountsAndEndpoints(t *testing.T) {
+	tests := []struct {
+		name         string
+		maxEndpoints int
+		windows      [][]step
+		// counts and roots are what each window returns; roots maps a
+		// request's number to the endpoint Endpoint returns, "" for
+		// unknown.
+		counts     []map[string]int64
+		roots      []map[int]string
+		overflowed []int64
+	}{
+		{
+			name: "name, renamed, routed",
+			windows: [][]step{{
+				{n: 1, begin: true, name: "GET", end: true},
+				{n: 2, begin: true, name: "GET", rename: "GET /users", end: true},
+				{n: 3, begin: true, name: "GET", route: "/users/{id}", end: true},
+				{n: 4, begin: true, name: "GET", route: "/users/{id}", rename: "GET /users/7", end: true},
+			}},
+			counts:     []map[string]int64{{"GET": 1, "GET /users": 1, "/users/{id}": 2}},
+			roots:      []map[int]string{{1: "GET", 2: "GET /users", 3: "/users/{id}", 4: "/users/{id}", 5: ""}},
+			overflowed: []int64{0},
+		},
+		{
+			name: "counted in the window it ends in, known for two",
+			windows: [][]step{
+				{{n: 1, begin: true, name: "a"}, {n: 2, begin: true, name: "b", end: true}},
+				{{n: 1, route: "/a", end: true}, {n: 3, begin: true, name: "c", end: true}},
+				{{n: 4, begin: true, name: "d"}},
+				{},
+			},
+			counts: []map[string]int64{
+				{"a": 0, "b": 1},          // a runs at the window's end
+				{"/a": 1, "c": 1, "b": 0}, // b: a root ended in the window before
+				{"d": 0, "/a": 0, "c": 0},
+				{"d": 0},
+			},
+			roots: []map[int]string{
+				{1: "a", 2: "b"},
+				{1: "/a", 2: "b", 3: "c"},
+				{1: "/a", 2: "", 3: "c", 4: "d"},
+				{1: "", 3: "", 4: "d"},
+			},
+			overflowed: []int64{0, 0, 0, 0},
+		},
+		{
+			name:         "bounded",
+			maxEndpoints: 2,
+			windows: [][]step{
+				{
+					{n: 1, begin: true, name: "a", end: true},
+					{n: 2, begin: true, name: "b", end: true},
+					{n: 3, begin: true, name: "c", end: true},
+					{n: 4, begin: true, name: "a", end: true},
+					{n: 5, begin: true, name: "d", end: true},
+					{n: 6, begin: true, name: "_other", end: true},
+					{n: 7, begin: true, name: "e"},
+				},
+				{{n: 8, begin: true, name: "c", end: true}},
+			},
+			counts: []map[string]int64{
+				{"a": 2, "b": 1, "_other": 3},
+				{"c": 1, "e": 0, "_other": 0},
+			},
+			roots: []map[int]string{
+				{1: "a", 2: "b", 3: "_other", 4: "a", 5: "_other", 7: "_other"},
+				// a and b ended in the window before, in which c did not fit.
+				{1: "_other", 3: "_other", 7: "e", 8: "c"},
+			},
+			overflowed: []int64{3, 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := install(t, Config{MaxEndpoints: tt.maxEndpoints})
+			reqs := map[int]*Request{}
+			start := time.Now()
+			for w, steps := range tt.windows {
+				for _, s := range steps {
+					if s.begin {
+						reqs[s.n] = Begin(ids(s.n), s.name, start)
+					}
+					r := reqs[s.n]
+					if s.route != "" {
+						r.SetRoute(s.route)
+					}
+					if s.rename != "" {
+						r.SetName(s.rename)
+					}
+					if s.end {
+						r.End(start.Add(time.Millisecond))
+					}
+				}
+				q := tr.Window(start.Add(time.Duration(w+1) * time.Second))
+				if !maps.Equal(q.Counts, tt.counts[w]) {
+					t.Errorf("window %d: counts %v, want %v", w, q.Counts, tt.counts[w])
+				}
+				if q.Overflowed != tt.overflowed[w] {
+					t.Errorf("window %d: overflowed %d, want %d", w, q.Overflowed, tt.overflowed[w])
+				}
+				for n, want := range tt.roots[w] {
+					got, ok := q.Endpoint(rootID(n))
+					if got != want || ok != (want != "") {
+						t.Errorf("window %d: endpoint of root %d is %q, %v; want %q", w, n, got, ok, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEndpointOfBadID(t *testing.T) {
+	tr := install(t, Config{})
+	Begin(ids(1), "a", time.Now()).End(time.Now())
+	q := tr.Window(time.Now())
+	for _, id := range []string{"", "1", rootID(1) + "0", "000000000000000g", "000000000000000G"} {
+		if e, ok := q.Endpoint(id); ok {
+			t.Errorf("Endpoint(%q) = %q, true", id, e)
+		}
+	}
+	if e, ok := q.Endpoint(rootID(1)); !ok || e != "a" {
+		t.Errorf("Endpoint of root 1 = %q, %v", e, ok)
+	}
+}
+
+func TestMaxRequests(t *testing.T) {
+	tr := install(t, Config{MaxRequests: 3})
+	start := time.Now()
+	var reqs []*Request
+	for n := range 5 {
+		reqs = append(reqs, Begin(ids(n+1), "a", start))
+	}
+	for i, r := range reqs {
+		if (r == nil) != (i >= 3) {
+			t.Errorf("request %d: %v", i, r)
+		}
+		r.End(start) // nil-safe
+	}
+	q := tr.Window(start.Add(time.Second))
+	if q.Counts["a"] != 3 || q.Dropped != 2 {
+		t.Errorf("counts %v, dropped %d; want a:3, 2 dropped", q.Counts, q.Dropped)
+	}
+	// Swept, they make room again.
+	if Begin(ids(9), "b", start) == nil {
+		t.Error("no room after the sweep")
+	}
+	if q := tr.Window(start.Add(2 * time.Second)); q.Dropped != 0 {
+		t.Errorf("dropped %d in the next window", q.Dropped)
+	}
+}
+
+func TestRootsBounded(t *testing.T) {
+	tr := install(t, Config{MaxRequests: 2})
+	start := time.Now()
+	for n := range 3 {
+		Begin(ids(n+1), "a", start).End(start)
+		tr.sweepNow(start) // one at a time, so that all three are tracked
+	}
+	q := tr.Window(start.Add(time.Second))
+	if q.Counts["a"] != 3 || q.Dropped != 1 {
+		t.Errorf("counts %v, dropped %d; want a:3, 1 dropped", q.Counts, q.Dropped)
+	}
+	if _, ok := q.Endpoint(rootID(3)); ok {
+		t.Error("the third root is known")
+	}
+}
+
+func TestLongRequests(t *testing.T) {
+	var mu sync.Mutex
+	var long, ended []string
+	tr := install(t, Config{
+		LongAfter: time.Second,
+		OnLong:    func(r *Request) { mu.Lock(); long = append(long, r.Endpoint()); mu.Unlock() },
+		OnEnd: func(r *Request) {
+			end, ok := r.Ended()
+			mu.Lock()
+			ended = append(ended, fmt.Sprintf("%s %v %v", r.Endpoint(), end.Sub(r.Start()), ok))
+			mu.Unlock()
+		},
+	})
+	// Started an hour ago, so that the sweeper's sweeps see them long
+	// too: OnLong must be called once whoever sweeps.
+	start := time.Now().Add(-time.Hour)
+	slow := Begin(ids(1), "slow", start)
+	fast := Begin(ids(2), "fast", time.Now())
+	tr.Window(time.Now())
+	tr.Window(time.Now())
+	slow.End(start.Add(90 * time.Minute))
+	slow.End(start.Add(2 * time.Hour)) // only the first End counts
+	fast.End(time.Now())
+	q := tr.Window(time.Now())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(long) != 1 || long[0] != "slow" {
+		t.Errorf("OnLong for %v, want [slow]", long)
+	}
+	if len(ended) != 1 || ended[0] != "slow 1h30m0s true" {
+		t.Errorf("OnEnd for %v, want [slow 1h30m0s true]", ended)
+	}
+	if q.Counts["slow"] != 1 || q.Counts["fast"] != 1 {
+		t.Errorf("counts %v", q.Counts)
+	}
+}
+
+func TestInstall(t *testing.T) {
+	if r := Begin(ids(1), "a", time.Now()); r != nil {
+		t.Fatalf("Begin with no tracker installed returned %v", r)
+	}
+	a, b := New(Config{}), New(Config{})
+	if err := a.Install(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Install(); err != ErrInstalled {
+		t.Errorf("second Install: %v, want ErrInstalled", err)
+	}
+	b.Stop() // not installed: leaves a
+	if Begin(ids(1), "a", time.Now()) == nil {
+		t.Error("a was uninstalled by b's Stop")
+	}
+	a.Stop()
+	a.Stop()
+	if r := Begin(ids(2), "a", time.Now()); r != nil {
+		t.Errorf("Begin after Stop returned %v", r)
+	}
+	if err := b.Install(); err != nil {
+		t.Errorf("Install after the first stopped: %v", err)
+	}
+	b.Stop()
+}
+
+func TestSweeperEndsWhenIdle(t *testing.T) {
+	tr := install(t, Config{})
+	r := Begin(ids(1), "a", time.Now())
+	tr.mu.Lock()
+	exited, sweeping := tr.exited, tr.sweeping
+	tr.mu.Unlock()
+	if !sweeping {
+		t.Fatal("no sweeper while a request runs")
+	}
+	r.End(time.Now())
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sweeper still runs 10s after the last request ended")
+	}
+	// The sweeper it counted.
+	if q := tr.Window(time.Now()); q.Counts["a"] != 1 {
+		t.Errorf("counts %v", q.Counts)
+	}
+	// A new request starts it again.
+	Begin(ids(2), "b", time.Now())
+	tr.mu.Lock()
+	sweeping = tr.sweeping
+	tr.mu.Unlock()
+	if !sweeping {
+		t.Error("no sweeper for a new request")
+	}
+}
+
+func TestNilRequest(t *testing.T) {
+	var r *Request
+	r.SetName("a")
+	r.SetRoute("/a")
+	r.End(time.Now())
+	if _, ok := r.Ended(); ok || r.Endpoint() != "" || r.IDs() != "" || r.RootID() != "" || !r.Start().IsZero() {
+		t.Error("a nil request is not empty")
+	}
+}
+
+// TestConcurrent begins and ends requests from several goroutines while
+// windows end: every request is counted once.
+func TestConcurrent(t *testing.T) {
+	tr := install(t, Config{})
+	const goroutines, each = 8, 2000
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				n := g*each + i + 1
+				r := Begin(ids(n), fmt.Sprint("e", n%3), time.Now())
+				r.SetRoute(fmt.Sprint("/", n%3))
+				r.End(time.Now())
+			}
+		})
+	}
+	total := map[string]int64{}
+	add := func(q Requests) {
+		for e, c := range q.Counts {
+			if c != 0 { // an endpoint of running requests only
+				total[e] += c
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		default:
+		}
+		add(tr.Window(time.Now()))
+	}
+	add(tr.Window(time.Now()))
+	want := map[string]int64{"/0": 5333, "/1": 5334, "/2": 5333}
+	if !maps.Equal(total, want) {
+		t.Errorf("counts %v, want %v", total, want)
+	}
+}

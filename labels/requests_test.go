@@ -1,0 +1,127 @@
+package labels
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pprofotel/profiler/internal/collect/requests"
+)
+
+// TestRequestsTracked checks what the installed request tracker hears of
+// local root spans: their endpoint as the span's name or route changes,
+// their end, and nothing of the spans below them.
+func TestRequestsTracked(t *testing.T) {
+	route := func(r string) attribute.KeyValue { return attribute.String("http.route", r) }
+	tests := []struct {
+		name string
+		opts []Option
+		// run starts and ends spans with tr.
+		run  func(tr trace.Tracer)
+		want map[string]int64
+	}{
+		{
+			name: "name given to Start",
+			run: func(tr trace.Tracer) {
+				_, s := tr.Start(context.Background(), "GET /a")
+				s.End()
+			},
+			want: map[string]int64{"GET /a": 1},
+		},
+		{
+			name: "route given to Start",
+			run: func(tr trace.Tracer) {
+				_, s := tr.Start(context.Background(), "GET", trace.WithAttributes(attribute.Int("n", 1), route("/users/{id}")))
+				s.End()
+			},
+			want: map[string]int64{"/users/{id}": 1},
+		},
+		{
+			name: "renamed, then routed by middleware",
+			run: func(tr trace.Tracer) {
+				_, s := tr.Start(context.Background(), "GET")
+				s.SetName("GET /users")
+				s.End()
+				_, s = tr.Start(context.Background(), "GET")
+				s.SetAttributes(attribute.Int("http.route", 3)) // not a string: ignored
+				s.SetAttributes(attribute.String("other", "x"), route("/users/{id}"))
+				s.SetName("GET /users/7")
+				s.End()
+			},
+			want: map[string]int64{"GET /users": 1, "/users/{id}": 1},
+		},
+		{
+			name: "children and their route do not count",
+			run: func(tr trace.Tracer) {
+				ctx, root := tr.Start(context.Background(), "GET /a")
+				_, child := tr.Start(ctx, "db", trace.WithAttributes(route("/child")))
+				child.SetName("renamed child")
+				child.End()
+				root.End()
+			},
+			want: map[string]int64{"GET /a": 1},
+		},
+		{
+			name: "remote parent and new root are requests",
+			opts: []Option{WithLocalRootSpansOnly()},
+			run: func(tr trace.Tracer) {
+				ctx, s := tr.Start(remoteParent(context.Background()), "server")
+				_, n := tr.Start(ctx, "job", trace.WithNewRoot())
+				n.End()
+				n.End()
+				s.End()
+			},
+			want: map[string]int64{"server": 1, "job": 1},
+		},
+		{
+			name: "renamed after End",
+			run: func(tr trace.Tracer) {
+				_, s := tr.Start(context.Background(), "GET /a")
+				s.End()
+				s.SetName("late")
+			},
+			want: map[string]int64{"GET /a": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tracker := requests.New(requests.Config{})
+			if err := tracker.Install(); err != nil {
+				t.Fatal(err)
+			}
+			defer tracker.Stop()
+			sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+			tt.run(WrapTracerProvider(sdk, tt.opts...).Tracer("test"))
+			if got := tracker.Window(time.Now()).Counts; !maps.Equal(got, tt.want) {
+				t.Errorf("counts %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRequestEndTimestamp checks that a request ends when its span does,
+// at the time given to End.
+func TestRequestEndTimestamp(t *testing.T) {
+	tracker := requests.New(requests.Config{})
+	if err := tracker.Install(); err != nil {
+		t.Fatal(err)
+	}
+	defer tracker.Stop()
+	sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+	_, s := WrapTracerProvider(sdk).Tracer("test").Start(context.Background(), "op")
+	r := s.(*labeledSpan).request
+	start := r.Start()
+	s.End(trace.WithTimestamp(start.Add(1500 * time.Millisecond)))
+	end, ok := r.Ended()
+	if !ok || end.Sub(start) != 1500*time.Millisecond {
+		t.Errorf("ended %v after %v, want 1.5s", ok, end.Sub(start))
+	}
+	if r.IDs() != s.SpanContext().TraceID().String()+s.SpanContext().SpanID().String() {
+		t.Errorf("ids %s", r.IDs())
+	}
+}
