@@ -176,10 +176,13 @@ func runThreeRoutes(t *testing.T, proxy *recordingProxy) *threeRoutesRun {
 	run.stopped = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.Stop(ctx); err != nil {
-		t.Fatalf("Stop: %v", err)
-	}
+	stopErr := p.Stop(ctx)
 	run.stats = p.Stats()
+	// A window Pyroscope refused fails Stop; the refusal is reported with
+	// the exchanges, and what was sent is still checked.
+	if stopErr != nil && run.stats.WindowsFailed == 0 {
+		t.Fatalf("Stop: %v", stopErr)
+	}
 	for route, n := range run.load.Failed {
 		t.Errorf("%d requests to %s failed, among the errors: %q", n, route, run.load.Errors)
 	}
