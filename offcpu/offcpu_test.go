@@ -124,7 +124,8 @@ func checkConvertedNamesBinary(t *testing.T, dir string) {
 // TestOffCPUWaitsByStackReasonAndSpan is the off-CPU profile end to end: a
 // goroutine inside a span waits on a channel, a mutex and a sleep, and the
 // exported profile holds each wait on its stack, with its reason, linked
-// to the span, timed inside the window.
+// to the span and carrying its endpoint (the span is a local root, whose
+// name is its endpoint), timed inside the window.
 func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())
@@ -180,6 +181,9 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 			}
 			if g.TraceID != sc.TraceID().String() || g.SpanID != sc.SpanID().String() {
 				t.Errorf("%s: wait linked to %s/%s, want span %s/%s", w.fn, g.TraceID, g.SpanID, sc.TraceID(), sc.SpanID())
+			}
+			if e, ok := g.Attrs["endpoint"]; e != "request" || g.Attrs[labels.LocalRootSpanIDKey] != "" {
+				t.Errorf("%s: wait with endpoint %q (%v), attributes %v; want endpoint request, no root span id", w.fn, e, ok, g.Attrs)
 			}
 			if start, end := g.Profile.GetTimeUnixNano(), g.Profile.GetTimeUnixNano()+g.Profile.GetDurationNano(); g.at < start || g.at >= end {
 				t.Errorf("%s: wait at %d, outside the window [%d, %d)", w.fn, g.at, start, end)

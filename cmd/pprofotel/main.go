@@ -23,6 +23,13 @@
 //	go run ./cmd/pprofotel pprof -http=127.0.0.1:0 /tmp/profiles
 //	go tool pprof -sample_index=inuse_space pprof/heap.pb.gz
 //	go tool pprof -tagfocus span_id=00f067aa0ba902b7 pprof/cpu.pb.gz
+//	go tool pprof -tagfocus endpoint=/users/{id} pprof/cpu.pb.gz
+//	go tool pprof -top pprof/requests.pb.gz
+//
+// The endpoint of a request (the label "endpoint") selects its CPU,
+// off-CPU and goroutine samples with -tagfocus; DIR/requests.pb.gz holds
+// the requests that ended in the selected windows, one frame per endpoint,
+// so that -top lists the endpoints by their requests.
 //
 // The pgo subcommand writes the merged CPU profile:
 //
@@ -127,7 +134,7 @@ func (s *selection) register(fs *flag.FlagSet, profiles bool) {
 	fs.StringVar(&s.from, "from", "", "keep the windows that end after this time (RFC 3339, e.g. 2026-11-23T14:05:00Z)")
 	fs.StringVar(&s.to, "to", "", "keep the windows that start before this time (RFC 3339)")
 	if profiles {
-		fs.StringVar(&s.profiles, "profile", "", "comma-separated runtime profiles to write (cpu,heap,goroutine,mutex,block,goroutineleak); default all")
+		fs.StringVar(&s.profiles, "profile", "", "comma-separated profiles to write (cpu,heap,goroutine,mutex,block,offcpu,goroutineleak,requests); default all")
 	}
 }
 

@@ -10,10 +10,14 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
@@ -35,6 +39,17 @@ func spinInSpan(d time.Duration) { cputest.Spin(d) }
 //go:noinline
 func spinOutside(d time.Duration) { cputest.Spin(d) }
 
+//go:noinline
+func spinInRequest(d time.Duration) { cputest.Spin(d) }
+
+// requestTracer starts the workload's requests: local root spans of the
+// real SDK through the label wrapper, so that their samples carry their
+// endpoint.
+var requestTracer = labels.WrapTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))).Tracer("cmd-test")
+
+// requestsRun counts the requests the workload ran.
+var requestsRun atomic.Int64
+
 var sink [][]byte
 
 // workload spins inside and outside a span, allocates, contends and
@@ -52,6 +67,10 @@ func workload(stop chan struct{}) {
 		pprof.Do(context.Background(), pprof.Labels(labels.TraceIDKey, testTraceID, labels.SpanIDKey, testSpanID),
 			func(context.Context) { spinInSpan(20 * time.Millisecond) })
 		spinOutside(10 * time.Millisecond)
+		_, req := requestTracer.Start(context.Background(), "GET", trace.WithAttributes(attribute.String("http.route", "/spin")))
+		spinInRequest(10 * time.Millisecond)
+		req.End()
+		requestsRun.Add(1)
 		sink = append(sink[:0], make([]byte, 1<<16), make([]byte, 1<<10))
 		var wg sync.WaitGroup
 		for range 2 {
@@ -159,9 +178,11 @@ func windowTotals(t *testing.T, reqs []pprofconv.Request, noLabels bool) []map[s
 // TestPprofOfProfilerWindows converts what the profiler wrote with the
 // command and checks that go tool pprof reads every file, that each file
 // holds all its sample types (-sample_index=inuse_space), that span links
-// are labels (-tagfocus), and that the merged profiles are the sum of the
+// are labels (-tagfocus), and so are endpoints, that the request counts
+// are the requests run, and that the merged profiles are the sum of the
 // windows, the snapshots aside, which are the last window's.
 func TestPprofOfProfilerWindows(t *testing.T) {
+	requestsRun.Store(0)
 	dir := profiledDir(t, 3)
 	out := filepath.Join(t.TempDir(), "pprof")
 	var stdout, stderr bytes.Buffer
@@ -182,6 +203,7 @@ func TestPprofOfProfilerWindows(t *testing.T) {
 		"goroutine": {"goroutine"},
 		"mutex":     {"contentions", "delay"},
 		"block":     {"contentions", "delay"},
+		"requests":  {"requests"},
 	}
 	for name, types := range wantTypes {
 		path := filepath.Join(out, name+".pb.gz")
@@ -228,6 +250,26 @@ func TestPprofOfProfilerWindows(t *testing.T) {
 	top := goToolPprof(t, "-top", "-tagfocus", "span_id="+testSpanID, cpu)
 	if !strings.Contains(top, "spinInSpan") || strings.Contains(top, "spinOutside") {
 		t.Errorf("go tool pprof -tagfocus span_id=%s should show spinInSpan and not spinOutside:\n%s", testSpanID, top)
+	}
+	top = goToolPprof(t, "-top", "-tagfocus", "endpoint=/spin", cpu)
+	if !strings.Contains(top, "spinInRequest") || strings.Contains(top, "spinOutside") || strings.Contains(top, "spinInSpan") {
+		t.Errorf("go tool pprof -tagfocus endpoint=/spin should show spinInRequest alone:\n%s", top)
+	}
+	// The request counts: every request the workload ran, under its
+	// endpoint, listed by go tool pprof -top.
+	reqCounts := readProfile(t, filepath.Join(out, "requests.pb.gz"))
+	var counted int64
+	for _, s := range reqCounts.Sample {
+		if s.Label["endpoint"][0] != "/spin" || s.Location[0].Line[0].Function.Name != "/spin" {
+			t.Errorf("request sample of endpoint %v on %s", s.Label["endpoint"], s.Location[0].Line[0].Function.Name)
+		}
+		counted += s.Value[0]
+	}
+	if n := requestsRun.Load(); counted != n || n == 0 {
+		t.Errorf("%d requests counted, the workload ran %d", counted, n)
+	}
+	if top := goToolPprof(t, "-top", filepath.Join(out, "requests.pb.gz")); !strings.Contains(top, "/spin") {
+		t.Errorf("go tool pprof -top does not list the endpoint /spin:\n%s", top)
 	}
 }
 

@@ -218,7 +218,8 @@ type Config struct {
 	// the window or of the CPU duration, whichever comes first.
 	FirstWindow time.Duration
 	// MaxEndpoints bounds the distinct endpoints of a window's requests
-	// (requests.Config.MaxEndpoints); 0 takes the tracker's default.
+	// (requests.Config.MaxEndpoints). 0 follows no requests: no tracker is
+	// installed, and samples go without endpoints.
 	MaxEndpoints int
 }
 
@@ -300,6 +301,9 @@ func New(cfg Config) (*Collector, error) {
 // one profiler runs; should another be, the windows go without endpoints
 // and request counts, and say so once.
 func (c *Collector) startTracker() {
+	if c.maxEndpoints <= 0 {
+		return
+	}
 	t := requests.New(requests.Config{MaxEndpoints: c.maxEndpoints})
 	if err := t.Install(); err != nil {
 		c.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)

@@ -36,7 +36,7 @@ func labelMap(s pprofdecode.Sample) map[string]string {
 // endpoint and no root span id in the goroutine profile, and the window
 // counts the requests that ended, by endpoint, in its requests profile.
 func TestEndpointsInWindow(t *testing.T) {
-	c, err := New(Config{Profiles: []string{Goroutine}})
+	c, err := New(Config{Profiles: []string{Goroutine}, MaxEndpoints: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func TestBuildDictionary(t *testing.T) {
 		// handle/main, unlock/handle/main.
 		{"stack_table", len(d.StackTable), 5},
 		{"link_table", len(d.LinkTable), 2},
-		// zero + 4 profile names, http.route, trace_id and span_id of the
+		// zero + 4 profile names, endpoint, trace_id and span_id of the
 		// malformed pair, gnu and go build ids, 3 mapping flags,
 		// is_folded; not the numeric labels bytes and worker.
 		{"attribute_table", len(d.AttributeTable), 14},
@@ -254,7 +254,7 @@ func TestBuildSamples(t *testing.T) {
 		link   bool
 		value  int64
 	}
-	route := "http.route=/api"
+	route := "endpoint=/api"
 	tests := []struct {
 		scope, sampleType string
 		want              []sample
@@ -436,7 +436,20 @@ func TestBuildReuse(t *testing.T) {
 }
 
 func TestBuildGolden(t *testing.T) {
-	req := newTestBuilder().Build(windowStart, windowEnd, otlptest.FixtureInputs())
+	checkGolden(t, "fixture.json", newTestBuilder().Build(windowStart, windowEnd, otlptest.FixtureInputs()))
+}
+
+// TestBuildRequestsGolden builds the request counts the collector adds to
+// a window: one Profile of requests/count without a period, a sample per
+// endpoint on a one-frame stack, with the endpoint attribute.
+func TestBuildRequestsGolden(t *testing.T) {
+	checkGolden(t, "requests.json", newTestBuilder().Build(windowStart, windowEnd,
+		[]otlp.Input{{Name: "requests", Profile: otlptest.RequestsFixture()}}))
+}
+
+// checkGolden compares req, as indented OTLP/JSON, with testdata/name.
+func checkGolden(t *testing.T, name string, req *collectorpb.ExportProfilesServiceRequest) {
+	t.Helper()
 	raw, err := protojson.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +464,7 @@ func TestBuildGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.WriteByte('\n')
-	path := filepath.Join("testdata", "fixture.json")
+	path := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(path, got.Bytes(), 0o644); err != nil {
 			t.Fatal(err)

@@ -54,7 +54,7 @@ func FixtureInputs() []otlp.Input {
 	}
 	cpu.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{3, 30000000},
-			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "http.route", Str: "/api"}}},
+			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "endpoint", Str: "/api"}}},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 10000000}, Labels: traced},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{2, 0},
 			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: "XYZ"}, {Key: labels.SpanIDKey, Str: fixtureOtherSpan}}},
@@ -88,6 +88,26 @@ func FixtureInputs() []otlp.Input {
 		{Name: "mutex", Profile: &mutex.Profile},
 		{Name: "block", Profile: &block.Profile},
 	}
+}
+
+// RequestsFixture returns the request counts profile the collector adds
+// to a window: 3 requests of /api and 2 of endpoints past the bound, each
+// endpoint a sample on a frame named after it.
+func RequestsFixture() *pprofdecode.Profile {
+	p := &pprofdecode.Profile{
+		SampleTypes:       []pprofdecode.ValueType{{Type: "requests", Unit: "count"}},
+		DefaultSampleType: "requests",
+	}
+	for i, e := range []struct {
+		endpoint string
+		n        int64
+	}{{"/api", 3}, {"_other", 2}} {
+		p.Functions = append(p.Functions, pprofdecode.Function{Name: e.endpoint, SystemName: e.endpoint})
+		p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Lines: []pprofdecode.Line{{Function: int32(i)}}})
+		p.Samples = append(p.Samples, pprofdecode.Sample{Locations: []int32{int32(i)}, Values: []int64{e.n},
+			Labels: []pprofdecode.Label{{Key: "endpoint", Str: e.endpoint}}})
+	}
+	return p
 }
 
 type fixtureProgram struct {
