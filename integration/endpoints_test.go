@@ -290,6 +290,16 @@ func cpuNanos(t *testing.T, d dict, p *profilespb.Profile) int64 {
 // the CPU its goroutine spent in the span (the thread's CPU clock,
 // testservice.Request.CPU), times the share of the request's wall time
 // that fell in a recorded stretch.
+//
+// How close the two come is the runtime's sampling error, which the
+// endpoint attribute does not add to (every sample of a /cpu span carries
+// /cpu: the check compares the attribute with the span's route too). With
+// nothing else running, 8 ms bursts of Spin on locked threads sample at
+// 0.99 to 1.00 of their thread CPU time; in this test /cpu has sampled
+// at 1.00 to 1.07, and an unrelated 8 ms Spin loop beside it (a
+// goroutine with a pprof label of its own, not a request) at 1.05: the
+// sampling of the process, not the endpoint. With the load generator in
+// the service's process it was 1.06 to 1.11 (see loadEnv).
 
 // checkEndpointCPU checks that the CPU of each endpoint, the samples
 // carrying its endpoint attribute times the period, matches what its
