@@ -24,7 +24,8 @@ import (
 )
 
 // pyroscopeTypes are the profile types Pyroscope lists for a service that
-// sends all six profiles: one per Profile the profiler sends, named, as
+// sends all six profiles and the request counts of its spans: one per
+// Profile the profiler sends, named, as
 // Pyroscope names them, name:sample type:unit:period type:unit, where the
 // name is the period type, samples/count over a cpu/nanoseconds period
 // becomes process_cpu in nanoseconds, and off_cpu/nanoseconds without a
@@ -37,6 +38,7 @@ var pyroscopeTypes = []string{
 	"mutex_contentions:mutex_delay:nanoseconds:mutex_contentions:count",
 	offCPUType,
 	"process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+	requestsType,
 	"space:alloc_objects:count:space:bytes",
 	"space:alloc_space:bytes:space:bytes",
 	"space:inuse_objects:count:space:bytes",
@@ -407,66 +409,82 @@ func checkSeriesCount(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 			"start":    start, "end": end,
 		}, &resp)
 		// Pyroscope makes sample labels series labels (span ids
-		// aside): the off-CPU profile is one series per wait_reason
-		// sent, a set the runtime bounds.
-		want := map[string]bool{"": true}
-		if id == offCPUType {
-			want = sentWaitReasons(t, run)
-		}
+		// aside): one series per wait_reason and endpoint sent, sets
+		// the runtime and WithMaxEndpoints bound.
+		want := sentSeriesLabels(t, run, id)
 		if len(resp.LabelsSet) != len(want) {
-			t.Errorf("%s: %d series, want %d", id, len(resp.LabelsSet), len(want))
+			t.Errorf("%s: %d series, want %d: %v", id, len(resp.LabelsSet), len(want), want)
 			continue
 		}
 		for _, set := range resp.LabelsSet {
-			found, reason := false, ""
+			found := false
+			var own []string
 			for _, l := range set.Labels {
 				found = found || l.Name == "k8s.pod.name" && l.Value == "checkout-7d9f8b6c5-x2x4z"
-				if l.Name == "wait_reason" {
-					reason = l.Value
+				if slices.Contains(seriesSampleLabels, l.Name) {
+					own = append(own, l.Name+"="+l.Value)
 				}
 			}
 			if !found {
 				t.Errorf("%s: the series lacks the label k8s.pod.name: %v", id, set.Labels)
 			}
-			if !want[reason] {
-				t.Errorf("%s: a series with wait_reason %q, sent %v", id, reason, want)
+			if key := strings.Join(own, ","); !want[key] {
+				t.Errorf("%s: a series with sample labels %q, sent %v", id, key, want)
 			}
 		}
 	}
 }
 
-// offCPUType is the off-CPU profile's type in Pyroscope.
-const offCPUType = "off_cpu:off_cpu:nanoseconds::"
+// The Pyroscope types of the off-CPU profile and of the request counts.
+const (
+	offCPUType   = "off_cpu:off_cpu:nanoseconds::"
+	requestsType = "requests:requests:count:requests:count"
+)
 
-// sentWaitReasons returns the wait_reason values of the off-CPU samples
-// the run sent.
-func sentWaitReasons(t *testing.T, run *pyroscopeRun) map[string]bool {
+// seriesSampleLabels are the sample attributes the profiler sends that
+// Pyroscope makes series labels, in the order Pyroscope lists labels.
+var seriesSampleLabels = []string{"endpoint", "wait_reason"}
+
+// sentSeriesLabels returns the combinations of seriesSampleLabels that
+// the samples of Pyroscope profile type id carried in what the run sent,
+// each spelled name=value,... as checkSeriesCount reads them from a
+// series ("" for none).
+func sentSeriesLabels(t *testing.T, run *pyroscopeRun, id string) map[string]bool {
 	t.Helper()
-	reasons := make(map[string]bool)
+	sets := make(map[string]bool)
 	for _, x := range run.exchanges {
 		d := x.req.GetDictionary()
 		str := d.GetStringTable()
 		for _, rp := range x.req.GetResourceProfiles() {
 			for _, sp := range rp.GetScopeProfiles() {
 				for _, p := range sp.GetProfiles() {
-					if id, _, err := pyroscopeProfileType(dict{d}, p); err != nil || id != offCPUType {
+					if got, _, err := pyroscopeProfileType(dict{d}, p); err != nil || got != id {
 						continue
 					}
 					for _, s := range p.GetSamples() {
+						own := map[string]string{}
 						for _, ai := range s.GetAttributeIndices() {
-							if a := d.GetAttributeTable()[ai]; str[a.GetKeyStrindex()] == "wait_reason" {
-								reasons[a.GetValue().GetStringValue()] = true
+							a := d.GetAttributeTable()[ai]
+							if k := str[a.GetKeyStrindex()]; slices.Contains(seriesSampleLabels, k) {
+								own[k] = a.GetValue().GetStringValue()
 							}
 						}
+						var key []string
+						for _, k := range seriesSampleLabels {
+							if v, ok := own[k]; ok {
+								key = append(key, k+"="+v)
+							}
+						}
+						sets[strings.Join(key, ",")] = true
 					}
 				}
 			}
 		}
 	}
-	if len(reasons) == 0 {
-		t.Errorf("no off-CPU sample carried a wait_reason")
+	if id == offCPUType && len(sets) == 0 {
+		t.Errorf("no off-CPU sample was sent")
 	}
-	return reasons
+	return sets
 }
 
 // heapSizes returns the number of distinct values of the bytes label among

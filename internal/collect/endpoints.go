@@ -74,6 +74,8 @@ func requestsProfile(counts map[string]int64) *pprofdecode.Profile {
 	p := &pprofdecode.Profile{
 		SampleTypes:       []pprofdecode.ValueType{RequestsType},
 		DefaultSampleType: RequestsType.Type,
+		PeriodType:        RequestsType,
+		Period:            1,
 		Samples:           make([]pprofdecode.Sample, len(endpoints)),
 		Locations:         make([]pprofdecode.Location, len(endpoints)),
 		Functions:         make([]pprofdecode.Function, len(endpoints)),

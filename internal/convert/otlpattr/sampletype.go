@@ -89,10 +89,13 @@ var SampleTypes = []SampleType{
 	{Profile: "goroutineleak", Pprof: ValueType{"goroutineleak", "count"}, PprofPeriod: ValueType{"goroutineleak", "count"},
 		Sample: ValueType{"goroutineleak", "count"}, Period: ValueType{"goroutineleak", "count"}},
 	// Not a runtime profile: the requests that ended in the window, one
-	// sample per endpoint (the collector's requests profile). No period:
-	// every request is counted.
-	{Profile: "requests", Pprof: ValueType{"requests", "count"},
-		Sample: ValueType{"requests", "count"}},
+	// sample per endpoint (the collector's requests profile). Every
+	// request is counted: a period of 1 request, whose type names the
+	// profile for receivers that name profiles by it (Pyroscope refuses a
+	// Profile of no name other than off_cpu: requests:requests:count:
+	// requests:count).
+	{Profile: "requests", Pprof: ValueType{"requests", "count"}, PprofPeriod: ValueType{"requests", "count"},
+		Sample: ValueType{"requests", "count"}, Period: ValueType{"requests", "count"}},
 }
 
 // SentAs returns the entry of SampleTypes for sample type t of runtime

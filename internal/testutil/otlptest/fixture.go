@@ -97,6 +97,8 @@ func RequestsFixture() *pprofdecode.Profile {
 	p := &pprofdecode.Profile{
 		SampleTypes:       []pprofdecode.ValueType{{Type: "requests", Unit: "count"}},
 		DefaultSampleType: "requests",
+		PeriodType:        pprofdecode.ValueType{Type: "requests", Unit: "count"},
+		Period:            1,
 	}
 	for i, e := range []struct {
 		endpoint string
