@@ -203,11 +203,10 @@ func pyroscopeProfileType(d dict, p *profilespb.Profile) (string, int64, error) 
 	if st.Type == "samples" && st.Unit == "count" && pt.Type == "cpu" && pt.Unit == "nanoseconds" {
 		return "process_cpu:cpu:nanoseconds:cpu:nanoseconds", p.GetPeriod(), nil
 	}
-	if pt.Type == "" && p.GetPeriod() == 0 {
-		// A profile without a period (off-CPU, slow requests) is named
-		// by its sample type, as Pyroscope names the OpenTelemetry eBPF
-		// profiler's off-CPU type: off_cpu:off_cpu:nanoseconds::.
-		return strings.Join([]string{st.Type, st.Type, st.Unit, "", ""}, ":"), 1, nil
+	if st.Type == "off_cpu" && st.Unit == "nanoseconds" && p.GetPeriod() == 0 {
+		// Pyroscope's own name for the OpenTelemetry eBPF profiler's
+		// off-CPU type, which has no period.
+		return "off_cpu:off_cpu:nanoseconds::", 1, nil
 	}
 	return strings.Join([]string{pt.Type, st.Type, st.Unit, pt.Type, pt.Unit}, ":"), 1, nil
 }
