@@ -41,6 +41,9 @@ type config struct {
 	// maxGoroutines is the goroutine count above which the goroutine
 	// profile is skipped, 0 for no limit; see WithMaxGoroutines.
 	maxGoroutines int
+	// slowThreshold is the least duration of a request explained as slow;
+	// see WithSlowRequestThreshold.
+	slowThreshold time.Duration
 	// maxEndpoints bounds the distinct endpoints of a window; see
 	// WithMaxEndpoints.
 	maxEndpoints int
@@ -270,6 +273,13 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 		}
 	}
 	c.cpuDuration = cpuDuration(c.window, duty, c.runtime.minCPUDuration())
+
+	c.slowThreshold = collect.DefaultSlowThreshold
+	if o.slowThreshold != 0 {
+		c.slowThreshold = o.slowThreshold
+	} else if d, ok := env.Duration(envSlowThreshold, "threshold", collect.MinSlowThreshold); ok {
+		c.slowThreshold = d
+	}
 }
 
 // cpuDuration is the part of a window the CPU profile records at a duty

@@ -122,6 +122,9 @@
 //   - PPROFOTEL_OFFCPU_DUTY: percentage of every cycle (the window, at most
 //     10 s) during which the off-CPU profile traces. Default 10
 //     ([WithOffCPUDutyCycle]).
+//   - PPROFOTEL_SLOW_REQUEST_THRESHOLD: least duration of a request that
+//     the off-CPU profile explains as slow, a Go duration of at least 10ms.
+//     Default 100ms ([WithSlowRequestThreshold]).
 //   - PPROFOTEL_MUTEX_FRACTION: mutex profile fraction while mutex
 //     profiling is on. Default 10 ([WithMutexProfileFraction]).
 //   - PPROFOTEL_BLOCK_RATE: block profile rate in nanoseconds while block

@@ -27,6 +27,7 @@ const (
 	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
 	envCPUDuty       = "PPROFOTEL_CPU_DUTY"
+	envSlowThreshold = "PPROFOTEL_SLOW_REQUEST_THRESHOLD"
 	envMaxEndpoints  = "PPROFOTEL_MAX_ENDPOINTS"
 )
 

@@ -252,6 +252,12 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		{"PPROFOTEL_MAX_GOROUTINES", "-1", nil, true, func(c *config) error {
 			return wantEqual("max goroutines", c.maxGoroutines, collect.DefaultMaxGoroutines)
 		}},
+		{"PPROFOTEL_SLOW_REQUEST_THRESHOLD", "5ms", nil, true, func(c *config) error {
+			return wantEqual("slow-request threshold", c.slowThreshold, collect.DefaultSlowThreshold)
+		}},
+		{"PPROFOTEL_SLOW_REQUEST_THRESHOLD", "100", nil, true, func(c *config) error {
+			return wantEqual("slow-request threshold", c.slowThreshold, collect.DefaultSlowThreshold)
+		}},
 		{"PPROFOTEL_MAX_ENDPOINTS", "-3", nil, true, func(c *config) error { return wantEqual("max endpoints", c.maxEndpoints, 100) }},
 		{"PPROFOTEL_OFFCPU_DUTY", "0", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_OFFCPU_DUTY", "101", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},

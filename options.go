@@ -41,6 +41,7 @@ type options struct {
 	intervals      [numProfileTypes]time.Duration
 	cpuDuty        int
 	maxGoroutines  *int
+	slowThreshold  time.Duration
 	maxEndpoints   int
 	processContext *bool
 
@@ -184,6 +185,25 @@ func WithCPUDutyCycle(percent int) Option {
 func WithOffCPUDutyCycle(percent int) Option {
 	return optionFunc(func(o *options) {
 		o.setRate(OffCPUProfile, percent, "duty cycle must be a percentage from 1 to 100")
+	})
+}
+
+// WithSlowRequestThreshold sets the least duration of a request (a local
+// root span of a tracer wrapped by package labels) that OffCPUProfile
+// explains as slow, in a profile of its own (slowrequests: where its wall
+// time went, on CPU, off CPU by wait reason and runnable, by stack,
+// linked to its span). A request is watched, and the execution tracer
+// started if it is not running, once it has run half the threshold. It
+// must be at least 10ms. The default is 100ms, overridden by
+// PPROFOTEL_SLOW_REQUEST_THRESHOLD. docs/slow-requests.md says what is
+// captured and what it costs.
+func WithSlowRequestThreshold(d time.Duration) Option {
+	return optionFunc(func(o *options) {
+		if d < collect.MinSlowThreshold {
+			o.fail("WithSlowRequestThreshold", d, "threshold must be at least "+collect.MinSlowThreshold.String())
+			return
+		}
+		o.slowThreshold = d
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 func TestCollectSettings(t *testing.T) {
 	maxGoroutines := func(c *config) any { return c.maxGoroutines }
 	cpuDuration := func(c *config) any { return c.cpuDuration }
+	slowThreshold := func(c *config) any { return c.slowThreshold }
 	maxEndpoints := func(c *config) any { return c.maxEndpoints }
 	tests := []struct {
 		name string
@@ -34,6 +35,11 @@ func TestCollectSettings(t *testing.T) {
 		// The option shadows the variable, which is then not validated.
 		{"goroutines: option shadows an invalid variable", []Option{WithMaxGoroutines(7)}, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-1"}, maxGoroutines, 7},
 
+		{"slow: default", nil, nil, slowThreshold, 100 * time.Millisecond},
+		{"slow: variable", nil, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "250ms"}, slowThreshold, 250 * time.Millisecond},
+		{"slow: option", []Option{WithSlowRequestThreshold(time.Second)}, nil, slowThreshold, time.Second},
+		{"slow: option wins", []Option{WithSlowRequestThreshold(50 * time.Millisecond)}, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "1s"}, slowThreshold, 50 * time.Millisecond},
+		{"slow: option shadows an invalid variable", []Option{WithSlowRequestThreshold(50 * time.Millisecond)}, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "x"}, slowThreshold, 50 * time.Millisecond},
 		{"endpoints: default", nil, nil, maxEndpoints, 100},
 		{"endpoints: variable", nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "250"}, maxEndpoints, 250},
 		{"endpoints: option", []Option{WithMaxEndpoints(10_000)}, nil, maxEndpoints, 10_000},
@@ -70,6 +76,9 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithMaxGoroutines(-1)}, nil, "profiler: WithMaxGoroutines(-1): must not be negative (0 sets no limit)"},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "-5"}, `profiler: PPROFOTEL_MAX_GOROUTINES="-5": must be a whole number of goroutines, 0 for no limit`},
 		{nil, map[string]string{"PPROFOTEL_MAX_GOROUTINES": "1e4"}, `profiler: PPROFOTEL_MAX_GOROUTINES="1e4": must be a whole number of goroutines, 0 for no limit`},
+		{[]Option{WithSlowRequestThreshold(time.Millisecond)}, nil, "profiler: WithSlowRequestThreshold(1ms): threshold must be at least 10ms"},
+		{[]Option{WithSlowRequestThreshold(-time.Second)}, nil, "profiler: WithSlowRequestThreshold(-1s): threshold must be at least 10ms"},
+		{nil, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "1ms"}, `profiler: PPROFOTEL_SLOW_REQUEST_THRESHOLD="1ms": threshold must be at least 10ms`},
 		{[]Option{WithMaxEndpoints(0)}, nil, "profiler: WithMaxEndpoints(0): must be from 1 to 10000"},
 		{[]Option{WithMaxEndpoints(10_001)}, nil, "profiler: WithMaxEndpoints(10001): must be from 1 to 10000"},
 		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "0"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="0": must be a whole number of endpoints from 1 to 10000`},

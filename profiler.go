@@ -150,6 +150,7 @@ func start(cfg *config) (*Profiler, error) {
 		Window:        cfg.window,
 		Intervals:     intervals,
 		CPUDuration:   cfg.cpuDuration,
+		SlowThreshold: cfg.slowThreshold,
 		FirstWindow:   min(cfg.window, firstWindow),
 		MaxEndpoints:  cfg.maxEndpoints,
 	})

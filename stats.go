@@ -81,6 +81,15 @@ type Stats struct {
 	// a trace ended early or unreadable past some point. Values are
 	// scaled by the time actually read.
 	OffCPUTruncated int64
+	// SlowRequestsExplained counts the slow requests (WithSlowRequestThreshold)
+	// explained in the slow-request profile that comes with OffCPUProfile.
+	SlowRequestsExplained int64
+	// SlowRequestsDropped counts the requests that ran long and were not
+	// explained: more watched at once (16) or more slow in a window
+	// (100, the slowest kept) than the profile explains, its trace budget
+	// spent, the execution tracer in use elsewhere, or no trace of the
+	// request's goroutine read.
+	SlowRequestsDropped int64
 	// EndpointsOverflowed counts requests whose endpoint was sent as
 	// "_other", their window having WithMaxEndpoints others already: in
 	// the request counts and in the "endpoint" attribute of their samples.
@@ -127,6 +136,8 @@ func (p *Profiler) Stats() Stats {
 		ProfilesLeftOut:          p.omitted.Errors.Load(),
 		OffCPUSkipped:            p.omitted.OffCPU.Skipped.Load(),
 		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
+		SlowRequestsExplained:    p.omitted.OffCPU.SlowExplained.Load(),
+		SlowRequestsDropped:      p.omitted.OffCPU.SlowDropped.Load(),
 		EndpointsOverflowed:      p.omitted.EndpointsOverflowed.Load(),
 		EndpointsUnknown:         p.omitted.EndpointsUnknown.Load(),
 
@@ -203,6 +214,10 @@ var statsMetrics = []statsMetric{
 		func(s Stats) float64 { return float64(s.OffCPUSkipped) }},
 	{"pprofotel.offcpu.truncated", "{stretch}", "Off-CPU stretches read only in part.", counter,
 		func(s Stats) float64 { return float64(s.OffCPUTruncated) }},
+	{"pprofotel.slow_requests.explained", "{request}", "Slow requests explained in the slow-request profile.", counter,
+		func(s Stats) float64 { return float64(s.SlowRequestsExplained) }},
+	{"pprofotel.slow_requests.dropped", "{request}", "Requests that ran long and were not explained.", counter,
+		func(s Stats) float64 { return float64(s.SlowRequestsDropped) }},
 	{"pprofotel.endpoints.overflowed", "{request}", "Requests counted under the endpoint _other because their window had the most endpoints allowed.", counter,
 		func(s Stats) float64 { return float64(s.EndpointsOverflowed) }},
 	{"pprofotel.endpoints.unknown", "{request}", "Requests not followed, or whose samples went without an endpoint: more ran or ended than the profiler remembers.", counter,

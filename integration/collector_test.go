@@ -40,9 +40,10 @@ const (
 	tracerID = "github.com/pprofotel/profiler/integration"
 )
 
-// allProfiles are the names of the profile types, as the scope attribute
-// pprofotel.profile.name spells them.
-var allProfiles = []string{"cpu", "heap", "goroutine", "mutex", "block", "offcpu"}
+// allProfiles are the names of the profiles in every window of a test run,
+// as the scope attribute pprofotel.profile.name spells them: the six
+// profile types and the request counts of the workload's spans.
+var allProfiles = []string{"cpu", "heap", "goroutine", "mutex", "block", "offcpu", "requests"}
 
 // referenceEnv, when set, turns the test binary into the reference run of
 // the pprof round trip: it profiles the workload with runtime/pprof alone,

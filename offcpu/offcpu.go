@@ -22,6 +22,6 @@ import (
 
 func init() {
 	collect.RegisterOffCPU(func(now time.Time, cfg collect.RecorderConfig) collect.Recorder {
-		return recorder.Start(now, recorder.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU})
+		return recorder.Start(now, recorder.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU, SlowThreshold: cfg.SlowThreshold})
 	}, recorder.SetDutyCycle)
 }

@@ -201,3 +201,80 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 		}
 	}
 }
+
+// lockHandler is a request handler that waits d on a contended mutex.
+//
+//go:noinline
+func lockHandler(d time.Duration) { waittest.OnMutex(d) }
+
+// TestSlowRequestsEndToEnd runs the profiler with the CPU and off-CPU
+// profiles at their defaults, past the off-CPU profile's first traced
+// stretch, and serves a slow request (a root span whose handler waits
+// 200 ms on a contended mutex) and a fast one: the window's slow-request
+// profile explains the slow one, linked to its span, under its endpoint,
+// its values adding up to its duration, most of them the mutex wait under
+// the handler; the fast one is absent.
+func TestSlowRequestsEndToEnd(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("slow-test")
+
+	dir := t.TempDir()
+	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profiler.Start(profiler.WithWindow(time.Hour), profiler.WithExporter(exp),
+		profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first stretch traces at most a second; after it the recorder
+	// rests, and the slow request's watch starts the tracer.
+	time.Sleep(1500 * time.Millisecond)
+	serve := func(name string, d time.Duration) (ids string, took time.Duration) {
+		start := time.Now()
+		_, span := tracer.Start(context.Background(), name)
+		lockHandler(d)
+		span.End()
+		sc := span.SpanContext()
+		return sc.TraceID().String() + "/" + sc.SpanID().String(), time.Since(start)
+	}
+	slow, slowTook := serve("GET /lock", 200*time.Millisecond)
+	fast, _ := serve("GET /fast", time.Millisecond)
+	// The tracker reports the end at its next sweep.
+	time.Sleep(100 * time.Millisecond)
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.SlowRequestsExplained != 1 || s.SlowRequestsDropped != 0 {
+		t.Errorf("explained %d, dropped %d; want 1, 0", s.SlowRequestsExplained, s.SlowRequestsDropped)
+	}
+	var all, mutex time.Duration
+	for _, req := range otlptest.ReadDir(t, dir) {
+		for _, s := range otlptest.Samples(req, "slowrequests", "wall") {
+			ids := s.TraceID + "/" + s.SpanID
+			if ids == fast {
+				t.Errorf("the fast request carries a slow-request sample: %v", s.Attrs)
+			}
+			if ids != slow {
+				continue
+			}
+			if e := s.Attrs["endpoint"]; e != "GET /lock" {
+				t.Errorf("endpoint %q, want GET /lock", e)
+			}
+			for _, v := range s.Values {
+				all += time.Duration(v)
+				if s.Attrs["goroutine_state"] == "off_cpu" && s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler") {
+					mutex += time.Duration(v)
+				}
+			}
+		}
+	}
+	if all < slowTook*90/100 || all > slowTook*110/100 {
+		t.Errorf("the slow request's samples add up to %v, want its duration %v ± 10%%", all, slowTook)
+	}
+	if mutex < slowTook*80/100 {
+		t.Errorf("%v of the slow request's %v waiting on the mutex under lockHandler, want at least 80%%", mutex, slowTook)
+	}
+}

@@ -6,6 +6,7 @@
 //
 //	pprofotel pprof [flags] PATH...   write one pprof profile per runtime profile
 //	pprofotel pgo [flags] PATH...     write a merged CPU profile for go build -pgo
+//	pprofotel slow [flags] PATH...    list the slowest requests and where their time went
 //
 // A PATH is a file the profiler's file exporter wrote (.pb or .json), a file
 // the Collector's file exporter wrote (format json: one OTLP/JSON request
@@ -35,6 +36,17 @@
 //
 //	go run ./cmd/pprofotel pgo -o default.pgo /tmp/profiles
 //	go build -pgo=default.pgo ./...
+//
+// The slow subcommand lists the slowest requests of the selected windows,
+// from the slow-request profile that comes with the off-CPU one
+// (docs/slow-requests.md): for each, its duration, endpoint, trace id and
+// span id, and the largest parts of its time, each with the state of its
+// goroutine (on_cpu, off_cpu with the wait reason, runnable), the
+// innermost function of the application it was in and the
+// standard-library call it waited in, its share of the request's
+// duration, and how much of it came before the tracer started:
+//
+//	go run ./cmd/pprofotel slow -n 5 /tmp/profiles
 //
 // An output file is replaced whole, never left half written; when it is a
 // symbolic link, the file it points to is replaced and the link stays.
@@ -97,6 +109,7 @@ func main() {
 const usage = `usage:
   pprofotel pprof [flags] PATH...   write one pprof profile per runtime profile
   pprofotel pgo [flags] PATH...     write a merged CPU profile for go build -pgo
+  pprofotel slow [flags] PATH...    list the slowest requests and where their time went
 
 PATH is a file of OTLP profiles requests (protobuf, OTLP/JSON, or what the
 Collector's file exporter writes: OTLP/JSON lines, or with format proto
@@ -115,6 +128,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return runPprof(args[1:], stdin, stdout, stderr)
 	case "pgo":
 		return runPGO(args[1:], stdin, stdout, stderr)
+	case "slow":
+		return runSlow(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -134,7 +149,7 @@ func (s *selection) register(fs *flag.FlagSet, profiles bool) {
 	fs.StringVar(&s.from, "from", "", "keep the windows that end after this time (RFC 3339, e.g. 2026-11-23T14:05:00Z)")
 	fs.StringVar(&s.to, "to", "", "keep the windows that start before this time (RFC 3339)")
 	if profiles {
-		fs.StringVar(&s.profiles, "profile", "", "comma-separated profiles to write (cpu,heap,goroutine,mutex,block,offcpu,goroutineleak,requests); default all")
+		fs.StringVar(&s.profiles, "profile", "", "comma-separated profiles to write (cpu,heap,goroutine,mutex,block,offcpu,slowrequests,goroutineleak,requests); default all")
 	}
 }
 

@@ -28,7 +28,7 @@ const (
 
 // Profile is one runtime profile of a window.
 type Profile struct {
-	// Name is the Name of one of Profiles.
+	// Name is the Name of one of Profiles, or SlowRequests.
 	Name string
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
@@ -114,6 +114,15 @@ type OffCPUOmissions struct {
 	// the recorder's byte budget, the window its wait limit, or the trace
 	// could not be read to its end. What was read is kept.
 	Truncated atomic.Int64
+	// SlowExplained counts the slow requests explained in the windows'
+	// slow-request profiles.
+	SlowExplained atomic.Int64
+	// SlowDropped counts the requests that ran long and were not
+	// explained: more watched at once than the recorder watches, more
+	// slow in a window than it explains (the fastest are dropped), the
+	// trace budget or the execution tracer unavailable while they ran,
+	// or no trace of their goroutine read.
+	SlowDropped atomic.Int64
 }
 
 // DefaultMaxGoroutines is the number of goroutines above which the
@@ -178,6 +187,8 @@ type Collector struct {
 	// recorders holds the running recorders of the profiles that have one.
 	recorders   map[string]Recorder
 	windowStart time.Time
+	// slowThreshold is Config.SlowThreshold.
+	slowThreshold time.Duration
 	// maxEndpoints is Config.MaxEndpoints, and tracker the requests
 	// tracker installed from Start to Stop; nil when another one is.
 	maxEndpoints int
@@ -213,6 +224,9 @@ type Config struct {
 	// CPUOffset returns where in the window the CPU profile starts, in
 	// [0, max]; nil draws it uniformly at random. Tests replace it.
 	CPUOffset func(max time.Duration) time.Duration
+	// SlowThreshold is the least duration of a request that the off-CPU
+	// recorder explains as slow; 0 takes its default.
+	SlowThreshold time.Duration
 	// FirstWindow, when shorter than Window, is the length of the first
 	// window: its CPU profile then records from Start on, to the end of
 	// the window or of the CPU duration, whichever comes first.
@@ -242,10 +256,11 @@ func New(cfg Config) (*Collector, error) {
 
 		maxGoroutines: cfg.MaxGoroutines,
 
-		window:       cfg.Window,
-		firstWindow:  cfg.FirstWindow,
-		cpuOffset:    cfg.CPUOffset,
-		maxEndpoints: cfg.MaxEndpoints,
+		window:        cfg.Window,
+		firstWindow:   cfg.FirstWindow,
+		slowThreshold: cfg.SlowThreshold,
+		cpuOffset:     cfg.CPUOffset,
+		maxEndpoints:  cfg.MaxEndpoints,
 	}
 	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Window {
 		c.cpuDuration = cfg.CPUDuration
@@ -304,7 +319,25 @@ func (c *Collector) startTracker() {
 	if c.maxEndpoints <= 0 {
 		return
 	}
-	t := requests.New(requests.Config{MaxEndpoints: c.maxEndpoints})
+	cfg := requests.Config{MaxEndpoints: c.maxEndpoints}
+	for _, rec := range c.recorders {
+		if sr, ok := rec.(SlowRecorder); ok {
+			// A request is watched once it has run half the threshold,
+			// so that at least half of any slow request is traced.
+			threshold := c.slowThreshold
+			if threshold <= 0 {
+				threshold = DefaultSlowThreshold
+			}
+			cfg.LongAfter = threshold / 2
+			cfg.OnLong = func(r *requests.Request) { sr.Watch(r.IDs(), r.Start()) }
+			cfg.OnEnd = func(r *requests.Request) {
+				if end, ok := r.Ended(); ok {
+					sr.Ended(r.IDs(), r.Start(), end)
+				}
+			}
+		}
+	}
+	t := requests.New(cfg)
 	if err := t.Install(); err != nil {
 		c.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)
 		return
@@ -353,10 +386,9 @@ func windowsApart(interval, window time.Duration) int {
 // window reports only what happens after Start.
 func (c *Collector) Start(now time.Time) {
 	c.windowStart = now
-	c.startTracker()
 	for _, name := range c.names {
 		if d, _ := Lookup(name); d.Recorder != nil {
-			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats})
+			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats, SlowThreshold: c.slowThreshold})
 		}
 		if d, ok := c.deltas[name]; ok {
 			d.reset()
@@ -369,6 +401,9 @@ func (c *Collector) Start(now time.Time) {
 			}
 		}
 	}
+	// After the recorders: the tracker reports long requests to the one
+	// that explains them.
+	c.startTracker()
 	if c.enabled(CPU) {
 		if c.firstWindow > 0 && c.firstWindow < c.window {
 			// A random offset in a window longer than the first could
@@ -394,7 +429,8 @@ func (c *Collector) Stop(now time.Time) Window {
 }
 
 func (c *Collector) collect(now time.Time, next bool) Window {
-	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names))}
+	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names)+1)}
+	var slow *pprofdecode.Profile
 	for _, name := range c.names {
 		var (
 			p   *pprofdecode.Profile
@@ -405,6 +441,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			p, err = rec.Collect(now, !next)
 			if !next {
 				delete(c.recorders, name)
+			}
+			if sr, ok := rec.(SlowRecorder); ok && err == nil {
+				slow = sr.Slow()
 			}
 		} else if name == CPU {
 			p, from, to, err = c.cycleCPU(now, next)
@@ -436,6 +475,9 @@ func (c *Collector) collect(now time.Time, next bool) Window {
 			}
 		}
 		w.Profiles = append(w.Profiles, Profile{Name: name, Data: p, Start: from, End: to})
+	}
+	if slow != nil {
+		w.Profiles = append(w.Profiles, Profile{Name: SlowRequests, Data: slow})
 	}
 	c.endRequests(&w, now, next)
 	c.windowStart = now

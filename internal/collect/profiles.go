@@ -23,6 +23,10 @@ const (
 	OffCPU    = "offcpu"
 	// GoroutineLeak is the goroutine-leak profile of Go 1.27.
 	GoroutineLeak = "goroutineleak"
+	// SlowRequests is the slow-request profile that the off-CPU recorder
+	// adds to the windows it explains slow requests in (SlowRecorder): a
+	// companion of OffCPU, with no descriptor of its own.
+	SlowRequests = "slowrequests"
 )
 
 // Descriptor is everything the profiler knows about one runtime profile.
@@ -88,6 +92,28 @@ type Recorder interface {
 type RecorderConfig struct {
 	Logger    *slog.Logger
 	Omissions *Omissions
+	// SlowThreshold is the least duration of a request explained as
+	// slow; 0 takes the recorder's default.
+	SlowThreshold time.Duration
+}
+
+// SlowRecorder is a Recorder that also explains slow requests: the
+// request tracker reports to it the requests that run long (Watch) and
+// their end (Ended), and every window it explains some in, its Collect is
+// followed by a slow-request profile (Slow), which the Collector adds to
+// the window as SlowRequests.
+type SlowRecorder interface {
+	Recorder
+	// Watch tells the recorder that the request whose local root span
+	// has the given ids (trace id and span id, 48 hex digits), begun at
+	// start, runs long. It never blocks.
+	Watch(ids string, start time.Time)
+	// Ended tells it that a request it was told to watch ended, at end.
+	// It never blocks.
+	Ended(ids string, start, end time.Time)
+	// Slow returns the slow-request profile of the window the last
+	// Collect ended, nil for none; valid until the next Collect.
+	Slow() *pprofdecode.Profile
 }
 
 // Rate is a process-wide runtime sampling rate that a profile needs while
@@ -172,6 +198,15 @@ var Profiles = []Descriptor{
 		Default: 5 * time.Minute,
 	}},
 }
+
+// DefaultSlowThreshold is the least duration of a request the off-CPU
+// recorder explains as slow, unless the application sets another;
+// MinSlowThreshold the least it may set. docs/slow-requests.md has the
+// figures they come from.
+const (
+	DefaultSlowThreshold = 100 * time.Millisecond
+	MinSlowThreshold     = 10 * time.Millisecond
+)
 
 // DefaultOffCPUDuty is the off-CPU profile's default duty cycle in
 // percent, 1 s of every 10 s: benchmark/README.md, "Off-CPU profile", has

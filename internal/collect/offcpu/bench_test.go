@@ -124,7 +124,7 @@ func BenchmarkStretch(b *testing.B) {
 // BenchmarkStretch, where the pair holds the processors.
 func BenchmarkParse(b *testing.B) {
 	data, start := recordPingPong(b, 300*time.Millisecond)
-	w := newWindow(math.MaxInt)
+	w := newWindow(math.MaxInt, SampleType)
 	var waits int
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()

@@ -4,19 +4,21 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"iter"
 	"strings"
 	"time"
 
 	"golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 )
 
 // ReasonKey is the label, and so the OTLP sample attribute, that carries
 // why a goroutine waited, as the execution trace names it ("chan receive",
 // "select", "sync", "network", "sleep", "syscall", "preempted", ...).
-const ReasonKey = "wait_reason"
+const ReasonKey = otlpattr.WaitReason
 
 // ReasonSyscall names the waits in a system call, for which the trace gives
 // no reason of its own.
@@ -36,6 +38,8 @@ var ignoredReasons = map[string]bool{
 // profile it becomes.
 type window struct {
 	maxWaits int
+	// sampleType is the one sample type of the profile it becomes.
+	sampleType pprofdecode.ValueType
 	// traced is the time the trace covered in the window, which the
 	// Recorder adds up.
 	traced time.Duration
@@ -44,6 +48,12 @@ type window struct {
 	byKind map[kindKey]int32
 	events []event
 
+	tables
+}
+
+// tables are the locations and functions of a profile under way, each
+// added once.
+type tables struct {
 	locations []pprofdecode.Location
 	functions []pprofdecode.Function
 	byFrame   map[trace.StackFrame]int32
@@ -57,6 +67,8 @@ type kind struct {
 }
 
 type kindKey struct {
+	// reason is the wait's reason in the off-CPU profile, and the
+	// state, reason and before-trace mark in the slow-request profile.
 	stack, reason, span string
 }
 
@@ -71,12 +83,15 @@ type event struct {
 	start, dur int64
 }
 
-func newWindow(maxWaits int) *window {
+func newWindow(maxWaits int, sampleType pprofdecode.ValueType) *window {
 	return &window{
-		maxWaits: maxWaits,
-		byKind:   make(map[kindKey]int32),
-		byFrame:  make(map[trace.StackFrame]int32),
-		byFunc:   make(map[funcKey]int32),
+		maxWaits:   maxWaits,
+		sampleType: sampleType,
+		byKind:     make(map[kindKey]int32),
+		tables: tables{
+			byFrame: make(map[trace.StackFrame]int32),
+			byFunc:  make(map[funcKey]int32),
+		},
 	}
 }
 
@@ -112,6 +127,19 @@ type goroutine struct {
 	// pending are the window's events (indexes into window.events) of
 	// the waits recorded before the span was known.
 	pending []int32
+
+	// For the slow-request timelines: the state since when, with its
+	// reason and stack; root is the local root span id of the span now
+	// (16 hex digits), wt its watched request as of watch generation
+	// wgen, and pend what is kept while the span is not known.
+	st      gstate
+	since   int64
+	sreason string
+	sstk    trace.Stack
+	root    string
+	wt      *watch
+	wgen    int
+	pend    *timeline
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -140,6 +168,18 @@ type reading struct {
 	covered     time.Duration
 	// truncated is set when the window's wait limit ended the reading.
 	truncated bool
+
+	// noWaits leaves out the waits (a trace read for slow requests
+	// only); waitsUntil, when not 0, ends them at that Unix nanosecond
+	// (a stretch traced on for slow requests past its length).
+	noWaits    bool
+	waitsUntil int64
+	// slow is the recorder's watched requests; pending counts the
+	// intervals kept for goroutines whose span is not known yet, and
+	// frames the stacks' frames.
+	slow    *slowState
+	pending int
+	frames  map[trace.Stack][]trace.StackFrame
 }
 
 // errTruncated reports a trace that ends in the middle of a generation,
@@ -154,6 +194,7 @@ func (w *window) newReading(wallStart time.Time) *reading {
 		w:          w,
 		goroutines: make(map[trace.GoID]*goroutine),
 		stacks:     make(map[trace.Stack]stackLocations),
+		frames:     make(map[trace.Stack][]trace.StackFrame),
 		wallStart:  wallStart.UnixNano(),
 	}
 }
@@ -182,6 +223,7 @@ func (s *reading) read(r io.Reader) error {
 // finish counts the waits still open up to the last event read, and
 // returns the time the reading covered: from the first event to the last.
 func (s *reading) finish() time.Duration {
+	s.finishSlow()
 	for _, g := range s.goroutines {
 		if g.waiting && !s.w.full() {
 			g.waiting = false
@@ -219,7 +261,7 @@ func (s *reading) event(ev *trace.Event) {
 		}
 	case trace.EventLog:
 		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
-			s.spanSwitch(s.goroutine(ev.Goroutine()), l.Message)
+			s.spanSwitch(ev, s.goroutine(ev.Goroutine()), l.Message)
 		}
 	case trace.EventStateTransition:
 		st := ev.StateTransition()
@@ -233,8 +275,9 @@ func (s *reading) event(ev *trace.Event) {
 // spanSwitch applies a log record of the label wrapper, "now;before", to
 // g: the waits g had pending are linked to before, and its waits from now
 // on to now.
-func (s *reading) spanSwitch(g *goroutine, msg string) {
+func (s *reading) spanSwitch(ev *trace.Event, g *goroutine, msg string) {
 	now, before, _ := strings.Cut(msg, ";")
+	s.slowSpanSwitch(g, ev.Goroutine(), now, before, ev.Time(), ev.Stack())
 	if !g.known {
 		for _, i := range g.pending {
 			e := &s.w.events[i]
@@ -249,6 +292,9 @@ func (s *reading) spanSwitch(g *goroutine, msg string) {
 func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace.Time) {
 	id := st.Resource.Goroutine()
 	from, to := st.Goroutine()
+	if s.slow != nil {
+		s.slowTransition(ev, st, id, t)
+	}
 	switch {
 	case from == trace.GoNotExist && to == trace.GoRunnable:
 		// Created: the new goroutine starts in its creator's span.
@@ -257,7 +303,7 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 			g.known = true // the runtime's, in no span
 		} else {
 			creator := s.goroutine(ev.Goroutine())
-			g.span, g.known = creator.span, creator.known
+			g.span, g.known, g.root = creator.span, creator.known, creator.root
 		}
 	case to == trace.GoNotExist:
 		delete(s.goroutines, id)
@@ -289,8 +335,15 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 // add records g's wait, which ended at end.
 func (s *reading) add(g *goroutine, end trace.Time) {
 	w := s.w
-	if w.full() {
+	if w.full() || s.noWaits {
 		return
+	}
+	start, dur := s.wall(g.start), int64(end.Sub(g.start))
+	if s.waitsUntil != 0 {
+		if start >= s.waitsUntil {
+			return
+		}
+		dur = min(dur, s.waitsUntil-start)
 	}
 	k := s.kind(g.stack, g.reason, g.span)
 	if k < 0 {
@@ -299,7 +352,7 @@ func (s *reading) add(g *goroutine, end trace.Time) {
 	if !g.known {
 		g.pending = append(g.pending, int32(len(w.events)))
 	}
-	w.events = append(w.events, event{kind: k, start: s.wall(g.start), dur: int64(end.Sub(g.start))})
+	w.events = append(w.events, event{kind: k, start: start, dur: dur})
 	if w.full() {
 		// Reading stops here, as though the stretch had ended now.
 		s.truncated = true
@@ -333,26 +386,38 @@ func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 // kindOf returns the index of the kind of a wait on the window's locations
 // locs, for reason, in span, adding it when new.
 func (s *reading) kindOf(locs []int32, reason, span string) int32 {
-	w := s.w
-	s.stackKey = s.stackKey[:0]
+	return s.w.kindOf(&s.stackKey, locs, reason, span, func() []pprofdecode.Label {
+		return appendSpanLabels([]pprofdecode.Label{{Key: ReasonKey, Str: reason}}, span)
+	})
+}
+
+// kindOf returns the index of the kind of locs, reason and span, adding
+// it, with the labels mk returns, when new. key is scratch space.
+func (w *window) kindOf(key *[]byte, locs []int32, reason, span string, mk func() []pprofdecode.Label) int32 {
+	*key = (*key)[:0]
 	for _, l := range locs {
-		s.stackKey = binary.LittleEndian.AppendUint32(s.stackKey, uint32(l))
+		*key = binary.LittleEndian.AppendUint32(*key, uint32(l))
 	}
-	key := kindKey{stack: string(s.stackKey), reason: reason, span: span}
-	if k, ok := w.byKind[key]; ok {
+	kk := kindKey{stack: string(*key), reason: reason, span: span}
+	if k, ok := w.byKind[kk]; ok {
 		return k
 	}
 	k := int32(len(w.kinds))
-	lbls := []pprofdecode.Label{{Key: ReasonKey, Str: reason}}
+	w.kinds = append(w.kinds, kind{locations: locs, labels: mk()})
+	w.byKind[kk] = k
+	return k
+}
+
+// appendSpanLabels appends the labels that link a sample to span, the
+// wrapper's spelling of it, if it names one.
+func appendSpanLabels(lbls []pprofdecode.Label, span string) []pprofdecode.Label {
 	if traceID, spanID, rootID, ok := splitSpan(span); ok {
 		if rootID != "" {
 			lbls = append(lbls, pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: rootID})
 		}
 		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
 	}
-	w.kinds = append(w.kinds, kind{locations: locs, labels: lbls})
-	w.byKind[key] = k
-	return k
+	return lbls
 }
 
 // splitSpan splits the wrapper's spelling of a span (see
@@ -389,28 +454,34 @@ func (w *window) stack(stk trace.Stack) stackLocations {
 			return stackLocations{recorder: true}
 		}
 	}
+	return stackLocations{locs: w.locationsOf(stk.Frames())}
+}
+
+// locationsOf returns the locations of frames, leaf first, adding what is
+// new to the tables.
+func (t *tables) locationsOf(frames iter.Seq[trace.StackFrame]) []int32 {
 	var locs []int32
-	for f := range stk.Frames() {
-		l, ok := w.byFrame[f]
+	for f := range frames {
+		l, ok := t.byFrame[f]
 		if !ok {
 			fk := funcKey{f.Func, f.File}
-			fn, ok := w.byFunc[fk]
+			fn, ok := t.byFunc[fk]
 			if !ok {
-				fn = int32(len(w.functions))
-				w.functions = append(w.functions, pprofdecode.Function{Name: f.Func, SystemName: f.Func, Filename: f.File})
-				w.byFunc[fk] = fn
+				fn = int32(len(t.functions))
+				t.functions = append(t.functions, pprofdecode.Function{Name: f.Func, SystemName: f.Func, Filename: f.File})
+				t.byFunc[fk] = fn
 			}
-			l = int32(len(w.locations))
-			w.locations = append(w.locations, pprofdecode.Location{
+			l = int32(len(t.locations))
+			t.locations = append(t.locations, pprofdecode.Location{
 				Mapping: exeMappingIndex(f.PC),
 				Address: f.PC,
 				Lines:   []pprofdecode.Line{{Function: fn, Line: int64(f.Line)}},
 			})
-			w.byFrame[f] = l
+			t.byFrame[f] = l
 		}
 		locs = append(locs, l)
 	}
-	return stackLocations{locs: locs}
+	return locs
 }
 
 // SampleType is the one sample type of the profile: nanoseconds waited.
@@ -433,8 +504,8 @@ type built struct {
 // until the next build into b, and while w is not reset.
 func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdecode.Profile {
 	p := &b.profile
-	p.SampleTypes = append(p.SampleTypes[:0], SampleType)
-	p.DefaultSampleType = SampleType.Type
+	p.SampleTypes = append(p.SampleTypes[:0], w.sampleType)
+	p.DefaultSampleType = w.sampleType.Type
 	p.PeriodType = pprofdecode.ValueType{}
 	p.Period = 0
 	p.TimeNanos = start.UnixNano()

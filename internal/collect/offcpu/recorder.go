@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"runtime/trace"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +84,17 @@ type Config struct {
 	MaxGoroutines int
 	Logger        *slog.Logger
 	Stats         *Stats
+
+	// SlowThreshold is the least duration of a request explained as
+	// slow; MaxWatched bounds the requests watched at once, MaxSlow those
+	// a window explains; SlowTraceRate (bytes a second) and
+	// SlowTraceBurst (bytes) bound the trace read for them beyond the
+	// duty cycle. Zero takes the defaults.
+	SlowThreshold  time.Duration
+	MaxWatched     int
+	MaxSlow        int
+	SlowTraceRate  int
+	SlowTraceBurst int
 }
 
 // Recorder traces a duty cycle of every window and returns the window's
@@ -90,6 +103,11 @@ type Recorder struct {
 	cfg      Config
 	requests chan request
 	done     chan struct{}
+
+	// The tracker's reports, taken in by the recorder's goroutine.
+	inboxMu    sync.Mutex
+	inbox      []watchEvent
+	inboxReady chan struct{}
 
 	// Owned by the recorder's goroutine.
 	windows     [2]*window
@@ -110,6 +128,20 @@ type Recorder struct {
 	// readTotal counts the trace bytes read so far, and maxRead is the
 	// most read in one stretch.
 	readTotal, maxRead int
+
+	// slow is the watched requests; slowWin the window of their
+	// explanations, built into slowBuilt; slowProfile the last built.
+	slow        *slowState
+	slowWin     *window
+	slowBuilt   built
+	slowProfile *pprofdecode.Profile
+	// tokens are the trace bytes that may still be read for slow
+	// requests beyond the duty cycle, as of refilled.
+	tokens   float64
+	refilled time.Time
+	// sessionsFrom is when a watch session may next start, after one
+	// could not.
+	sessionsFrom time.Time
 }
 
 type request struct {
@@ -139,13 +171,33 @@ func Start(now time.Time, cfg Config) *Recorder {
 	if cfg.Stats == nil {
 		cfg.Stats = new(Stats)
 	}
+	if cfg.SlowThreshold <= 0 {
+		cfg.SlowThreshold = DefaultSlowThreshold
+	}
+	if cfg.MaxWatched <= 0 {
+		cfg.MaxWatched = DefaultMaxWatched
+	}
+	if cfg.MaxSlow <= 0 {
+		cfg.MaxSlow = DefaultMaxSlow
+	}
+	if cfg.SlowTraceRate <= 0 {
+		cfg.SlowTraceRate = DefaultSlowTraceRate
+	}
+	if cfg.SlowTraceBurst <= 0 {
+		cfg.SlowTraceBurst = DefaultSlowTraceBurst
+	}
 	r := &Recorder{
 		cfg:         cfg,
 		requests:    make(chan request),
 		done:        make(chan struct{}),
-		windows:     [2]*window{newWindow(cfg.MaxWaits), newWindow(cfg.MaxWaits)},
+		inboxReady:  make(chan struct{}, 1),
+		windows:     [2]*window{newWindow(cfg.MaxWaits, SampleType), newWindow(cfg.MaxWaits, SampleType)},
 		windowStart: now,
 		cycle:       cfg.Cycle,
+		slow:        newSlowState(&cfg),
+		slowWin:     newWindow(math.MaxInt, SlowSampleType),
+		tokens:      float64(cfg.SlowTraceBurst),
+		refilled:    now,
 	}
 	// The first stretch starts before Start returns, so that what the
 	// application does next is traced.
@@ -170,6 +222,67 @@ func (r *Recorder) Collect(now time.Time, last bool) (*pprofdecode.Profile, erro
 	return p, nil
 }
 
+var _ collect.SlowRecorder = (*Recorder)(nil)
+
+// Slow returns the slow-request profile of the window the last Collect
+// ended, nil when it explained no request; it is valid until the next
+// Collect.
+func (r *Recorder) Slow() *pprofdecode.Profile { return r.slowProfile }
+
+// Watch tells the recorder that a request, the local root span with the
+// given ids (its trace id's 32 hex digits and its span id's 16), begun at
+// start, has run long: the recorder traces it until it ends, within its
+// bounds. It never blocks; a report that finds the recorder's queue full
+// is dropped and counted.
+func (r *Recorder) Watch(ids string, start time.Time) {
+	r.post(watchEvent{ids: ids, start: start})
+}
+
+// Ended tells the recorder that a request it was told to watch ended:
+// when it lasted the slow-request threshold or longer, the window explains
+// it.
+func (r *Recorder) Ended(ids string, start, end time.Time) {
+	r.post(watchEvent{ids: ids, start: start, end: end, ended: true})
+}
+
+// maxInbox bounds the reports waiting for the recorder's goroutine.
+const maxInbox = 1024
+
+func (r *Recorder) post(e watchEvent) {
+	r.inboxMu.Lock()
+	if len(r.inbox) >= maxInbox {
+		r.inboxMu.Unlock()
+		r.cfg.Stats.SlowDropped.Add(1)
+		return
+	}
+	r.inbox = append(r.inbox, e)
+	r.inboxMu.Unlock()
+	select {
+	case r.inboxReady <- struct{}{}:
+	default:
+	}
+}
+
+// drain takes in the reports posted so far.
+func (r *Recorder) drain() {
+	r.inboxMu.Lock()
+	in := r.inbox
+	r.inbox = nil
+	r.inboxMu.Unlock()
+	for _, e := range in {
+		r.slow.apply(e)
+	}
+}
+
+// refill adds the trace bytes the budget earned since it was last
+// refilled, and returns what it holds.
+func (r *Recorder) refill() float64 {
+	now := time.Now()
+	r.tokens = min(r.tokens+now.Sub(r.refilled).Seconds()*float64(r.cfg.SlowTraceRate), float64(r.cfg.SlowTraceBurst))
+	r.refilled = now
+	return r.tokens
+}
+
 // stretch is a traced stretch under way.
 type stretch struct {
 	start  time.Time
@@ -179,6 +292,11 @@ type stretch struct {
 	// memory bound keeps the duty cycle.
 	rest time.Duration
 	sink *traceSink // nil when not traced
+	// watch marks a trace run for watched requests only, outside the
+	// duty cycle; first is the short trace before it, whose end gives
+	// the stacks of the goroutines already waiting (startTrace).
+	watch bool
+	first []byte
 }
 
 func (r *Recorder) startStretch() stretch {
@@ -194,11 +312,31 @@ func (r *Recorder) startStretch() stretch {
 		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxGoroutines))
 		return st
 	}
-	st.sink = r.startTrace()
+	st.sink, st.first = r.startTrace(r.slow.live > 0)
+	if st.sink == nil {
+		r.skip("tracer", "pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle")
+	}
 	return st
 }
 
-// tooMany reports whether n goroutines are too many to trace.
+// startWatch starts a trace for the watched requests, outside the duty
+// cycle; its sink is nil when the tracer could not be had.
+func (r *Recorder) startWatch() stretch {
+	st := stretch{start: time.Now(), length: watchStep, watch: true}
+	if r.tooMany(runtime.NumGoroutine()) {
+		return st
+	}
+	st.sink, st.first = r.startTrace(true)
+	return st
+}
+
+// watchStep is how often a trace run on for watched requests checks
+// whether they still need it, and minTokens the budget a new one needs.
+const (
+	watchStep = 50 * time.Millisecond
+	minTokens = 64 << 10
+)
+
 func (r *Recorder) tooMany(n int) bool {
 	return r.cfg.MaxGoroutines > 0 && n > r.cfg.MaxGoroutines
 }
@@ -230,26 +368,44 @@ func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64)
 	return length, length * (100 - d) / d
 }
 
+// wake says what ended a wait.
+type wake int
+
+const (
+	wakeTimer   wake = iota
+	wakeReady        // the sink has a generation, or is full
+	wakeWatch        // the tracker reported
+	wakeRequest      // a collection
+)
+
+type waitFunc func(d time.Duration, ready <-chan struct{}) (*request, wake)
+
 // loop runs duty cycles until the last collection: each cycle traces its
 // first part and rests for the remainder. A collection ends the cycle
-// under way, tracing included, and starts the next one.
+// under way, tracing included, and starts the next one. Watched requests
+// extend a stretch past its length, or are traced while it rests, within
+// the slow-request budget.
 func (r *Recorder) loop(st stretch) {
 	defer close(r.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	// wait waits d, or until a request or a value on ready (nil: none)
-	// comes, and returns the request, or whether ready woke it.
-	wait := func(d time.Duration, ready <-chan struct{}) (*request, bool) {
+	// wait waits d, or until a request, a report of the tracker (taken in
+	// at once) or a value on ready (nil: none) comes.
+	wait := func(d time.Duration, ready <-chan struct{}) (*request, wake) {
 		timer.Reset(d)
 		select {
 		case <-timer.C:
-			return nil, false
+			return nil, wakeTimer
 		case <-ready:
 			timer.Stop()
-			return nil, true
+			return nil, wakeReady
+		case <-r.inboxReady:
+			timer.Stop()
+			r.drain()
+			return nil, wakeWatch
 		case q := <-r.requests:
 			timer.Stop()
-			return &q, false
+			return &q, wakeRequest
 		}
 	}
 	for {
@@ -257,10 +413,10 @@ func (r *Recorder) loop(st stretch) {
 		if st.sink != nil {
 			q = r.record(st, wait)
 		} else {
-			q, _ = wait(st.length, nil)
+			q = r.rest(st.start.Add(st.length), wait)
 		}
 		if q == nil && st.rest > 0 {
-			q, _ = wait(time.Until(st.start.Add(st.length+st.rest)), nil)
+			q = r.rest(st.start.Add(st.length+st.rest), wait)
 		}
 		if q != nil {
 			q.reply <- r.flush(q.now)
@@ -269,6 +425,39 @@ func (r *Recorder) loop(st stretch) {
 			}
 		}
 		st = r.startStretch()
+	}
+}
+
+// rest waits until until, tracing the watched requests meanwhile when
+// the budget allows, and returns the collection request that ended it, if
+// one did.
+func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
+	for {
+		now := time.Now()
+		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.refill() >= minTokens {
+			st := r.startWatch()
+			if st.sink == nil {
+				// The tracer is someone else's, or too many goroutines:
+				// try again in a while, not at every report.
+				r.sessionsFrom = now.Add(time.Second)
+				r.slow.settle(0, false, now)
+			} else if q := r.record(st, wait); q != nil {
+				return q
+			}
+			continue
+		}
+		d := time.Until(until)
+		if d <= 0 {
+			return nil
+		}
+		if r.slow.live > 0 {
+			// Wake when the budget allows a trace again.
+			d = min(d, max(time.Duration((minTokens-r.tokens)/float64(r.cfg.SlowTraceRate)*float64(time.Second)), watchStep))
+		}
+		if q, _ := wait(d, nil); q != nil {
+			return q
+		}
+		r.slow.settle(0, false, time.Now())
 	}
 }
 
@@ -283,17 +472,35 @@ func (r *Recorder) loop(st stretch) {
 // trace.Start that comes first makes this fail, and the stretch is
 // skipped; one that comes while a stretch runs fails, for the rest of
 // that stretch, with "execution tracer already enabled".
-func (r *Recorder) startTrace() *traceSink {
+//
+// With first set, a short trace is started and stopped before the
+// stretch's, and returned: the runtime writes the stack of a goroutine
+// already waiting when a trace starts only at the end of the trace's
+// first generation, and only if the goroutine did not run until then
+// (go.dev/issue/65634), so a wait that ends within the first second would
+// have no stack; the short trace ends its generation at once.
+func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
+	var firstTrace []byte
+	if first {
+		fs := newTraceSink(int(r.cfg.MaxTraceBytes), int(r.cfg.MaxTraceBytes), [2][]byte{})
+		if err := trace.Start(fs); err != nil {
+			return nil, nil
+		}
+		stopTrace()
+		fs.close()
+		if header, gens := fs.take(); gens != nil {
+			firstTrace = append(header, gens...)
+		}
+	}
 	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs)
 	if err := trace.Start(sink); err != nil {
-		r.skip("tracer", "pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle", "error", err)
-		return nil
+		return nil, nil
 	}
 	if r.skipLogged != "" {
 		r.cfg.Logger.Info("pprofotel: off-CPU profiling resumed")
 		r.skipLogged = ""
 	}
-	return sink
+	return sink, firstTrace
 }
 
 // stopTrace ends a stretch's subscription to the trace. trace.Stop takes
@@ -317,10 +524,14 @@ func stopTrace() {
 // record traces the stretch st into the current window, parsing each
 // generation of the trace once the runtime completes it, until the
 // stretch's end, a collection, or the stretch's byte budget; it returns
-// the collection request that ended it, if one did.
-func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) (*request, bool)) *request {
+// the collection request that ended it, if one did. While watched
+// requests live and the slow-request budget allows, a stretch goes on
+// past its length, its waits ending there; a watch trace (st.watch) keeps
+// no waits at all.
+func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	w := r.windows[r.cur]
 	rd := w.newReading(st.start)
+	rd.slow = r.slow
 	end := st.start.Add(st.length)
 	var (
 		q   *request
@@ -328,7 +539,17 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 		err error
 		// abandon is set when what the sink holds is not to be read.
 		abandon bool
+		// extended is set once a duty stretch went on past its length
+		// for watched requests; charged counts the bytes offered that
+		// the slow-request budget was charged for.
+		extended bool
+		charged  int
 	)
+	if st.first != nil {
+		rd.noWaits = true
+		_ = rd.read(bytes.NewReader(st.first))
+	}
+	rd.noWaits = st.watch
 	parse := func() {
 		header, gens := st.sink.take()
 		if gens == nil || err != nil || rd.truncated {
@@ -337,11 +558,12 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 		if rerr := rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); rerr != nil {
 			err, cut = rerr, true
 		}
+		r.slow.settle(rd.wall(rd.last), true, time.Now())
 	}
 	for {
-		var ready bool
-		q, ready = wait(time.Until(end), st.sink.ready)
-		if ready {
+		var why wake
+		q, why = wait(time.Until(end), st.sink.ready)
+		if why == wakeReady {
 			parse()
 			if r.tooMany(runtime.NumGoroutine()) {
 				// Goroutines started during the stretch: the next
@@ -350,8 +572,24 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 				break
 			}
 		}
-		if q != nil || !time.Now().Before(end) || st.sink.isFull() || err != nil || rd.truncated {
+		if st.watch || extended {
+			offered := st.sink.offeredBytes()
+			r.refill()
+			r.tokens -= float64(offered - charged)
+			charged = offered
+		}
+		if q != nil || st.sink.isFull() || err != nil || rd.truncated {
 			break
+		}
+		if now := time.Now(); !now.Before(end) || st.watch && r.slow.live == 0 {
+			if r.slow.live == 0 || r.tokens <= 0 {
+				break
+			}
+			if !st.watch && !extended {
+				extended, charged = true, st.sink.offeredBytes()
+				rd.waitsUntil = end.UnixNano()
+			}
+			end = now.Add(watchStep)
 		}
 	}
 	// Stop returns once the runtime has handed the sink the generation
@@ -364,6 +602,10 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 	if !abandon {
 		parse()
 	}
+	if st.watch || extended {
+		r.refill()
+		r.tokens -= float64(offered - charged)
+	}
 	r.bufs = st.sink.buffers()
 	elapsed := stopped.Sub(st.start)
 	if elapsed > 0 && offered > 0 {
@@ -373,15 +615,24 @@ func (r *Recorder) record(st stretch, wait func(time.Duration, <-chan struct{}) 
 	}
 	read := st.sink.kept
 	covered := rd.finish()
+	r.slow.settle(0, false, stopped)
 	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)
-	// A whole stretch covers its wall-clock time, start-up of the tracer
-	// included (a wait cannot begin unseen in it); a cut one only what was
-	// read.
-	if cut || sinkCut || rd.truncated || st.sink.full {
+	switch {
+	case st.watch:
+		// Not part of the duty cycle: no waits, no time.
+	case cut || sinkCut || rd.truncated || st.sink.full:
+		// A whole stretch covers its wall-clock time, start-up of the
+		// tracer included (a wait cannot begin unseen in it); a cut one
+		// only what was read.
+		if extended {
+			covered = min(covered, st.length)
+		}
 		w.traced += covered
 		r.cfg.Stats.Truncated.Add(1)
-	} else {
+	case extended:
+		w.traced += st.length
+	default:
 		w.traced += elapsed
 	}
 	for i, b := range r.bufs {
@@ -409,6 +660,13 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 		scale = float64(length) / float64(w.traced)
 	}
 	p := w.build(&r.built, r.windowStart, now, scale)
+	r.slow.settle(0, false, now)
+	r.slowWin.reset()
+	r.slow.build(r.slowWin)
+	r.slowProfile = nil
+	if len(r.slowWin.events) > 0 {
+		r.slowProfile = r.slowWin.build(&r.slowBuilt, r.windowStart, now, 1)
+	}
 	if length >= minCycle {
 		r.cycle = min(r.cfg.Cycle, length)
 	}

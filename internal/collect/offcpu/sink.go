@@ -144,3 +144,10 @@ func (s *traceSink) isFull() bool {
 	defer s.mu.Unlock()
 	return s.full
 }
+
+// offeredBytes returns the bytes written to the sink so far, kept or not.
+func (s *traceSink) offeredBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.offered
+}

@@ -21,7 +21,7 @@ func TestSinkHandsOverWholeGenerations(t *testing.T) {
 	if err := trace.Start(sink); err != nil {
 		t.Fatal(err)
 	}
-	w := newWindow(DefaultMaxWaits)
+	w := newWindow(DefaultMaxWaits, SampleType)
 	rd := w.newReading(time.Now())
 	takes := 0
 	for range 3 {

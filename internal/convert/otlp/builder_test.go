@@ -644,6 +644,61 @@ func TestBuildTimedSamples(t *testing.T) {
 	}
 }
 
+// TestBuildSlowRequests sends the slow-request profile as the off-CPU
+// one: its own Profile, wall/nanoseconds with no period, one OTLP sample
+// per state and stack of a request, linked to the request's span, with a
+// value and a timestamp per interval; a request's values add up to its
+// duration.
+func TestBuildSlowRequests(t *testing.T) {
+	p := otlptest.SlowFixture(windowStart)
+	req := newTestBuilder().Build(windowStart, windowEnd, []otlp.Input{{Name: "slowrequests", Profile: p}})
+	if err := otlptest.Validate(req); err != nil {
+		t.Fatal(err)
+	}
+	v := view{t: t, req: req, d: req.Dictionary}
+	prof := v.profile("slowrequests", "wall")
+	strs := req.Dictionary.StringTable
+	if st := strs[prof.SampleType.GetTypeStrindex()] + "/" + strs[prof.SampleType.GetUnitStrindex()]; st != "wall/nanoseconds" {
+		t.Errorf("sample type %s, want wall/nanoseconds", st)
+	}
+	if pt := prof.PeriodType; pt.GetTypeStrindex() != 0 || pt.GetUnitStrindex() != 0 {
+		t.Errorf("period type %v, want none", pt)
+	}
+	perSpan := map[string]int64{}
+	var states []string
+	for _, s := range prof.Samples {
+		l := req.Dictionary.LinkTable[s.LinkIndex]
+		id := fmt.Sprintf("%x/%x", l.TraceId, l.SpanId)
+		var sum int64
+		for _, x := range s.Values {
+			sum += x
+		}
+		if len(s.TimestampsUnixNano) != len(s.Values) {
+			t.Errorf("%d values, %d timestamps", len(s.Values), len(s.TimestampsUnixNano))
+		}
+		perSpan[id] += sum
+		states = append(states, fmt.Sprint(v.attrs(s.AttributeIndices)))
+	}
+	want := map[string]int64{
+		otlptest.FixtureTraceID + "/" + otlptest.FixtureSpanID:         int64(250 * time.Millisecond),
+		otlptest.SlowFixtureTraceID + "/" + otlptest.SlowFixtureSpanID: int64(120 * time.Millisecond),
+	}
+	if !reflect.DeepEqual(perSpan, want) {
+		t.Errorf("wall time per span %v, want %v", perSpan, want)
+	}
+	wantStates := []string{
+		"[before_trace=true endpoint=/lock goroutine_state=off_cpu wait_reason=sync]",
+		"[endpoint=/lock goroutine_state=off_cpu wait_reason=sync]",
+		"[endpoint=/lock goroutine_state=runnable]",
+		"[endpoint=/lock goroutine_state=on_cpu]",
+		"[endpoint=/cpu goroutine_state=on_cpu]",
+		"[endpoint=/cpu goroutine_state=off_cpu wait_reason=network]",
+	}
+	if !reflect.DeepEqual(states, wantStates) {
+		t.Errorf("attributes\n got %q\nwant %q", states, wantStates)
+	}
+}
+
 // TestBuildProfileSpan gives one input a time range of its own, as the CPU
 // profile has under a duty cycle: its Profiles state that range, the
 // others the window.

@@ -25,6 +25,22 @@ const (
 // profiles with the same sample types, such as mutex and block.
 const ProfileName = "pprofotel.profile.name"
 
+// Sample attributes of the off-CPU and slow-request profiles, which
+// package internal/collect/offcpu writes and pprofotel slow reads.
+const (
+	// WaitReason is why a goroutine waited, as the execution trace names
+	// it ("chan receive", "select", "sync", "network", "sleep",
+	// "syscall", "preempted", ...).
+	WaitReason = "wait_reason"
+	// GoroutineState is what a slow request's goroutine did: "on_cpu",
+	// "off_cpu", "runnable", or "untraced" for a part no trace covered.
+	GoroutineState = "goroutine_state"
+	// BeforeTrace marks, with "true", the part of a slow request before
+	// the tracer started, attributed to the state the trace found its
+	// goroutine in.
+	BeforeTrace = "before_trace"
+)
+
 // LocationIsFolded marks a folded pprof location.
 const LocationIsFolded = "pprof.location.is_folded"
 

@@ -13,7 +13,8 @@ type ValueType struct {
 type SampleType struct {
 	// Profile is the runtime profile: "cpu", "heap", "goroutine",
 	// "mutex", "block", "offcpu" or "goroutineleak"; or "requests", the
-	// profiler's request counts.
+	// profiler's request counts, or "slowrequests", the off-CPU
+	// recorder's slow-request explanations.
 	Profile string
 	// Pprof and PprofPeriod are the sample type and period type as
 	// runtime/pprof writes them.
@@ -83,6 +84,12 @@ var SampleTypes = []SampleType{
 	// off_cpu profile.
 	{Profile: "offcpu", Pprof: ValueType{"off_cpu", "nanoseconds"},
 		Sample: ValueType{"off_cpu", "nanoseconds"}},
+	// The slow-request profile, which comes with the off-CPU one: the wall
+	// time of each slow request, by what its goroutine did, one value and
+	// one timestamp per interval. Not in the OTEP's list; no period type,
+	// as the off-CPU profile (Pyroscope: wall:wall:nanoseconds::).
+	{Profile: "slowrequests", Pprof: ValueType{"wall", "nanoseconds"},
+		Sample: ValueType{"wall", "nanoseconds"}},
 	// Not in the OTEP's list, and distinct from goroutine/count by either
 	// reading: sent as the runtime writes it (Pyroscope shows it as
 	// goroutineleak:goroutineleak:count:goroutineleak:count).

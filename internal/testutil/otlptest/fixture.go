@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -196,4 +197,64 @@ func OffCPUFixture(start time.Time) *pprofdecode.Profile {
 				Events: []pprofdecode.Event{{Value: 7, TimeNanos: at(40)}}},
 		},
 	}
+}
+
+// Values used by SlowFixture: its second request's ids.
+const (
+	SlowFixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	SlowFixtureSpanID  = "00f067aa0ba902b7"
+)
+
+// SlowFixture returns a slow-request profile of two requests in the
+// second after start, as the off-CPU recorder builds it: one of 250 ms on
+// endpoint /lock (FixtureTraceID, FixtureSpanID), 200 ms of it waiting on
+// a mutex under main.handleLock (the first 50 ms before the trace began),
+// 10 ms runnable and 40 ms on CPU; and one of 120 ms on /cpu, 100 ms on
+// CPU in main.hash and 20 ms waiting on the network. Each interval is an
+// event with its start time.
+func SlowFixture(start time.Time) *pprofdecode.Profile {
+	at := func(ms int64) int64 { return start.Add(time.Duration(ms) * time.Millisecond).UnixNano() }
+	const ms = int64(time.Millisecond)
+	fns := []string{"main.main", "main.handleLock", "sync.(*Mutex).Lock", "main.handleCPU", "main.hash", "internal/poll.(*FD).Read"}
+	p := &pprofdecode.Profile{
+		SampleTypes:       []pprofdecode.ValueType{{Type: "wall", Unit: "nanoseconds"}},
+		DefaultSampleType: "wall",
+		TimeNanos:         start.UnixNano(),
+		DurationNanos:     int64(time.Second),
+	}
+	for i, f := range fns {
+		p.Functions = append(p.Functions, pprofdecode.Function{Name: f, SystemName: f, Filename: "main.go"})
+		p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Address: uint64(0x1000 * (i + 1)),
+			Lines: []pprofdecode.Line{{Function: int32(i), Line: int64(10 * (i + 1))}}})
+	}
+	lbl := func(ids [2]string, endpoint, state, reason string, before bool) []pprofdecode.Label {
+		l := []pprofdecode.Label{{Key: "goroutine_state", Str: state}}
+		if reason != "" {
+			l = append(l, pprofdecode.Label{Key: "wait_reason", Str: reason})
+		}
+		if before {
+			l = append(l, pprofdecode.Label{Key: "before_trace", Str: "true"})
+		}
+		l = append(l, pprofdecode.Label{Key: requests.EndpointKey, Str: endpoint})
+		return append(l, pprofdecode.Label{Key: labels.SpanIDKey, Str: ids[1]}, pprofdecode.Label{Key: labels.TraceIDKey, Str: ids[0]})
+	}
+	lock := [2]string{FixtureTraceID, FixtureSpanID}
+	cpu := [2]string{SlowFixtureTraceID, SlowFixtureSpanID}
+	sample := func(locs []int32, l []pprofdecode.Label, events ...pprofdecode.Event) pprofdecode.Sample {
+		var v int64
+		for _, e := range events {
+			v += e.Value
+		}
+		return pprofdecode.Sample{Locations: locs, Labels: l, Values: []int64{v}, Events: events}
+	}
+	p.Samples = []pprofdecode.Sample{
+		sample([]int32{2, 1, 0}, lbl(lock, "/lock", "off_cpu", "sync", true), pprofdecode.Event{Value: 50 * ms, TimeNanos: at(0)}),
+		sample([]int32{2, 1, 0}, lbl(lock, "/lock", "off_cpu", "sync", false), pprofdecode.Event{Value: 150 * ms, TimeNanos: at(50)}),
+		sample([]int32{2, 1, 0}, lbl(lock, "/lock", "runnable", "", false), pprofdecode.Event{Value: 10 * ms, TimeNanos: at(200)}),
+		sample([]int32{1, 0}, lbl(lock, "/lock", "on_cpu", "", false),
+			pprofdecode.Event{Value: 15 * ms, TimeNanos: at(210)}, pprofdecode.Event{Value: 25 * ms, TimeNanos: at(225)}),
+		sample([]int32{4, 3, 0}, lbl(cpu, "/cpu", "on_cpu", "", false), pprofdecode.Event{Value: 100 * ms, TimeNanos: at(300)}),
+		sample([]int32{5, 3, 0}, lbl(cpu, "/cpu", "off_cpu", "network", false), pprofdecode.Event{Value: 20 * ms, TimeNanos: at(400)}),
+	}
+	return p
 }

@@ -1,0 +1,554 @@
+package offcpu
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/exp/trace"
+
+	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// Defaults of the slow-request explanations (docs/slow-requests.md has the
+// figures they come from).
+const (
+	// DefaultSlowThreshold is the least duration of a request explained as
+	// slow.
+	DefaultSlowThreshold = collect.DefaultSlowThreshold
+	// DefaultMaxWatched bounds the requests watched at once; a request
+	// that turns long while as many are watched is not.
+	DefaultMaxWatched = 16
+	// DefaultMaxSlow bounds the requests a window explains: the slowest
+	// are kept.
+	DefaultMaxSlow = 100
+	// DefaultSlowTraceRate is the trace, in bytes a second on average,
+	// that the recorder reads for slow requests beyond its duty cycle;
+	// DefaultSlowTraceBurst is how much of it may be spent at once. At the
+	// 9 MB of trace the recorder handles per CPU-second, and the
+	// tracer's own hooks at 0.6 of that, 64 KiB/s is about 1 % of a CPU.
+	DefaultSlowTraceRate  = 64 << 10
+	DefaultSlowTraceBurst = 2 << 20
+	// maxIntervals bounds the intervals kept of one goroutine of a
+	// watched request; maxPending those kept of goroutines whose span is
+	// not known yet, in all.
+	maxIntervals = 4096
+	maxPending   = 32768
+	// maxWatchAge drops a watched request whose end never came.
+	maxWatchAge = 10 * time.Minute
+	// foldGap is the longest gap between two intervals, or at the ends,
+	// taken as part of the interval before: the time between two traces
+	// of a session, or between a span's end record and its End.
+	foldGap = int64(2 * time.Millisecond)
+	// startPause is how far into a goroutine's timeline its state as the
+	// trace found it is looked for.
+	startPause = int64(10 * time.Millisecond)
+)
+
+// The slow-request profile's sample type and attributes.
+var SlowSampleType = pprofdecode.ValueType{Type: "wall", Unit: "nanoseconds"}
+
+const (
+	// StateKey is the label that says what the request's goroutine did:
+	// one of stateNames.
+	StateKey = otlpattr.GoroutineState
+	// BeforeTraceKey marks, with the value "true", the part of a request
+	// before the tracer started, attributed to the state the trace found
+	// its goroutine in at the start.
+	BeforeTraceKey = otlpattr.BeforeTrace
+)
+
+// gstate is what a goroutine does, as the slow-request profile tells it.
+type gstate uint8
+
+const (
+	stateNone gstate = iota
+	stateRunning
+	stateWaiting
+	stateRunnable
+	// stateUntraced is a part of a request that no trace covered.
+	stateUntraced
+)
+
+// stateNames are the values of StateKey.
+var stateNames = [...]string{"", "on_cpu", "off_cpu", "runnable", "untraced"}
+
+// interval is a stretch of time a goroutine spent in one state, in
+// Unix nanoseconds.
+type interval struct {
+	start, end int64
+	state      gstate
+	reason     string
+	frames     []trace.StackFrame
+}
+
+func (iv *interval) sameKind(o *interval) bool {
+	return iv.state == o.state && iv.reason == o.reason && slices.Equal(iv.frames, o.frames)
+}
+
+// timeline is the intervals of one goroutine, in order.
+type timeline struct {
+	intervals []interval
+	// cut is set when intervals were left out past maxIntervals.
+	cut bool
+}
+
+// add appends iv, joined to the last interval when of the same kind and
+// adjacent; it reports false when the timeline is full.
+func (t *timeline) add(iv interval) bool {
+	if n := len(t.intervals); n > 0 {
+		last := &t.intervals[n-1]
+		if last.end == iv.start && last.sameKind(&iv) {
+			last.end = iv.end
+			return true
+		}
+	}
+	if len(t.intervals) >= maxIntervals {
+		t.cut = true
+		return false
+	}
+	t.intervals = append(t.intervals, iv)
+	return true
+}
+
+// watch is a request the recorder watches: a local root span that ran
+// long.
+type watch struct {
+	ids   string // trace id and span id, 48 hex digits
+	start time.Time
+	end   time.Time
+	ended bool
+	// goroutines are the timelines of the goroutines seen in the
+	// request; end is the one that left it (its End), when seen.
+	goroutines map[trace.GoID]*timeline
+	endG       trace.GoID
+	hasEndG    bool
+}
+
+func (w *watch) rootID() string { return w.ids[32:] }
+
+// slowState is the recorder's watched requests and explanations. It is
+// owned by the recorder's goroutine.
+type slowState struct {
+	threshold  time.Duration
+	maxWatched int
+	maxSlow    int
+	stats      *Stats
+
+	byRoot map[string]*watch // by root span id, 16 hex digits
+	// gen changes whenever byRoot does, so that a goroutine's cached
+	// watch is looked up again.
+	gen  int
+	live int
+	// explained are the window's slow requests, explained.
+	explained []explanation
+}
+
+func newSlowState(cfg *Config) *slowState {
+	return &slowState{
+		threshold:  cfg.SlowThreshold,
+		maxWatched: cfg.MaxWatched,
+		maxSlow:    cfg.MaxSlow,
+		stats:      cfg.Stats,
+		byRoot:     make(map[string]*watch),
+	}
+}
+
+// watchEvent is a request turning long, or a watched one ending, as the
+// request tracker reports it.
+type watchEvent struct {
+	ids        string
+	start, end time.Time
+	ended      bool
+}
+
+// apply takes in a tracker's report.
+func (ss *slowState) apply(e watchEvent) {
+	if len(e.ids) != 48 {
+		return
+	}
+	root := e.ids[32:]
+	w := ss.byRoot[root]
+	if !e.ended {
+		if w != nil {
+			return
+		}
+		if ss.live >= ss.maxWatched {
+			ss.stats.SlowDropped.Add(1)
+			return
+		}
+		ss.byRoot[root] = &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		ss.live++
+		ss.gen++
+		return
+	}
+	if w == nil || w.ended {
+		return
+	}
+	w.ended, w.end = true, e.end
+	if !w.start.IsZero() && e.start.Before(w.start) || w.start.IsZero() {
+		w.start = e.start
+	}
+	ss.live--
+}
+
+// watching reports whether any request is watched: the reading then keeps
+// the goroutines' timelines.
+func (ss *slowState) watching() bool { return ss != nil && len(ss.byRoot) > 0 }
+
+// settle explains the ended requests whose end the trace has been read
+// past (reach, Unix nanoseconds), or all ended ones when no trace runs,
+// and forgets them; a watched request that never ended is dropped after
+// maxWatchAge.
+func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
+	for root, w := range ss.byRoot {
+		switch {
+		case w.ended && (!tracing || w.end.UnixNano() <= reach):
+			if w.end.Sub(w.start) >= ss.threshold {
+				ss.explain(w)
+			}
+		case !w.ended && now.Sub(w.start) > maxWatchAge:
+			ss.live--
+			ss.stats.SlowDropped.Add(1)
+		default:
+			continue
+		}
+		delete(ss.byRoot, root)
+		ss.gen++
+	}
+}
+
+// explanation is one slow request's wall time, part by part.
+type explanation struct {
+	ids   string
+	dur   time.Duration
+	parts []part
+}
+
+// part is an interval of an explanation; before marks the part before
+// the trace began.
+type part struct {
+	interval
+	before bool
+}
+
+// explain builds w's explanation from its goroutine's timeline: the one
+// that ended its span, else the one seen longest.
+func (ss *slowState) explain(w *watch) {
+	tl := w.goroutines[w.endG]
+	if !w.hasEndG {
+		var best int64
+		for _, t := range w.goroutines {
+			var d int64
+			for _, iv := range t.intervals {
+				d += iv.end - iv.start
+			}
+			if d > best {
+				tl, best = t, d
+			}
+		}
+	}
+	parts := explainParts(tl, w.start.UnixNano(), w.end.UnixNano())
+	if parts == nil {
+		ss.stats.SlowDropped.Add(1)
+		return
+	}
+	ss.explained = append(ss.explained, explanation{ids: w.ids, dur: w.end.Sub(w.start), parts: parts})
+}
+
+// explainParts lays tl over [start, end): the part before the first
+// interval is the first interval's state, marked as before the trace; a
+// gap longer than foldGap is untraced, a shorter one joins the interval
+// before. The parts add up to end - start. nil when tl holds nothing in
+// the range.
+func explainParts(tl *timeline, start, end int64) []part {
+	if tl == nil {
+		return nil
+	}
+	ivs := slices.Clone(tl.intervals)
+	slices.SortFunc(ivs, func(a, b interval) int { return int(min(max(a.start-b.start, -1), 1)) })
+	// The state a trace found the goroutine in stands for the time before
+	// it: the first one not runnable within its first moments, since
+	// starting the tracer stops the world and leaves every goroutine that
+	// ran runnable.
+	first := 0
+	for i, iv := range ivs {
+		if iv.start-ivs[0].start > startPause {
+			break
+		}
+		if iv.state != stateRunnable && iv.end > start {
+			first = i
+			break
+		}
+	}
+	var parts []part
+	at := start
+	for _, iv := range ivs {
+		iv.start, iv.end = max(iv.start, at), min(iv.end, end)
+		if iv.end <= iv.start {
+			continue
+		}
+		if len(parts) == 0 {
+			if iv.start-at <= foldGap {
+				iv.start = at
+			} else {
+				f := ivs[first]
+				parts = append(parts, part{interval: interval{start: at, end: iv.start, state: f.state, reason: f.reason, frames: f.frames}, before: true})
+			}
+		} else if gap := iv.start - at; gap > foldGap {
+			last := parts[len(parts)-1]
+			parts = append(parts, part{interval: interval{start: at, end: iv.start, state: stateUntraced, frames: last.frames}})
+		} else if gap > 0 {
+			parts[len(parts)-1].end = iv.start
+		}
+		parts = append(parts, part{interval: iv})
+		at = iv.end
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if gap := end - at; gap > foldGap {
+		last := parts[len(parts)-1]
+		parts = append(parts, part{interval: interval{start: at, end: end, state: stateUntraced, frames: last.frames}})
+	} else if gap > 0 {
+		parts[len(parts)-1].end = end
+	}
+	return parts
+}
+
+// build builds the window's explanations, the slowest maxSlow of them,
+// into w, and forgets them; the others are counted as dropped.
+func (ss *slowState) build(w *window) {
+	slices.SortFunc(ss.explained, func(a, b explanation) int { return int(min(max(b.dur-a.dur, -1), 1)) })
+	if n := len(ss.explained); n > ss.maxSlow {
+		ss.stats.SlowDropped.Add(int64(n - ss.maxSlow))
+		ss.explained = ss.explained[:ss.maxSlow]
+	}
+	var key []byte
+	for _, e := range ss.explained {
+		for _, p := range e.parts {
+			locs := w.locationsOf(slices.Values(p.frames))
+			attrs := stateNames[p.state] + ";" + p.reason
+			if p.before {
+				attrs += ";before"
+			}
+			k := w.kindOf(&key, locs, attrs, e.ids, func() []pprofdecode.Label {
+				lbls := []pprofdecode.Label{{Key: StateKey, Str: stateNames[p.state]}}
+				if p.reason != "" {
+					lbls = append(lbls, pprofdecode.Label{Key: ReasonKey, Str: p.reason})
+				}
+				if p.before {
+					lbls = append(lbls, pprofdecode.Label{Key: BeforeTraceKey, Str: "true"})
+				}
+				// The request's own span is its root: the collector
+				// turns the root's id into the request's endpoint.
+				return append(lbls,
+					pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: e.ids[32:]},
+					pprofdecode.Label{Key: labels.SpanIDKey, Str: e.ids[32:]},
+					pprofdecode.Label{Key: labels.TraceIDKey, Str: e.ids[:32]})
+			})
+			w.events = append(w.events, event{kind: k, start: p.start, dur: p.end - p.start})
+		}
+	}
+	ss.stats.SlowExplained.Add(int64(len(ss.explained)))
+	clear(ss.explained)
+	ss.explained = ss.explained[:0]
+}
+
+// reasonFromStack names the wait of a goroutine found waiting when the
+// trace began, whose status carries its stack but no reason, as the trace
+// names the reason of a wait it sees begin: from the runtime function
+// the goroutine parked in.
+func reasonFromStack(frames []trace.StackFrame) string {
+	for _, f := range frames {
+		fn := f.Func
+		switch {
+		case strings.HasSuffix(fn, "runtime_SemacquireMutex"), strings.HasSuffix(fn, "runtime_SemacquireRWMutex"),
+			strings.HasSuffix(fn, "runtime_SemacquireRWMutexR"), strings.HasSuffix(fn, "runtime_SemacquireWaitGroup"),
+			strings.HasSuffix(fn, "sync.runtime_Semacquire"):
+			return "sync"
+		case strings.HasSuffix(fn, "runtime_notifyListWait"):
+			return "sync.(*Cond).Wait"
+		case fn == "runtime.chanrecv":
+			return "chan receive"
+		case fn == "runtime.chansend":
+			return "chan send"
+		case fn == "runtime.selectgo":
+			return "select"
+		case fn == "time.Sleep":
+			return "sleep"
+		case strings.HasSuffix(fn, "runtime_pollWait"):
+			return "network"
+		}
+	}
+	return ""
+}
+
+// framesOf returns the frames of stk, leaf first, one slice per stack of
+// the reading.
+func (s *reading) framesOf(stk trace.Stack) []trace.StackFrame {
+	if stk == trace.NoStack {
+		return nil
+	}
+	f, ok := s.frames[stk]
+	if !ok {
+		f = slices.Collect(stk.Frames())
+		s.frames[stk] = f
+	}
+	return f
+}
+
+// target returns the timeline g's intervals go to: its watched request's,
+// pending while its span is not known, or nil.
+func (s *reading) target(g *goroutine, id trace.GoID) *timeline {
+	if g.known {
+		if g.wgen != s.slow.gen {
+			g.wgen, g.wt = s.slow.gen, nil
+			if g.root != "" {
+				g.wt = s.slow.byRoot[g.root]
+			}
+		}
+		if g.wt == nil {
+			return nil
+		}
+		tl := g.wt.goroutines[id]
+		if tl == nil {
+			tl = new(timeline)
+			g.wt.goroutines[id] = tl
+		}
+		return tl
+	}
+	if g.pend == nil {
+		if s.pending >= maxPending {
+			return nil
+		}
+		g.pend = new(timeline)
+	}
+	return g.pend
+}
+
+// closeInterval ends g's current interval at t (Unix nanoseconds); a
+// running one takes stk, the stack where it stopped. It is kept when a
+// request watches the goroutine, or may.
+func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.Stack) {
+	if g.st == stateNone || t <= g.since {
+		return
+	}
+	if s.slow.watching() {
+		if tl := s.target(g, id); tl != nil {
+			if g.st != stateRunning {
+				stk = g.sstk
+			}
+			frames := s.framesOf(stk)
+			reason := g.sreason
+			if g.st == stateWaiting && reason == "" {
+				reason = reasonFromStack(frames)
+			}
+			n := len(tl.intervals)
+			tl.add(interval{start: g.since, end: t, state: g.st, reason: reason, frames: frames})
+			if !g.known {
+				s.pending += len(tl.intervals) - n
+			}
+		}
+	}
+	g.since = t
+}
+
+// slowTransition follows g's state for the slow-request timelines. It
+// runs on every transition, so that a request watched later finds its
+// goroutine's state, but creates no goroutine from a status unless a
+// request is watched.
+func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id trace.GoID, t trace.Time) {
+	from, to := st.Goroutine()
+	wall := s.wall(t)
+	g := s.goroutines[id]
+	if g == nil {
+		if from == trace.GoUndetermined && !s.slow.watching() {
+			return
+		}
+		g = s.goroutine(id)
+	}
+	if from == trace.GoUndetermined && g.st != stateNone {
+		// A generation restates what is known: a goroutine runnable
+		// after running was stopped with the world as the trace began.
+		return
+	}
+	// The goroutine's own stack, when it made the transition itself;
+	// an unblocking is the unblocker's event.
+	stk := trace.NoStack
+	if from == trace.GoRunning || from == trace.GoSyscall || from == trace.GoUndetermined {
+		stk = st.Stack
+		if stk == trace.NoStack && from != trace.GoUndetermined {
+			stk = ev.Stack()
+		}
+	}
+	if g.st == stateRunning && stk == trace.NoStack && (to == trace.GoRunnable || to == trace.GoRunning) {
+		// Stopped where the trace does not say (the world stopped to
+		// start it): the running goes on until a stop that does.
+		return
+	}
+	s.closeInterval(g, id, wall, stk)
+	g.since = wall
+	switch to {
+	case trace.GoRunning:
+		g.st, g.sreason, g.sstk = stateRunning, "", trace.NoStack
+	case trace.GoWaiting:
+		g.st, g.sreason, g.sstk = stateWaiting, st.Reason, stk
+	case trace.GoSyscall:
+		g.st, g.sreason, g.sstk = stateWaiting, ReasonSyscall, stk
+	case trace.GoRunnable:
+		// Woken: ready to run again where it waited. Preempted: where it
+		// stopped.
+		if from != trace.GoWaiting {
+			g.sstk = stk
+		}
+		g.st, g.sreason = stateRunnable, ""
+	default:
+		g.st = stateNone
+	}
+}
+
+// slowSpanSwitch ends g's interval at a span record (the running goroutine
+// wrote it; stk is where) and moves what it kept while its span was not
+// known to the request the record says it was in. A record leaving a
+// request's root for another marks the goroutine that ended it.
+func (s *reading) slowSpanSwitch(g *goroutine, id trace.GoID, now, before string, t trace.Time, stk trace.Stack) {
+	_, _, nowRoot, _ := splitSpan(now)
+	_, _, beforeRoot, _ := splitSpan(before)
+	if s.slow.watching() {
+		s.closeInterval(g, id, s.wall(t), stk)
+		w := s.slow.byRoot[beforeRoot]
+		if !g.known && g.pend != nil {
+			if w != nil {
+				tl := w.goroutines[id]
+				if tl == nil {
+					tl = new(timeline)
+					w.goroutines[id] = tl
+				}
+				tl.intervals = append(tl.intervals, g.pend.intervals...)
+				tl.cut = tl.cut || g.pend.cut
+			}
+			s.pending -= len(g.pend.intervals)
+			g.pend = nil
+		}
+		if w != nil && nowRoot != beforeRoot {
+			w.endG, w.hasEndG = id, true
+		}
+	}
+	g.root, g.wgen = nowRoot, -1
+}
+
+// finishSlow ends every goroutine's interval at the reading's last event.
+func (s *reading) finishSlow() {
+	if !s.slow.watching() {
+		return
+	}
+	end := s.wall(s.last)
+	for id, g := range s.goroutines {
+		s.closeInterval(g, id, end, trace.NoStack)
+		g.st = stateNone
+	}
+}
