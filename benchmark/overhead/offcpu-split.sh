@@ -20,6 +20,7 @@
 # of pprofotel.
 # Usage: ./offcpu-split.sh DIR...
 set -eu
+. "$(dirname "$0")/alloc-share.sh"
 for d in "$@"; do
 	perf script -i "$d/perf.data" -F period,ip,sym --no-demangle 2>/dev/null | awk -v run="$d" '
 	function flush() {
@@ -31,7 +32,7 @@ for d in "$@"; do
 			f = fr[i]
 			if (first == "" && f ~ gc) first = "gc"
 			if (first == "" && f ~ tr) first = "trace"
-			if (f ~ /internal\/offcpu\.\(\*Recorder\)/) rec = 1
+			if (f ~ /internal\/collect\/offcpu\.\(\*Recorder\)/) rec = 1
 			else if (f ~ /^github\.com\/pprofotel\/profiler/) sdk = 1
 			if (f ~ /^runtime\/trace\./) reader = 1
 		}
@@ -55,13 +56,9 @@ for d in "$@"; do
 		printf "\n"
 	}'
 	if [ -f "$d/allocs.2" ]; then
-		share() {
-			go tool pprof -sample_index=alloc_space -unit=B -nodefraction=0 -nodecount=1000000 -top -base "$d/allocs.1" "$@" "$d/allocs.2" 2>/dev/null |
-				sed -n 's/^Showing nodes accounting for \([0-9.]*\)B, .* of \([0-9.]*\)B total$/\1 \2/p'
-		}
 		printf '%s: allocated %s B during the load; recorder %s B; rest of pprofotel %s B\n' "$d" \
-			"$(share | cut -d' ' -f2)" \
-			"$(share -focus='offcpu\.\(\*Recorder\)' | cut -d' ' -f1)" \
-			"$(share -focus='^github\.com/pprofotel/profiler' -ignore='offcpu\.\(\*Recorder\)' | cut -d' ' -f1)"
+			"$(alloc_share "$d" | cut -d' ' -f2)" \
+			"$(alloc_share "$d" -focus='offcpu\.\(\*Recorder\)' | cut -d' ' -f1)" \
+			"$(alloc_share "$d" -focus='^github\.com/pprofotel/profiler' -ignore='offcpu\.\(\*Recorder\)' | cut -d' ' -f1)"
 	fi
 done

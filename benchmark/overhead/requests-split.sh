@@ -9,8 +9,10 @@
 #   window   the collector's use of it: endpoints given to samples
 #            (labelEndpoints), the requests profile, ending the tracker's
 #            window
-#   slow     the slow-request capture in the off-CPU recorder (functions
-#            named slow or watch in internal/collect/offcpu)
+#   slow     the slow-request capture's own code in the off-CPU recorder
+#            (watching, the requests' timelines, explaining them); the
+#            stretches it traces are parsed by the recorder's common code,
+#            counted under offcpu and by offcpu-split.sh
 #   labels   package labels as a whole (what a wrapped span costs, the
 #            request hooks inlined into it included): compare with a
 #            -baseline recording
@@ -20,6 +22,7 @@
 # start and end).
 # Usage: ./requests-split.sh DIR...
 set -eu
+. "$(dirname "$0")/alloc-share.sh"
 for d in "$@"; do
 	perf script -i "$d/perf.data" -F period,ip,sym --no-demangle 2>/dev/null | awk -v run="$d" '
 	function flush() {
@@ -30,12 +33,15 @@ for d in "$@"; do
 			f = fr[i]
 			if (f ~ /internal\/collect\/requests\./) hit["tracker"] = 1
 			if (f ~ /internal\/collect\.(labelEndpoints|requestsProfile|\(\*Collector\)\.endRequests)/) hit["window"] = 1
-			if (f ~ /internal\/collect\/offcpu\..*([Ss]low|[Ww]atch)/) hit["slow"] = 1
+			if (f ~ slow) hit["slow"] = 1
 			if (f ~ /^github\.com\/pprofotel\/profiler\/labels\./) hit["labels"] = 1
 			if (f ~ /internal\/collect\/offcpu\./) hit["offcpu"] = 1
 		}
 		for (h in hit) c[h] += w
 		n = 0
+	}
+	BEGIN {
+		slow = "internal/collect/offcpu\\.(\\(\\*Recorder\\)\\.(Watch|Ended|post|drain|refill|startWatch|rest)|\\(\\*slowState\\)|\\(\\*timeline\\)|\\(\\*interval\\)|\\(\\*watch\\)|explainParts|reasonFromStack|\\(\\*reading\\)\\.(slow|target|closeInterval|framesOf|finishSlow))"
 	}
 	/^[ \t]*[0-9]+[ \t]*$/ { flush(); w = $1; next }
 	NF >= 2 { fr[++n] = $2; next }
@@ -47,13 +53,9 @@ for d in "$@"; do
 		printf "\n"
 	}'
 	if [ -f "$d/allocs.2" ]; then
-		share() {
-			go tool pprof -sample_index=alloc_space -unit=B -nodefraction=0 -nodecount=1000000 -top -base "$d/allocs.1" "$@" "$d/allocs.2" 2>/dev/null |
-				sed -n 's/^Showing nodes accounting for \([0-9.]*\)B, .* of \([0-9.]*\)B total$/\1 \2/p'
-		}
 		printf '%s: allocated %s B during the load; tracker %s B; slow-request capture %s B\n' "$d" \
-			"$(share | cut -d' ' -f2)" \
-			"$(share -focus='internal/collect/requests\.' | cut -d' ' -f1)" \
-			"$(share -focus='internal/collect/offcpu\..*([Ss]low|[Ww]atch)' | cut -d' ' -f1)"
+			"$(alloc_share "$d" | cut -d' ' -f2)" \
+			"$(alloc_share "$d" -focus='internal/collect/requests\.' | cut -d' ' -f1)" \
+			"$(alloc_share "$d" -focus='offcpu\.(\(\*slowState\)|\(\*timeline\)|explainParts|\(\*reading\)\.(slow|target|closeInterval|framesOf|finishSlow))' | cut -d' ' -f1)"
 	fi
 done
