@@ -15,6 +15,7 @@ import (
 
 	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
@@ -152,6 +153,11 @@ func TestPanicWhileStartingIsAnError(t *testing.T) {
 			}
 			if got := runtime.SetMutexProfileFraction(-1); got != prevFraction {
 				t.Errorf("mutex fraction after the failed Start = %d, want %d", got, prevFraction)
+			}
+			if tracker := requests.New(requests.Config{}); tracker.Install() != nil {
+				t.Error("the failed Start left its request tracker installed")
+			} else {
+				tracker.Stop()
 			}
 			p, err = Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 			if err != nil {

@@ -171,6 +171,7 @@ func start(cfg *config) (*Profiler, error) {
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
 	if err := p.startCollector(); err != nil {
+		p.collector.Abandon()
 		p.restoreRuntime()
 		if p.metrics != nil {
 			_ = p.metrics.Unregister()

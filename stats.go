@@ -86,7 +86,7 @@ type Stats struct {
 	SlowRequestsExplained int64
 	// SlowRequestsDropped counts the requests that ran long and were not
 	// explained: more watched at once (16) or more slow in a window
-	// (100, the slowest kept) than the profile explains, its trace budget
+	// (1,000, the slowest kept) than the profile explains, its trace budget
 	// spent, the execution tracer in use elsewhere, or no trace of the
 	// request's goroutine read.
 	SlowRequestsDropped int64

@@ -79,6 +79,16 @@ func TestRequestsTracked(t *testing.T) {
 			want: map[string]int64{"server": 1, "job": 1},
 		},
 		{
+			name: "ended by a panic",
+			run: func(tr trace.Tracer) {
+				defer func() { _ = recover() }()
+				_, s := tr.Start(context.Background(), "GET /panics")
+				defer s.End()
+				panic("boom")
+			},
+			want: map[string]int64{"GET /panics": 1},
+		},
+		{
 			name: "renamed after End",
 			run: func(tr trace.Tracer) {
 				_, s := tr.Start(context.Background(), "GET /a")

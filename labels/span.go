@@ -55,9 +55,6 @@ type labeledSpan struct {
 // samples taken after both.
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	first := s.ended.CompareAndSwap(false, true)
-	if first && s.request != nil {
-		s.request.End(endTime(opts))
-	}
 	if first && goroutineLabelSet() == s.installed {
 		restore := s.previous
 		p := s.parent
@@ -77,12 +74,34 @@ func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	// would have seen without the wrapper; the panic then continues.
 	if r := recover(); r != nil {
 		func() {
+			if first {
+				defer s.endRequest(opts)
+			}
 			defer s.Span.End(opts...)
 			panic(r)
 		}()
 		return
 	}
 	s.Span.End(opts...)
+	if first {
+		s.endRequest(opts)
+	}
+}
+
+// endRequest ends the span's request, if it is one, when the wrapped span
+// ended: the SDK's end time, read from the span rather than the clock when
+// the span tells it, so that the request lasts as long as the span.
+func (s *labeledSpan) endRequest(opts []trace.SpanEndOption) {
+	if s.request == nil {
+		return
+	}
+	if e, ok := s.Span.(interface{ EndTime() time.Time }); ok {
+		if end := e.EndTime(); !end.IsZero() {
+			s.request.End(end)
+			return
+		}
+	}
+	s.request.End(endTime(opts))
 }
 
 // endTime returns the end time opts give a span, or now.

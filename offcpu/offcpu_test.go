@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/pprofotel/profiler"
@@ -121,26 +122,32 @@ func checkConvertedNamesBinary(t *testing.T, dir string) {
 	}
 }
 
+// startToFiles starts a profiler with opts, one window of an hour and the
+// file exporter writing to the returned directory, and returns a tracer
+// whose spans carry labels.
+func startToFiles(t *testing.T, opts ...profiler.Option) (oteltrace.Tracer, *profiler.Profiler, string) {
+	t.Helper()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	dir := t.TempDir()
+	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profiler.Start(append([]profiler.Option{profiler.WithWindow(time.Hour), profiler.WithExporter(exp)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return labels.WrapTracerProvider(tp).Tracer("offcpu-test"), p, dir
+}
+
 // TestOffCPUWaitsByStackReasonAndSpan is the off-CPU profile end to end: a
 // goroutine inside a span waits on a channel, a mutex and a sleep, and the
 // exported profile holds each wait on its stack, with its reason, linked
 // to the span and carrying its endpoint (the span is a local root, whose
 // name is its endpoint), timed inside the window.
 func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
-
-	dir := t.TempDir()
-	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profiler.Start(profiler.WithWindow(time.Hour), profiler.WithProfileTypes(profiler.OffCPUProfile),
-		profiler.WithOffCPUDutyCycle(100), profiler.WithExporter(exp))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tracer, p, dir := startToFiles(t, profiler.WithProfileTypes(profiler.OffCPUProfile), profiler.WithOffCPUDutyCycle(100))
 	waits := []struct {
 		fn, reason string
 		wait       func(time.Duration)
@@ -215,20 +222,7 @@ func lockHandler(d time.Duration) { waittest.OnMutex(d) }
 // its values adding up to its duration, most of them the mutex wait under
 // the handler; the fast one is absent.
 func TestSlowRequestsEndToEnd(t *testing.T) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer("slow-test")
-
-	dir := t.TempDir()
-	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := profiler.Start(profiler.WithWindow(time.Hour), profiler.WithExporter(exp),
-		profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tracer, p, dir := startToFiles(t, profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile))
 	// The first stretch traces at most a second; after it the recorder
 	// rests, and the slow request's watch starts the tracer.
 	time.Sleep(1500 * time.Millisecond)

@@ -32,7 +32,7 @@ for d in "$@"; do
 			f = fr[i]
 			if (first == "" && f ~ gc) first = "gc"
 			if (first == "" && f ~ tr) first = "trace"
-			if (f ~ /internal\/collect\/offcpu\.\(\*Recorder\)/) rec = 1
+			if (f ~ /offcpu\.\(\*Recorder\)/) rec = 1
 			else if (f ~ /^github\.com\/pprofotel\/profiler/) sdk = 1
 			if (f ~ /^runtime\/trace\./) reader = 1
 		}

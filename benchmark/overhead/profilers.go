@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	ddprofiler "github.com/DataDog/dd-trace-go/v2/profiler"
@@ -52,6 +53,7 @@ var setups = []setup{
 	{"pprofotel-offcpu", "pprofotel, defaults + offcpu (duty cycle 10 %)", startPprofotelOffCPU, false},
 	{"pprofotel-offcpu-100", "pprofotel, defaults + offcpu, duty cycle 100 %", startPprofotelOffCPUAlways, false},
 	{"fgprof", "fgprof (99 Hz wall-clock stacks of every goroutine), one profile per period", startFgprof, false},
+	{"pprofotel-offcpu-flightrecorder", "pprofotel, defaults + offcpu, and the runtime's flight recorder kept running (issue 29's option b)", startPprofotelOffCPUFlightRecorder, false},
 	// Issue 29: the service in server spans, with a slow request now and
 	// then (-lock-every), without a profiler and with the profile types of
 	// the issue's proof; run against a build of the SDK before the issue
@@ -140,6 +142,24 @@ func startPprofotelOffCPUAlways(stubAddr string, period time.Duration) (func(), 
 // PPROFOTEL_PROFILES=cpu,offcpu, everything else at its default.
 func startPprofotelCPUOffCPU(stubAddr string, period time.Duration) (func(), error) {
 	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile))
+}
+
+// startPprofotelOffCPUFlightRecorder is pprofotel-offcpu with the
+// runtime's flight recorder running all along, as keeping the last
+// seconds of trace at hand for slow requests would (issue 29's option b):
+// the tracer's hooks on every goroutine and the flight recorder's copying,
+// never read.
+func startPprofotelOffCPUFlightRecorder(stubAddr string, period time.Duration) (func(), error) {
+	stop, err := startPprofotelOffCPU(stubAddr, period)
+	if err != nil {
+		return nil, err
+	}
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{})
+	if err := fr.Start(); err != nil {
+		stop()
+		return nil, err
+	}
+	return func() { fr.Stop(); stop() }, nil
 }
 
 // startFgprof runs fgprof, the peer for wall-clock (on- and off-CPU) time,

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Splits what issue 29's endpoints and slow requests cost the child, from
 # recordings kept by PERF_KEEP=DIR ./perf.sh CONFIG 60 0.01 -lock-every N
-# (one DIR per run). For each DIR it prints the shares of the child's CPU
-# samples whose stack holds, at any depth:
+# (one DIR per run; record the -baseline build too, to compare). For each
+# DIR it prints the shares of the child's CPU samples, each sample counted
+# once, in the first of these that a frame of its stack (at any depth)
+# belongs to:
 #   tracker  the requests tracker (internal/collect/requests): on the
 #            request path, Begin, the route and name updates and End; off
 #            it, the sweeper and the window's counts
@@ -10,15 +12,15 @@
 #            (labelEndpoints), the requests profile, ending the tracker's
 #            window
 #   slow     the slow-request capture's own code in the off-CPU recorder
-#            (watching, the requests' timelines, explaining them); the
-#            stretches it traces are parsed by the recorder's common code,
-#            counted under offcpu and by offcpu-split.sh
-#   labels   package labels as a whole (what a wrapped span costs, the
-#            request hooks inlined into it included): compare with a
-#            -baseline recording
-#   offcpu   the off-CPU recorder as a whole (slow included)
-# and the share of the bytes allocated during the measured load under the
-# tracker and under the slow-request capture (allocation profiles at its
+#            (watching, the requests' timelines, explaining them)
+#   labels   the rest of package labels: what a wrapped span costs beyond
+#            the tracker, to compare with a -baseline recording
+#   offcpu   the rest of the off-CPU recorder: tracing and parsing, the
+#            stretches traced for slow requests included, to compare with
+#            a -baseline recording
+# The runtime's tracer hooks and the GC are offcpu-split.sh's. Then the
+# bytes allocated during the measured load: in all, under the tracker, and
+# under the slow-request capture (the child's allocation profiles at its
 # start and end).
 # Usage: ./requests-split.sh DIR...
 set -eu
@@ -37,10 +39,16 @@ for d in "$@"; do
 			if (f ~ /^github\.com\/pprofotel\/profiler\/labels\./) hit["labels"] = 1
 			if (f ~ /internal\/collect\/offcpu\./) hit["offcpu"] = 1
 		}
-		for (h in hit) c[h] += w
+		for (i = 1; i in names; i++) {
+			if (names[i] in hit) {
+				c[names[i]] += w
+				break
+			}
+		}
 		n = 0
 	}
 	BEGIN {
+		split("tracker window slow labels offcpu", names, " ")
 		slow = "internal/collect/offcpu\\.(\\(\\*Recorder\\)\\.(Watch|Ended|post|drain|refill|startWatch|rest)|\\(\\*slowState\\)|\\(\\*timeline\\)|\\(\\*interval\\)|\\(\\*watch\\)|explainParts|reasonFromStack|\\(\\*reading\\)\\.(slow|target|closeInterval|framesOf|finishSlow))"
 	}
 	/^[ \t]*[0-9]+[ \t]*$/ { flush(); w = $1; next }
@@ -48,7 +56,6 @@ for d in "$@"; do
 	END {
 		flush()
 		printf "%s: %d samples", run, samples
-		split("tracker window slow labels offcpu", names, " ")
 		for (i = 1; i in names; i++) printf "  %s %.3f%%", names[i], 100 * c[names[i]] / total
 		printf "\n"
 	}'

@@ -345,6 +345,16 @@ func (c *Collector) startTracker() {
 	c.tracker = t
 }
 
+// Abandon undoes what a Start that failed midway (a panic, which the
+// profiler turns into Start's error) left installed for the process: the
+// request tracker. The Collector is not used afterwards.
+func (c *Collector) Abandon() {
+	if c.tracker != nil {
+		c.tracker.Stop()
+		c.tracker = nil
+	}
+}
+
 // endRequests ends the window of the requests tracker at now: it gives the
 // samples of w's profiles their request's endpoint in place of its root
 // span id, and adds the request counts profile. When next is not set the

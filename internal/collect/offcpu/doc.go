@@ -76,4 +76,38 @@
 // stay pending until its first record, and are then linked to the span
 // that record says it leaves; those of a goroutine with no record until
 // the stretch ends are sent without a link.
+//
+// # Slow requests
+//
+// The recorder also explains slow requests (docs/slow-requests.md). The
+// request tracker (package internal/collect/requests) reports a local
+// root span that has run half the slow-request threshold (Watch) and its
+// end (Ended). While watched requests live, a duty stretch goes on past
+// its length (its waits still end there) or, while the recorder rests, a
+// trace of their own runs (no waits kept), lingering 250 ms after the
+// last one ends; both within a budget of trace bytes, 64 KiB a second
+// and 2 MiB at once, each start charged 32 KiB and its short first
+// trace. At most 16 requests are watched at once and 1,000 explained a
+// window, the slowest; what is not explained is counted
+// (Stats.SlowDropped).
+//
+// The runtime writes the stack of a goroutine already waiting when a trace
+// starts only at the end of the trace's first generation, and only if it
+// did not run until then (go.dev/issue/65634): a request blocked before the
+// trace and woken within its first second would have no stack for its
+// wait. So a trace started while requests are watched is preceded by a
+// short one, started and stopped at once, whose end writes every waiting
+// goroutine's stack; the wait's reason is read from where it parked.
+//
+// The reading follows the state of every goroutine (running, waiting with
+// its reason and stack, runnable) and keeps the intervals of the
+// goroutines of watched requests, by the local root span the label
+// wrapper's records name, and, until a record names their span, of the
+// goroutines whose span is not known yet (at most 32,768 intervals in
+// all). A request that ended at or over the threshold is explained from
+// its goroutine's intervals (the goroutine that ended its span) over the
+// span's time: each interval is an event of the sample of its state,
+// reason and stack, and the part before the first interval kept is the
+// state the trace found the goroutine in, marked before_trace, so that
+// the values add up to the request's duration.
 package offcpu

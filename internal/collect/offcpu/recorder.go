@@ -313,6 +313,9 @@ func (r *Recorder) startStretch() stretch {
 		return st
 	}
 	st.sink, st.first = r.startTrace(r.slow.live > 0)
+	if st.first != nil {
+		r.charge(startCost + len(st.first))
+	}
 	if st.sink == nil {
 		r.skip("tracer", "pprofotel: off-CPU profile skipped: the execution tracer is in use elsewhere (runtime/trace.Start); will retry every cycle")
 	}
@@ -327,14 +330,29 @@ func (r *Recorder) startWatch() stretch {
 		return st
 	}
 	st.sink, st.first = r.startTrace(true)
+	r.charge(startCost + len(st.first))
 	return st
+}
+
+// charge takes n bytes from the slow-request budget.
+func (r *Recorder) charge(n int) {
+	r.refill()
+	r.tokens -= float64(n)
 }
 
 // watchStep is how often a trace run on for watched requests checks
 // whether they still need it, and minTokens the budget a new one needs.
+// A trace run for watched requests goes on for watchLinger after the last
+// ended, so that the next one to turn long finds it running. Each start
+// is charged startCost of the budget, on top of the short trace before
+// it: starting and stopping cost the recorder 2.5-6.6 ms with up to 1,000
+// goroutines (BenchmarkWatchStart), what parsing about 32 KiB of trace
+// costs.
 const (
-	watchStep = 50 * time.Millisecond
-	minTokens = 64 << 10
+	watchStep   = 50 * time.Millisecond
+	watchLinger = 250 * time.Millisecond
+	minTokens   = 64 << 10
+	startCost   = 32 << 10
 )
 
 func (r *Recorder) tooMany(n int) bool {
@@ -544,6 +562,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// the slow-request budget was charged for.
 		extended bool
 		charged  int
+		// idleSince is when the last watched request ended, zero while
+		// one lives.
+		idleSince time.Time
 	)
 	if st.first != nil {
 		rd.noWaits = true
@@ -574,15 +595,21 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		}
 		if st.watch || extended {
 			offered := st.sink.offeredBytes()
-			r.refill()
-			r.tokens -= float64(offered - charged)
+			r.charge(offered - charged)
 			charged = offered
 		}
 		if q != nil || st.sink.isFull() || err != nil || rd.truncated {
 			break
 		}
-		if now := time.Now(); !now.Before(end) || st.watch && r.slow.live == 0 {
-			if r.slow.live == 0 || r.tokens <= 0 {
+		now := time.Now()
+		if r.slow.live > 0 {
+			idleSince = time.Time{}
+		} else if idleSince.IsZero() {
+			idleSince = now
+		}
+		if !now.Before(end) || st.watch && r.slow.live == 0 {
+			lingering := st.watch && now.Sub(idleSince) < watchLinger
+			if r.slow.live == 0 && !lingering || r.tokens <= 0 {
 				break
 			}
 			if !st.watch && !extended {
@@ -603,8 +630,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		parse()
 	}
 	if st.watch || extended {
-		r.refill()
-		r.tokens -= float64(offered - charged)
+		r.charge(offered - charged)
 	}
 	r.bufs = st.sink.buffers()
 	elapsed := stopped.Sub(st.start)

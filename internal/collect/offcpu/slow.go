@@ -23,8 +23,9 @@ const (
 	// that turns long while as many are watched is not.
 	DefaultMaxWatched = 16
 	// DefaultMaxSlow bounds the requests a window explains: the slowest
-	// are kept.
-	DefaultMaxSlow = 100
+	// are kept. At a few hundred bytes of OTLP each, a full window's
+	// explanations weigh about as much as its off-CPU profile.
+	DefaultMaxSlow = 1000
 	// DefaultSlowTraceRate is the trace, in bytes a second on average,
 	// that the recorder reads for slow requests beyond its duty cycle;
 	// DefaultSlowTraceBurst is how much of it may be spent at once. At the

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
 // EndpointKey is the sample attribute, and the pprof label, that carries
@@ -91,17 +93,23 @@ type Tracker struct {
 	spare   []*Request
 	live    []*Request
 	win     windowState
-	// prevRoots is the previous window's ended roots, and prevEndpoints
-	// its counts, whose keys counting more than 0 are their endpoints.
-	prevRoots     map[[8]byte]string
-	prevEndpoints map[string]int64
+	// prev is the window before, whose roots the samples of the current
+	// one may still name.
+	prev windowState
 }
 
-// windowState is what a sweep gathers for the current window.
+// windowState is what a sweep gathers for the current window. Endpoints
+// are kept as indexes into names, so that the maps of root ids hold no
+// pointer for the garbage collector to follow: they are the Tracker's
+// largest memory.
 type windowState struct {
-	counts     map[string]int64
-	endpoints  int // keys of counts but Overflow
-	roots      map[[8]byte]string
+	names  []string          // the window's endpoints
+	index  map[string]uint16 // names' indexes
+	counts []int64           // requests ended, by endpoint index
+	// endpoints counts names but Overflow.
+	endpoints int
+	// roots maps the span ids of the roots that ended to their endpoint.
+	roots      map[[8]byte]uint16
 	overflowed int64
 	rootsFull  int64
 }
@@ -243,16 +251,16 @@ func (t *Tracker) sweepNow(now time.Time) {
 func (t *Tracker) ended(r *Request) {
 	e := t.win.admit(r.Endpoint(), t.cfg.MaxEndpoints)
 	t.win.counts[e]++
-	if e == Overflow {
+	if t.win.names[e] == Overflow {
 		t.win.overflowed++
 	}
 	if id, ok := rootKey(r.RootID()); ok {
 		if t.win.roots == nil {
-			t.win.roots = make(map[[8]byte]string)
+			t.win.roots = make(map[[8]byte]uint16)
 		}
 		if len(t.win.roots) < t.cfg.MaxRequests {
 			t.win.roots[id] = e
-		} else if _, in := t.win.roots[id]; !in {
+		} else {
 			t.win.rootsFull++
 		}
 	}
@@ -261,25 +269,35 @@ func (t *Tracker) ended(r *Request) {
 	}
 }
 
-// admit returns e when the window has room for it, Overflow otherwise.
-// The counts' keys are the window's endpoints: at most limit, and
-// Overflow.
-func (w *windowState) admit(e string, limit int) string {
-	if _, ok := w.counts[e]; ok {
-		return e
+// MaxEndpointLen is the longest endpoint sent, in bytes: a longer span
+// name is cut at a character boundary before it and marked with its length
+// (validutf8.Clip). Routes are far shorter; a span name is whatever the
+// application made it.
+const MaxEndpointLen = 256
+
+// admit returns the index of e when the window has room for it, that of
+// Overflow otherwise. A window has at most limit endpoints, and Overflow.
+func (w *windowState) admit(e string, limit int) uint16 {
+	e = validutf8.Clip(e, MaxEndpointLen)
+	if i, ok := w.index[e]; ok {
+		return i
 	}
-	if w.counts == nil {
-		w.counts = make(map[string]int64)
-	}
-	if e != Overflow && w.endpoints < limit {
-		w.counts[e] = 0
+	if e == Overflow || w.endpoints >= limit {
+		e = Overflow
+		if i, ok := w.index[e]; ok {
+			return i
+		}
+	} else {
 		w.endpoints++
-		return e
 	}
-	if _, ok := w.counts[Overflow]; !ok {
-		w.counts[Overflow] = 0
+	if w.index == nil {
+		w.index = make(map[string]uint16)
 	}
-	return Overflow
+	i := uint16(len(w.names))
+	w.index[e] = i
+	w.names = append(w.names, e)
+	w.counts = append(w.counts, 0)
+	return i
 }
 
 // rootKey decodes a span id's 16 hex digits.
@@ -306,9 +324,12 @@ type Requests struct {
 	// remembered already: their samples carry no endpoint.
 	Dropped int64
 
-	// roots maps a root span id to its endpoint: for the roots that ended
-	// in the window or the one before, and those running at its end.
-	roots, prevRoots, liveRoots map[[8]byte]string
+	// roots maps the span id of a root that ended in the window to the
+	// index of its endpoint in names, prevRoots one that ended in the
+	// window before to prevNames, and liveRoots one running at the
+	// window's end to names.
+	roots, prevRoots, liveRoots map[[8]byte]uint16
+	names, prevNames            []string
 }
 
 // Endpoint returns the endpoint of the local root span with hex span id
@@ -318,21 +339,22 @@ func (q *Requests) Endpoint(rootID string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	for _, m := range [...]map[[8]byte]string{q.liveRoots, q.roots, q.prevRoots} {
-		if e, ok := m[k]; ok {
-			return q.bounded(e), true
+	if i, ok := q.liveRoots[k]; ok {
+		return q.names[i], true
+	}
+	if i, ok := q.roots[k]; ok {
+		return q.names[i], true
+	}
+	if i, ok := q.prevRoots[k]; ok {
+		// One of the window's endpoints, unless it did not fit.
+		if e := q.prevNames[i]; q.Counts != nil {
+			if _, in := q.Counts[e]; in {
+				return e, true
+			}
 		}
+		return Overflow, true
 	}
 	return "", false
-}
-
-// bounded returns e if it is one of the window's endpoints, Overflow if
-// not (the endpoint of a root that ended in the window before).
-func (q *Requests) bounded(e string) string {
-	if _, ok := q.Counts[e]; ok {
-		return e
-	}
-	return Overflow
 }
 
 // Window sweeps, ends the current window at now and returns what it saw.
@@ -345,9 +367,9 @@ func (t *Tracker) Window(now time.Time) Requests {
 
 	w := t.win
 	t.win.reset()
-	var live map[[8]byte]string
+	var live map[[8]byte]uint16
 	if len(t.live) > 0 {
-		live = make(map[[8]byte]string, len(t.live))
+		live = make(map[[8]byte]uint16, len(t.live))
 	}
 	for _, r := range t.live {
 		id, ok := rootKey(r.RootID())
@@ -362,8 +384,8 @@ func (t *Tracker) Window(now time.Time) Requests {
 	}
 	// The roots that ended in the window before keep their endpoint when
 	// there is room for it.
-	for e, n := range t.prevEndpoints {
-		if n > 0 {
+	for i, e := range t.prev.names {
+		if t.prev.counts[i] > 0 {
 			w.admit(e, t.cfg.MaxEndpoints)
 		}
 	}
@@ -372,13 +394,20 @@ func (t *Tracker) Window(now time.Time) Requests {
 	t.dropped = 0
 	t.mu.Unlock()
 	q := Requests{
-		Counts:     w.counts,
 		Overflowed: w.overflowed,
 		Dropped:    dropped + w.rootsFull,
 		roots:      w.roots,
-		prevRoots:  t.prevRoots,
 		liveRoots:  live,
+		names:      w.names,
+		prevRoots:  t.prev.roots,
+		prevNames:  t.prev.names,
 	}
-	t.prevRoots, t.prevEndpoints = w.roots, w.counts
+	if len(w.names) > 0 {
+		q.Counts = make(map[string]int64, len(w.names))
+		for i, e := range w.names {
+			q.Counts[e] = w.counts[i]
+		}
+	}
+	t.prev = w
 	return q
 }

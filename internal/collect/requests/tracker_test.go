@@ -3,6 +3,7 @@ package requests
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +83,21 @@ func TestCountsAndEndpoints(t *testing.T) {
 				{1: "", 3: "", 4: "d"},
 			},
 			overflowed: []int64{0, 0, 0, 0},
+		},
+		{
+			name: "long names cut",
+			windows: [][]step{{
+				{n: 1, begin: true, name: strings.Repeat("a", 300), end: true},
+				{n: 2, begin: true, name: strings.Repeat("a", 256), end: true},
+				{n: 3, begin: true, name: strings.Repeat("é", 200), end: true},
+			}},
+			counts: []map[string]int64{{
+				strings.Repeat("a", 256) + "…(300 bytes)": 1,
+				strings.Repeat("a", 256):                  1,
+				strings.Repeat("é", 128) + "…(400 bytes)": 1,
+			}},
+			roots:      []map[int]string{{2: strings.Repeat("a", 256)}},
+			overflowed: []int64{0},
 		},
 		{
 			name:         "bounded",
