@@ -4,8 +4,8 @@
 // started through the wrapper is current on a goroutine, that goroutine
 // carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey], and
 // [LocalRootSpanIDKey] naming the span's local root, so CPU and goroutine
-// profile samples taken meanwhile name the span and the request it serves. The application
-// keeps using the OpenTelemetry API as before:
+// profile samples taken meanwhile name the span and the request it serves.
+// The application keeps using the OpenTelemetry API as before:
 //
 //	tp := sdktrace.NewTracerProvider(...)
 //	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
@@ -20,8 +20,9 @@
 //   - builds a label set from the pprof labels carried by the context passed
 //     to Start (those added by [pprof.Do] or [pprof.WithLabels]) plus
 //     TraceIDKey, SpanIDKey and LocalRootSpanIDKey: the span's own id for
-//     a local root span, the one its parent carries for the others. On a
-//     key clash the span's value wins.
+//     a local root span, the one its parent carries for the others (none
+//     when the parent was not started through a wrapper and the context
+//     names no root). On a key clash the span's value wins.
 //   - remembers the label set the calling goroutine has at that moment and
 //     replaces it with the new one.
 //   - returns a context that carries the new label set and the span, so

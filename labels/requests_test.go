@@ -135,3 +135,21 @@ func TestRequestEndTimestamp(t *testing.T) {
 		t.Errorf("ids %s", r.IDs())
 	}
 }
+
+// TestRootOfChildOfUnwrappedSpan starts a span under a span of the SDK
+// itself, which is under a wrapped root: the wrapper finds the root in the
+// labels the context carries.
+func TestRootOfChildOfUnwrappedSpan(t *testing.T) {
+	sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+	tr := WrapTracerProvider(sdk).Tracer("test")
+	ctx, root := tr.Start(context.Background(), "root")
+	defer root.End()
+	ctx, raw := sdk.Tracer("raw").Start(ctx, "raw")
+	defer raw.End()
+	if _, wrapped := raw.(*labeledSpan); wrapped {
+		t.Fatal("the SDK's own span is wrapped")
+	}
+	childCtx, child := tr.Start(ctx, "child")
+	defer child.End()
+	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), rootOf(root)))
+}

@@ -15,7 +15,8 @@ import (
 )
 
 // labeledSpan is a span whose start installed labels on a goroutine. Every
-// method but End and TracerProvider is the wrapped span's.
+// method but End and TracerProvider is the wrapped span's; SetName and
+// SetAttributes also tell the span's request, for a local root.
 //
 // It is also the context Start returns: the context carrying the span's
 // labels, with this span as the current span. Being both saves an
