@@ -12,11 +12,12 @@ const (
 	// the requests that ended per endpoint in each window.
 	requestsProfile = "requests"
 	// slowProfile is the slow-request profile; slowStateKey is its
-	// sample attribute saying where the time went, slowStateOffCPU its
-	// value for time off CPU.
-	slowProfile     = "slowrequests"
-	slowStateKey    = "goroutine_state"
-	slowStateOffCPU = "off_cpu"
+	// sample attribute saying where the time went, slowStateOffCPU and
+	// slowStateRunnable its values for time off CPU and waiting for one.
+	slowProfile       = "slowrequests"
+	slowStateKey      = "goroutine_state"
+	slowStateOffCPU   = "off_cpu"
+	slowStateRunnable = "runnable"
 	// slowThreshold is the default duration from which a request is
 	// explained.
 	slowThreshold = 100 * time.Millisecond
