@@ -60,6 +60,14 @@
 //     active on the goroutine; one value and one timestamp (the wait's
 //     start) per wait. The execution tracer runs a share of every window
 //     ([WithOffCPUDutyCycle]) and values are scaled to the whole window.
+//     With it comes slowrequests: wall/nanoseconds, for each request (a
+//     local root span of a tracer wrapped by package labels) slower than
+//     [WithSlowRequestThreshold], where its wall time went, by the state
+//     of its goroutine ("goroutine_state": on_cpu, off_cpu with its
+//     "wait_reason", runnable) and stack, linked to its span; the values
+//     of a request add up to its duration. The tracer runs on, or starts,
+//     while requests that ran half the threshold live, within a budget of
+//     its own.
 //   - goroutineleak: goroutineleak/count, the goroutines leaked so far
 //     (blocked for good on a channel or sync primitive no other goroutine
 //     can reach), with their labels, found at the window's end. Opt-in and

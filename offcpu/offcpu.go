@@ -11,6 +11,11 @@
 // golang.org/x/exp/trace, which adds about half a megabyte to a binary.
 // Keeping it behind this import spares that to every program that does
 // not ask for the profile, as package time/tzdata does for its database.
+//
+// With the off-CPU profile comes the slow-request profile (slowrequests):
+// for every request slower than [profiler.WithSlowRequestThreshold], where
+// its wall time went, on CPU, off CPU and runnable, by stack, linked to
+// its span (docs/slow-requests.md).
 package offcpu
 
 import (

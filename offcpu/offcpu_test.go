@@ -214,15 +214,16 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 //go:noinline
 func lockHandler(d time.Duration) { waittest.OnMutex(d) }
 
-// TestSlowRequestsEndToEnd runs the profiler with the CPU and off-CPU
-// profiles at their defaults, past the off-CPU profile's first traced
+// TestSlowRequestsEndToEnd runs the profiler with PPROFOTEL_PROFILES=cpu,offcpu
+// and everything else at its default, past the off-CPU profile's first traced
 // stretch, and serves a slow request (a root span whose handler waits
-// 200 ms on a contended mutex) and a fast one: the window's slow-request
+// 400 ms on a contended mutex) and a fast one: the window's slow-request
 // profile explains the slow one, linked to its span, under its endpoint,
 // its values adding up to its duration, most of them the mutex wait under
 // the handler; the fast one is absent.
 func TestSlowRequestsEndToEnd(t *testing.T) {
-	tracer, p, dir := startToFiles(t, profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile))
+	t.Setenv("PPROFOTEL_PROFILES", "cpu,offcpu")
+	tracer, p, dir := startToFiles(t)
 	// The first stretch traces at most a second; after it the recorder
 	// rests, and the slow request's watch starts the tracer.
 	time.Sleep(1500 * time.Millisecond)
@@ -234,7 +235,9 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 		sc := span.SpanContext()
 		return sc.TraceID().String() + "/" + sc.SpanID().String(), time.Since(start)
 	}
-	slow, slowTook := serve("GET /lock", 200*time.Millisecond)
+	// 400 ms: on a machine whose CPUs are oversubscribed, starting the
+	// tracer can take a hundred milliseconds and more.
+	slow, slowTook := serve("GET /lock", 400*time.Millisecond)
 	fast, _ := serve("GET /fast", time.Millisecond)
 	// The tracker reports the end at its next sweep.
 	time.Sleep(100 * time.Millisecond)

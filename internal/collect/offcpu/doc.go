@@ -84,8 +84,9 @@
 // root span that has run half the slow-request threshold (Watch) and its
 // end (Ended). While watched requests live, a duty stretch goes on past
 // its length (its waits still end there) or, while the recorder rests, a
-// trace of their own runs (no waits kept), lingering 250 ms after the
-// last one ends; both within a budget of trace bytes, 64 KiB a second
+// trace of their own runs (no waits kept), lingering after the last one
+// ends for as long as that costs less than a start, at most 250 ms; both
+// within a budget of trace bytes, 64 KiB a second
 // and 2 MiB at once, each start charged 32 KiB and its short first
 // trace. At most 16 requests are watched at once and 1,000 explained a
 // window, the slowest; what is not explained is counted
@@ -107,7 +108,8 @@
 // all). A request that ended at or over the threshold is explained from
 // its goroutine's intervals (the goroutine that ended its span) over the
 // span's time: each interval is an event of the sample of its state,
-// reason and stack, and the part before the first interval kept is the
+// reason and stack (a running interval's, the CPU profile's samples in it
+// when the CPU profile runs, else where it stopped), and the part before the first interval kept is the
 // state the trace found the goroutine in, marked before_trace, so that
 // the values add up to the request's duration.
 package offcpu

@@ -140,6 +140,9 @@ type goroutine struct {
 	wt      *watch
 	wgen    int
 	pend    *timeline
+	// samples are the stacks of the CPU profile's samples of the
+	// goroutine since it began running.
+	samples []trace.Stack
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -259,6 +262,10 @@ func (s *reading) event(ev *trace.Event) {
 		if cs := ev.Sync().ClockSnapshot; cs != nil && !s.haveClock {
 			s.haveClock, s.clockTrace, s.clockWall = true, cs.Trace, cs.Wall.UnixNano()
 		}
+	case trace.EventStackSample:
+		if s.slow.watching() && ev.Goroutine() != trace.NoGoroutine {
+			s.cpuSample(ev.Goroutine(), ev.Stack())
+		}
 	case trace.EventLog:
 		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
 			s.spanSwitch(ev, s.goroutine(ev.Goroutine()), l.Message)
@@ -306,6 +313,9 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 			g.span, g.known, g.root = creator.span, creator.known, creator.root
 		}
 	case to == trace.GoNotExist:
+		if g := s.goroutines[id]; g != nil && g.pend != nil {
+			s.pending -= len(g.pend.intervals)
+		}
 		delete(s.goroutines, id)
 	case from == trace.GoRunning && (to == trace.GoWaiting || to == trace.GoSyscall || to == trace.GoRunnable):
 		reason := st.Reason

@@ -334,6 +334,16 @@ func (r *Recorder) startWatch() stretch {
 	return st
 }
 
+// lingerFor is how long a watch trace that has offered bytes in elapsed
+// goes on once no watched request lives: the time the trace takes, at
+// its rate, to cost what a start costs, at most watchLinger.
+func lingerFor(bytes int, elapsed time.Duration) time.Duration {
+	if bytes <= 0 || elapsed <= 0 {
+		return watchLinger
+	}
+	return min(watchLinger, time.Duration(float64(startCost)/float64(bytes)*float64(elapsed)))
+}
+
 // charge takes n bytes from the slow-request budget.
 func (r *Recorder) charge(n int) {
 	r.refill()
@@ -342,12 +352,13 @@ func (r *Recorder) charge(n int) {
 
 // watchStep is how often a trace run on for watched requests checks
 // whether they still need it, and minTokens the budget a new one needs.
-// A trace run for watched requests goes on for watchLinger after the last
-// ended, so that the next one to turn long finds it running. Each start
-// is charged startCost of the budget, on top of the short trace before
-// it: starting and stopping cost the recorder 2.5-6.6 ms with up to 1,000
-// goroutines (BenchmarkWatchStart), what parsing about 32 KiB of trace
-// costs.
+// A trace run for watched requests goes on after the last ended, so that
+// the next one to turn long finds it running, for as long as tracing on
+// costs less than starting again (lingerFor), at most watchLinger. Each
+// start is charged startCost of the budget, on top of the short trace
+// before it: starting and stopping cost the recorder 2.5-6.6 ms with up to
+// 1,000 goroutines (BenchmarkWatchStart), what parsing about 32 KiB of
+// trace costs.
 const (
 	watchStep   = 50 * time.Millisecond
 	watchLinger = 250 * time.Millisecond
@@ -608,7 +619,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 			idleSince = now
 		}
 		if !now.Before(end) || st.watch && r.slow.live == 0 {
-			lingering := st.watch && now.Sub(idleSince) < watchLinger
+			lingering := st.watch && now.Sub(idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
 			if r.slow.live == 0 && !lingering || r.tokens <= 0 {
 				break
 			}

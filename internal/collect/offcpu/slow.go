@@ -189,10 +189,7 @@ func (ss *slowState) apply(e watchEvent) {
 	if w == nil || w.ended {
 		return
 	}
-	w.ended, w.end = true, e.end
-	if !w.start.IsZero() && e.start.Before(w.start) || w.start.IsZero() {
-		w.start = e.start
-	}
+	w.ended, w.start, w.end = true, e.start, e.end
 	ss.live--
 }
 
@@ -431,25 +428,52 @@ func (s *reading) target(g *goroutine, id trace.GoID) *timeline {
 	return g.pend
 }
 
-// closeInterval ends g's current interval at t (Unix nanoseconds); a
-// running one takes stk, the stack where it stopped. It is kept when a
-// request watches the goroutine, or may.
+// maxSamples bounds the CPU samples kept of one running interval.
+const maxSamples = 256
+
+// cpuSample keeps the stack of a CPU profile sample of goroutine id, for
+// its running interval.
+func (s *reading) cpuSample(id trace.GoID, stk trace.Stack) {
+	if g := s.goroutines[id]; g != nil && g.st == stateRunning && len(g.samples) < maxSamples {
+		g.samples = append(g.samples, stk)
+	}
+}
+
+// closeInterval ends g's current interval at t (Unix nanoseconds). A
+// running one is on the stacks of the CPU profile's samples taken in it,
+// in equal shares, in order, when the CPU profile ran; else on stk, the
+// stack where it stopped. It is kept when a request watches the
+// goroutine, or may.
 func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.Stack) {
+	samples := g.samples
+	g.samples = g.samples[:0]
 	if g.st == stateNone || t <= g.since {
 		return
 	}
 	if s.slow.watching() {
 		if tl := s.target(g, id); tl != nil {
-			if g.st != stateRunning {
-				stk = g.sstk
-			}
-			frames := s.framesOf(stk)
-			reason := g.sreason
-			if g.st == stateWaiting && reason == "" {
-				reason = reasonFromStack(frames)
-			}
 			n := len(tl.intervals)
-			tl.add(interval{start: g.since, end: t, state: g.st, reason: reason, frames: frames})
+			if g.st == stateRunning && len(samples) > 0 {
+				from, step := g.since, (t-g.since)/int64(len(samples))
+				for i, smp := range samples {
+					to := from + step
+					if i == len(samples)-1 {
+						to = t
+					}
+					tl.add(interval{start: from, end: to, state: stateRunning, frames: s.framesOf(smp)})
+					from = to
+				}
+			} else {
+				if g.st != stateRunning {
+					stk = g.sstk
+				}
+				frames := s.framesOf(stk)
+				reason := g.sreason
+				if g.st == stateWaiting && reason == "" {
+					reason = reasonFromStack(frames)
+				}
+				tl.add(interval{start: g.since, end: t, state: g.st, reason: reason, frames: frames})
+			}
 			if !g.known {
 				s.pending += len(tl.intervals) - n
 			}

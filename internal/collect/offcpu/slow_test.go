@@ -2,6 +2,11 @@ package offcpu
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"runtime/pprof"
 	"runtime/trace"
 	"strings"
 	"testing"
@@ -9,6 +14,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/testutil/cputest"
@@ -39,31 +45,29 @@ type served struct {
 }
 
 // serve runs handler(d) inside a root span of tracer, and plays the
-// request tracker: it reports the request to r as long once it has run
-// longAfter (from another goroutine, as the tracker's sweeper does), and
-// its end once it ended, if it was reported.
+// request tracker: from another goroutine, as the tracker's sweeper does,
+// it reports the request to r as long once it has run longAfter (never
+// when longAfter is 0: a request the tracker sees end first), and its end
+// once it ended.
 func serve(t *testing.T, r *Recorder, tracer oteltrace.Tracer, handler func(time.Duration), d, longAfter time.Duration) served {
 	t.Helper()
 	start := time.Now()
 	_, span := tracer.Start(context.Background(), "GET /x")
 	sc := span.SpanContext()
 	ids := sc.TraceID().String() + sc.SpanID().String()
-	long := make(chan bool, 1)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-time.After(longAfter):
+	watched := make(chan struct{})
+	if longAfter > 0 {
+		go func() {
+			time.Sleep(longAfter)
 			r.Watch(ids, start)
-			long <- true
-		case <-done:
-			long <- false
-		}
-	}()
+			close(watched)
+		}()
+	}
 	handler(d)
 	span.End()
 	end := time.Now()
-	close(done)
-	if <-long {
+	if longAfter > 0 {
+		<-watched
 		r.Ended(ids, start, end)
 	}
 	return served{ids: ids, start: start, end: end}
@@ -110,10 +114,20 @@ func TestSlowRequestExplained(t *testing.T) {
 		state, reason  string
 		fn             string
 		wantBeforeMark bool
+		// cpuProfile runs the CPU profile, whose samples the trace
+		// carries: the time on CPU is then on their stacks, in Spin, not
+		// where the goroutine was preempted.
+		cpuProfile bool
 	}{
-		{"mutex, tracer started by the watch", 1, handleLock, 200 * time.Millisecond, "off_cpu", "sync", "handleLock", true},
-		{"mutex, inside a duty stretch", 100, handleLock, 200 * time.Millisecond, "off_cpu", "sync", "handleLock", false},
-		{"CPU, tracer started by the watch", 1, handleCPU, 200 * time.Millisecond, "on_cpu", "", "handleCPU", true},
+		// Where the watch starts the tracer, the request lasts 400 ms:
+		// on a machine whose CPUs are oversubscribed starting the tracer
+		// can take a hundred milliseconds and more, and what a request
+		// does before its trace starts is seen only as the state it
+		// starts in.
+		{"mutex, tracer started by the watch", 1, handleLock, 400 * time.Millisecond, "off_cpu", "sync", "handleLock", true, false},
+		{"mutex, inside a duty stretch", 100, handleLock, 200 * time.Millisecond, "off_cpu", "sync", "handleLock", false, false},
+		{"CPU, tracer started by the watch", 1, handleCPU, 400 * time.Millisecond, "on_cpu", "", "handleCPU", true, false},
+		{"CPU, with the CPU profile", 1, handleCPU, 400 * time.Millisecond, "on_cpu", "", "handleCPU", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer SetDutyCycle(tc.duty)()
@@ -129,14 +143,25 @@ func TestSlowRequestExplained(t *testing.T) {
 					t.Fatal("the recorder still traces: cannot test a watch that starts the tracer")
 				}
 			}
+			if tc.cpuProfile {
+				if err := pprof.StartCPUProfile(io.Discard); err != nil {
+					t.Fatal(err)
+				}
+			}
 			slow := serve(t, r, tracer, tc.handler, tc.d, DefaultSlowThreshold/2)
-			fast := serve(t, r, tracer, handleFast, time.Millisecond, DefaultSlowThreshold/2)
+			if tc.cpuProfile {
+				pprof.StopCPUProfile()
+			}
+			fast := serve(t, r, tracer, handleFast, time.Millisecond, 0)
 			// Watched, but ended under the threshold.
 			short := serve(t, r, tracer, handleFast, DefaultSlowThreshold*3/4, DefaultSlowThreshold/4)
 			if _, err := r.Collect(time.Now(), true); err != nil {
 				t.Fatal(err)
 			}
 			p := r.Slow()
+			if p == nil {
+				t.Fatalf("no slow-request profile: %d explained, %d dropped", stats.SlowExplained.Load(), stats.SlowDropped.Load())
+			}
 			dur := slow.end.Sub(slow.start)
 			all, matching, _ := explained(p, slow.ids, tc.state, tc.reason, tc.fn)
 			if all < dur*90/100 || all > dur*110/100 {
@@ -145,6 +170,22 @@ func TestSlowRequestExplained(t *testing.T) {
 			if matching < dur*80/100 {
 				t.Errorf("%v of %v in %s %q under %s, want at least 80%%:\n%s", matching, dur, tc.state, tc.reason, tc.fn, describe(p))
 			}
+			if tc.cpuProfile {
+				_, inSpin, _ := explained(p, slow.ids, "on_cpu", "", "Spin")
+				var leafInSpin time.Duration
+				for _, s := range p.Samples {
+					if label(s, labels.SpanIDKey) == slow.ids[32:] && label(s, StateKey) == "on_cpu" && len(s.Locations) > 0 &&
+						strings.Contains(p.Functions[p.Locations[s.Locations[0]].Lines[0].Function].Name, "cputest") {
+						leafInSpin += time.Duration(s.Values[0])
+					}
+				}
+				// Where the goroutine was preempted, the leaf is
+				// runtime.asyncPreempt2; samples are not taken while
+				// the goroutine waits for a CPU.
+				if leafInSpin < inSpin/4 {
+					t.Errorf("%v of %v on CPU in Spin has a stack whose leaf is in Spin, want at least a quarter: the CPU samples' stacks\n%s", leafInSpin, inSpin, describe(p))
+				}
+			}
 			marked := false
 			for _, s := range p.Samples {
 				marked = marked || label(s, labels.SpanIDKey) == slow.ids[32:] && label(s, BeforeTraceKey) == "true"
@@ -152,13 +193,20 @@ func TestSlowRequestExplained(t *testing.T) {
 			if marked != tc.wantBeforeMark {
 				t.Errorf("a part marked before the trace: %v, want %v", marked, tc.wantBeforeMark)
 			}
-			for _, other := range []served{fast, short} {
-				if _, _, n := explained(p, other.ids, "", "", ""); n != 0 {
-					t.Errorf("a request of %v carries %d samples", other.end.Sub(other.start), n)
-				}
+			if _, _, n := explained(p, fast.ids, "", "", ""); n != 0 {
+				t.Errorf("a request of %v, never watched, carries %d samples", fast.end.Sub(fast.start), n)
 			}
-			if got := stats.SlowExplained.Load(); got != 1 {
-				t.Errorf("SlowExplained = %d, want 1", got)
+			wantExplained := int64(1)
+			if d := short.end.Sub(short.start); d < DefaultSlowThreshold {
+				if _, _, n := explained(p, short.ids, "", "", ""); n != 0 {
+					t.Errorf("a request of %v, watched, carries %d samples", d, n)
+				}
+			} else {
+				// It waited for a CPU past the threshold: slow.
+				wantExplained++
+			}
+			if got := stats.SlowExplained.Load(); got != wantExplained {
+				t.Errorf("SlowExplained = %d, want %d", got, wantExplained)
 			}
 		})
 	}
@@ -181,4 +229,153 @@ func describe(p *pprofdecode.Profile) string {
 			time.Duration(s.Values[0]).String() + " " + leaf + "\n")
 	}
 	return b.String()
+}
+
+// TestExplainParts lays timelines over a request's time: the part before
+// the first interval takes the state the trace found (not the runnable
+// one starting the tracer leaves), short gaps join the interval before,
+// long ones and a missing end are untraced, and the parts always add up
+// to the request's duration.
+func TestExplainParts(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	lock := []xtrace.StackFrame{{Func: "sync.(*Mutex).Lock"}, {Func: "main.handle"}}
+	run := []xtrace.StackFrame{{Func: "main.handle"}}
+	iv := func(from, to int64, st gstate, reason string, frames []xtrace.StackFrame) interval {
+		return interval{start: ms(from), end: ms(to), state: st, reason: reason, frames: frames}
+	}
+	type want struct {
+		from, to int64
+		state    string
+		before   bool
+	}
+	for _, tc := range []struct {
+		name       string
+		ivs        []interval
+		start, end int64
+		want       []want
+	}{
+		{"wait open at the trace's start", []interval{iv(50, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunnable, "", lock), iv(201, 240, stateRunning, "", run)}, 0, 240,
+			[]want{{0, 50, "off_cpu", true}, {50, 200, "off_cpu", false}, {200, 201, "runnable", false}, {201, 240, "on_cpu", false}}},
+		{"runnable as the trace starts", []interval{iv(50, 51, stateRunnable, "", run), iv(51, 150, stateRunning, "", run)}, 0, 150,
+			[]want{{0, 50, "on_cpu", true}, {50, 51, "runnable", false}, {51, 150, "on_cpu", false}}},
+		{"short gaps joined, a long one untraced", []interval{iv(0, 40, stateRunning, "", run), iv(41, 60, stateWaiting, "sleep", run), iv(100, 120, stateRunning, "", run)}, 0, 121,
+			[]want{{0, 41, "on_cpu", false}, {41, 60, "off_cpu", false}, {60, 100, "untraced", false}, {100, 121, "on_cpu", false}}},
+		{"the trace ended first", []interval{iv(0, 80, stateWaiting, "network", lock)}, 0, 200,
+			[]want{{0, 80, "off_cpu", false}, {80, 200, "untraced", false}}},
+		{"intervals outside the request cut", []interval{iv(-50, 30, stateWaiting, "select", lock), iv(30, 300, stateRunning, "", run)}, 0, 120,
+			[]want{{0, 30, "off_cpu", false}, {30, 120, "on_cpu", false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := explainParts(&timeline{intervals: tc.ivs}, ms(tc.start), ms(tc.end))
+			var got []want
+			var sum int64
+			for _, p := range parts {
+				got = append(got, want{p.start / ms(1), p.end / ms(1), stateNames[p.state], p.before})
+				sum += p.end - p.start
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("parts\n got %v\nwant %v", got, tc.want)
+			}
+			if sum != ms(tc.end-tc.start) {
+				t.Errorf("parts add up to %v, want %v", time.Duration(sum), time.Duration(ms(tc.end-tc.start)))
+			}
+		})
+	}
+	if parts := explainParts(&timeline{intervals: []interval{iv(500, 600, stateRunning, "", run)}}, 0, ms(100)); parts != nil {
+		t.Errorf("a timeline outside the request explains it: %v", parts)
+	}
+}
+
+// TestReasonFromStack names the wait of a goroutine found waiting, whose
+// status has no reason, as the trace names the reason of a wait it sees
+// begin.
+func TestReasonFromStack(t *testing.T) {
+	for _, tc := range []struct {
+		leaf []string
+		want string
+	}{
+		{[]string{"runtime.gopark", "runtime.goparkunlock", "runtime.semacquire1", "internal/sync.runtime_SemacquireMutex", "internal/sync.(*Mutex).lockSlow"}, "sync"},
+		{[]string{"runtime.gopark", "runtime.semacquire1", "sync.runtime_SemacquireWaitGroup", "sync.(*WaitGroup).Wait"}, "sync"},
+		{[]string{"runtime.gopark", "sync.runtime_notifyListWait", "sync.(*Cond).Wait"}, "sync.(*Cond).Wait"},
+		{[]string{"runtime.gopark", "runtime.chanrecv", "runtime.chanrecv1"}, "chan receive"},
+		{[]string{"runtime.gopark", "runtime.chansend", "runtime.chansend1"}, "chan send"},
+		{[]string{"runtime.gopark", "runtime.selectgo"}, "select"},
+		{[]string{"runtime.gopark", "time.Sleep"}, "sleep"},
+		{[]string{"runtime.gopark", "runtime.netpollblock", "internal/poll.runtime_pollWait", "internal/poll.(*pollDesc).wait"}, "network"},
+		{[]string{"runtime.gopark", "main.custom"}, ""},
+	} {
+		var frames []xtrace.StackFrame
+		for _, f := range tc.leaf {
+			frames = append(frames, xtrace.StackFrame{Func: f})
+		}
+		if got := reasonFromStack(frames); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.leaf, got, tc.want)
+		}
+	}
+}
+
+// TestSlowBounds checks the bounds of the watched requests: past
+// MaxWatched a request is not watched, past MaxSlow a window keeps the
+// slowest, a fast request ends unexplained and uncounted, and a request
+// whose goroutine no trace named is dropped, all counted.
+func TestSlowBounds(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 3, MaxSlow: 2, Stats: &stats})
+	ids := func(i int) string { return fmt.Sprintf("%032x%016x", i, i) }
+	t0 := time.Unix(1000, 0)
+	for i := 1; i <= 5; i++ {
+		ss.apply(watchEvent{ids: ids(i), start: t0})
+	}
+	if ss.live != 3 || stats.SlowDropped.Load() != 2 {
+		t.Fatalf("%d watched, %d dropped; want 3, 2", ss.live, stats.SlowDropped.Load())
+	}
+	run := []xtrace.StackFrame{{Func: "main.handle"}}
+	for i, d := range map[int]time.Duration{1: 300 * time.Millisecond, 2: 200 * time.Millisecond, 3: 150 * time.Millisecond} {
+		ss.byRoot[ids(i)[32:]].goroutines[1] = &timeline{intervals: []interval{{start: t0.UnixNano(), end: t0.Add(d).UnixNano(), state: stateRunning, frames: run}}}
+		ss.apply(watchEvent{ids: ids(i), start: t0, end: t0.Add(d), ended: true})
+	}
+	// A fast one, and a slow one of no goroutine.
+	ss.apply(watchEvent{ids: ids(6), start: t0})
+	ss.apply(watchEvent{ids: ids(6), start: t0, end: t0.Add(60 * time.Millisecond), ended: true})
+	ss.apply(watchEvent{ids: ids(7), start: t0})
+	ss.apply(watchEvent{ids: ids(7), start: t0, end: t0.Add(time.Second), ended: true})
+	ss.settle(0, false, t0.Add(time.Second))
+	if len(ss.byRoot) != 0 || ss.live != 0 {
+		t.Errorf("%d requests still watched, %d live", len(ss.byRoot), ss.live)
+	}
+	w := newWindow(math.MaxInt, SlowSampleType)
+	ss.build(w)
+	p := w.build(new(built), t0, t0.Add(time.Minute), 1)
+	got := map[string]time.Duration{}
+	for _, s := range p.Samples {
+		got[label(s, labels.SpanIDKey)] += time.Duration(s.Values[0])
+	}
+	want := map[string]time.Duration{ids(1)[32:]: 300 * time.Millisecond, ids(2)[32:]: 200 * time.Millisecond}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("explained %v, want the two slowest %v", got, want)
+	}
+	// 2 not watched, 1 past MaxSlow, 1 with no trace of its goroutine.
+	if n := stats.SlowDropped.Load(); n != 4 || stats.SlowExplained.Load() != 2 {
+		t.Errorf("dropped %d, explained %d; want 4, 2", n, stats.SlowExplained.Load())
+	}
+}
+
+// TestLingerFor checks how long a watch trace goes on after its last
+// request: as long as its bytes cost less than a start, at most
+// watchLinger.
+func TestLingerFor(t *testing.T) {
+	for _, tc := range []struct {
+		bytes   int
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{0, 0, watchLinger},
+		{16 << 10, time.Second, watchLinger},               // 16 KiB/s: a start is 2 s of it
+		{512 << 10, time.Second, 62500 * time.Microsecond}, // 512 KiB/s: 32 KiB in 62.5 ms
+		{64 << 20, time.Second, 488281 * time.Nanosecond},
+	} {
+		if got := lingerFor(tc.bytes, tc.elapsed); got != tc.want {
+			t.Errorf("lingerFor(%d, %v) = %v, want %v", tc.bytes, tc.elapsed, got, tc.want)
+		}
+	}
 }
