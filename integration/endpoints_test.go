@@ -457,6 +457,18 @@ func slowRequests(t *testing.T, run *threeRoutesRun) map[string]*slowExplanation
 					e = new(slowExplanation)
 					bySpan[span] = e
 				}
+				// Every interval is timed, within its span.
+				if st, ok := run.spans[span]; ok {
+					ts := s.GetTimestampsUnixNano()
+					if len(ts) != len(s.GetValues()) {
+						t.Errorf("span %s: a %s sample with %d values and %d timestamps", span, slowProfile, len(s.GetValues()), len(ts))
+					}
+					for _, x := range ts {
+						if at := time.Unix(0, int64(x)); at.Before(st.start) || at.After(st.end) {
+							t.Errorf("span %s: an interval at %v, outside the span [%v, %v] (from the run's start)", span, at.Sub(run.started), st.start.Sub(run.started), st.end.Sub(run.started))
+						}
+					}
+				}
 				v := sum(s)
 				e.total += v
 				fns, err := d.functions(s)
