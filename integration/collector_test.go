@@ -51,6 +51,13 @@ var allProfiles = []string{"cpu", "heap", "goroutine", "mutex", "block", "offcpu
 const referenceEnv = "PPROFOTEL_INTEGRATION_REFERENCE_CPU_PROFILE"
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(loadEnv); spec != "" {
+		if err := runLoad(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "load:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if path := os.Getenv(referenceEnv); path != "" {
 		if err := writeReferenceProfile(path); err != nil {
 			fmt.Fprintln(os.Stderr, "reference run:", err)

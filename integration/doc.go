@@ -1,8 +1,10 @@
 // Package integration holds the tests that run the profiler against a real
 // OpenTelemetry Collector and a real Grafana Pyroscope. It is a module of
 // its own so that the Collector's build tooling and the tests' dependencies
-// stay out of the profiler's go.mod; it contains no code meant to be
-// imported.
+// stay out of the profiler's go.mod. The one package meant to be imported
+// is testservice, the three-route service of issue 29's proof
+// (TestEndpointsAndSlowRequests), which the overhead benchmark
+// (benchmark/overhead) serves too.
 //
 // The Collector binary is built from Go modules by build-collector.sh, from
 // the manifest otelcol/builder-config.yaml, and found through the

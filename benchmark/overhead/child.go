@@ -134,8 +134,10 @@ func runChild(o childOptions) error {
 	if err != nil {
 		return err
 	}
+	handler, closeRoutes := routes(svc, st.traced)
+	defer closeRoutes()
 	mux := http.NewServeMux()
-	mux.Handle("/work", svc)
+	mux.Handle("/", handler)
 	var snapshots atomic.Int32
 	mux.HandleFunc("/_bench/snapshot", func(w http.ResponseWriter, r *http.Request) {
 		writeAllocsProfile(int(snapshots.Add(1)))

@@ -4,11 +4,15 @@ go 1.26.8
 
 replace github.com/pprofotel/profiler => ../..
 
+replace github.com/pprofotel/profiler/integration => ../../integration
+
 require (
 	github.com/DataDog/dd-trace-go/v2 v2.12.0
 	github.com/felixge/fgprof v0.9.5
 	github.com/grafana/pyroscope-go v1.4.3
 	github.com/pprofotel/profiler v0.0.0-00010101000000-000000000000
+	github.com/pprofotel/profiler/integration v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel/sdk v1.47.0
 )
 
 require (
@@ -41,7 +45,6 @@ require (
 	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.11.1 // indirect
 	go.opentelemetry.io/proto/otlp/collector/profiles/v1development v0.4.0 // indirect

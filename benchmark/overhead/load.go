@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pprofotel/profiler/integration/testservice"
 )
 
 // stub receives what the profilers upload, reads every byte of it and
@@ -74,7 +76,10 @@ type loadResult struct {
 // request as soon as the previous answer has been read, over a kept-alive
 // connection, so throughput measures how much the service can do and the
 // latencies include any queueing the profiler causes.
-func generateLoad(ctx context.Context, addr string, workers int, d time.Duration, maxRequests int64, keys int, seed uint64) loadResult {
+//
+// With lockEvery above 0, every lockEvery-th request goes to /lock, of which
+// one in testservice.LockEvery waits on a contended mutex (traced.go).
+func generateLoad(ctx context.Context, addr string, workers int, d time.Duration, maxRequests int64, keys int, seed uint64, lockEvery int64) loadResult {
 	tr := &http.Transport{
 		MaxIdleConnsPerHost: workers,
 		MaxConnsPerHost:     workers,
@@ -101,6 +106,9 @@ func generateLoad(ctx context.Context, addr string, workers int, d time.Duration
 					break
 				}
 				url := fmt.Sprintf("http://%s/work?k=%d&n=%d", addr, rng.IntN(keys), n)
+				if lockEvery > 0 && n%lockEvery == 0 {
+					url = "http://" + addr + testservice.RouteLock
+				}
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				t0 := time.Now()
 				resp, err := client.Do(req)

@@ -47,6 +47,8 @@ func main() {
 		service     = flag.String("service", "http", "the service under test: http (loopback load) or cpu (two goroutines hashing and allocating, no I/O)")
 		liveMB      = flag.Int("live-mb", 0, "size of the service's retained cache, in MB (0: 48 for http, 64 for cpu)")
 		hashRounds  = flag.Int("hash-rounds", 120, "512-byte payloads each request (or cpu operation) hashes")
+		lockEvery   = flag.Int64("lock-every", 0, "send every Nth request to /lock, one in 20 of which waits 200 ms on a contended mutex (issue 29's slow requests); 0: none")
+		baseline    = flag.String("baseline", "", "a build of this harness against another version of the SDK (baseline.sh): configurations named base:NAME run NAME in it")
 		configs     = flag.String("configs", "none,floor,pprofotel-continuous,pprofotel-duty,pprofotel,datadog-default,pyroscope", "comma-separated configurations to run, in order")
 	)
 	flag.Parse()
@@ -69,7 +71,11 @@ func main() {
 
 	names := strings.Split(*configs, ",")
 	for _, n := range names {
-		if _, ok := setupByName(n); !ok {
+		if strings.HasPrefix(n, basePrefix) && *baseline == "" {
+			fmt.Fprintf(os.Stderr, "overhead: -configs: %q needs -baseline\n", n)
+			os.Exit(2)
+		}
+		if _, ok := setupByName(strings.TrimPrefix(n, basePrefix)); !ok {
 			fmt.Fprintf(os.Stderr, "overhead: -configs: unknown configuration %q\n", n)
 			os.Exit(2)
 		}
@@ -77,7 +83,7 @@ func main() {
 	p := parent{
 		rounds: *rounds, duration: *duration, warmup: *warmup, period: *period,
 		workers: *workers, maxRequests: *maxRequests, liveMB: *liveMB, hashRounds: *hashRounds, names: names,
-		service: *service,
+		service: *service, lockEvery: *lockEvery, baseline: *baseline,
 	}
 	if err := p.run(); err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
@@ -91,6 +97,8 @@ type parent struct {
 	maxRequests                         int64
 	names                               []string
 	service                             string
+	lockEvery                           int64
+	baseline                            string
 	stub                                *stub
 	keys                                int
 	results                             map[string][]runResult
@@ -143,8 +151,15 @@ func (p *parent) run() error {
 	return nil
 }
 
+// basePrefix marks a configuration run in the -baseline build.
+const basePrefix = "base:"
+
 func (p *parent) runOne(exe, name string, round int) (runResult, error) {
-	cmd := exec.Command(exe, "-child", name, "-service", p.service, "-stub", p.stub.addr,
+	child := name
+	if strings.HasPrefix(name, basePrefix) {
+		exe, child = p.baseline, strings.TrimPrefix(name, basePrefix)
+	}
+	cmd := exec.Command(exe, "-child", child, "-service", p.service, "-stub", p.stub.addr,
 		"-period", p.period.String(), "-live-mb", fmt.Sprint(p.liveMB), "-hash-rounds", fmt.Sprint(p.hashRounds))
 	cmd.Env = childEnv()
 	var stderr bytes.Buffer
@@ -193,13 +208,13 @@ func (p *parent) runOne(exe, name string, round int) (runResult, error) {
 	}
 	ctx := context.Background()
 	seed := uint64(round)
-	generateLoad(ctx, addr, p.workers, p.warmup, p.maxRequests, p.keys, seed)
+	generateLoad(ctx, addr, p.workers, p.warmup, p.maxRequests, p.keys, seed, p.lockEvery)
 	before, err := fetchSnapshot(addr)
 	if err != nil {
 		return runResult{}, err
 	}
 	p.stub.reset()
-	load := generateLoad(ctx, addr, p.workers, p.duration, p.maxRequests, p.keys, seed+1000)
+	load := generateLoad(ctx, addr, p.workers, p.duration, p.maxRequests, p.keys, seed+1000, p.lockEvery)
 	after, err := fetchSnapshot(addr)
 	if err != nil {
 		return runResult{}, err

@@ -36,21 +36,30 @@ type setup struct {
 	name  string
 	label string
 	start func(stubAddr string, period time.Duration) (stop func(), err error)
+	// traced serves the HTTP service's requests in server spans (see
+	// traced.go), as an instrumented service does.
+	traced bool
 }
 
 var setups = []setup{
-	{"none", "no profiler", startNone},
-	{"floor", "runtime CPU profiler alone (the floor)", startFloor},
-	{"pprofotel", "pprofotel, defaults (cpu, heap, goroutine; CPU a sixth of each window)", startPprofotelDefaults},
-	{"pprofotel-continuous", "pprofotel, all five types, CPU continuous", startPprofotelAll},
-	{"pprofotel-duty", "pprofotel, all five types, default duty cycle (CPU a sixth of each window)", startPprofotelDuty},
-	{"pyroscope", "pyroscope-go, all five types", startPyroscope},
-	{"datadog", "dd-trace-go profiler, all five types, CPU continuous", startDatadog},
-	{"datadog-default", "dd-trace-go profiler, defaults (cpu, heap; CPU a quarter of each period)", startDatadogDefaults},
-	{"pprofotel-offcpu", "pprofotel, defaults + offcpu (duty cycle 10 %)", startPprofotelOffCPU},
-	{"pprofotel-offcpu-100", "pprofotel, defaults + offcpu, duty cycle 100 %", startPprofotelOffCPUAlways},
-	{"fgprof", "fgprof (99 Hz wall-clock stacks of every goroutine), one profile per period", startFgprof},
-	{"pprofotel-offcpu-flightrecorder", "pprofotel, defaults + offcpu, and the runtime's flight recorder kept running (issue 29's option b)", startPprofotelOffCPUFlightRecorder},
+	{"none", "no profiler", startNone, false},
+	{"floor", "runtime CPU profiler alone (the floor)", startFloor, false},
+	{"pprofotel", "pprofotel, defaults (cpu, heap, goroutine; CPU a sixth of each window)", startPprofotelDefaults, false},
+	{"pprofotel-continuous", "pprofotel, all five types, CPU continuous", startPprofotelAll, false},
+	{"pprofotel-duty", "pprofotel, all five types, default duty cycle (CPU a sixth of each window)", startPprofotelDuty, false},
+	{"pyroscope", "pyroscope-go, all five types", startPyroscope, false},
+	{"datadog", "dd-trace-go profiler, all five types, CPU continuous", startDatadog, false},
+	{"datadog-default", "dd-trace-go profiler, defaults (cpu, heap; CPU a quarter of each period)", startDatadogDefaults, false},
+	{"pprofotel-offcpu", "pprofotel, defaults + offcpu (duty cycle 10 %)", startPprofotelOffCPU, false},
+	{"pprofotel-offcpu-100", "pprofotel, defaults + offcpu, duty cycle 100 %", startPprofotelOffCPUAlways, false},
+	{"fgprof", "fgprof (99 Hz wall-clock stacks of every goroutine), one profile per period", startFgprof, false},
+	{"pprofotel-offcpu-flightrecorder", "pprofotel, defaults + offcpu, and the runtime's flight recorder kept running (issue 29's option b)", startPprofotelOffCPUFlightRecorder, false},
+	// Issue 29: the service in server spans, with a slow request now and
+	// then (-lock-every), without a profiler and with the profile types of
+	// the issue's proof; run against a build of the SDK before the issue
+	// (-baseline) to see what endpoints and slow requests add.
+	{"spans", "no profiler, traced service", startNone, true},
+	{"pprofotel-cpu-offcpu-spans", "pprofotel cpu,offcpu (default duty cycles), traced service", startPprofotelCPUOffCPU, true},
 }
 
 func setupByName(name string) (setup, bool) {
@@ -127,6 +136,12 @@ func startPprofotelOffCPUAlways(stubAddr string, period time.Duration) (func(), 
 	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(
 		profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile, profiler.OffCPUProfile),
 		profiler.WithOffCPUDutyCycle(100))
+}
+
+// startPprofotelCPUOffCPU runs the profile types of issue 29's proof,
+// PPROFOTEL_PROFILES=cpu,offcpu, everything else at its default.
+func startPprofotelCPUOffCPU(stubAddr string, period time.Duration) (func(), error) {
+	return startPprofotel(stubAddr, period, profiler.WithProfileTypes(profiler.CPUProfile, profiler.OffCPUProfile))
 }
 
 // startPprofotelOffCPUFlightRecorder is pprofotel-offcpu with the

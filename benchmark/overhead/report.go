@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -70,6 +71,7 @@ var (
 	p99        = func(r runResult) float64 { return ms(r.P99) }
 	cpuPerReq  = func(r runResult) float64 { return us(r.CPUPerReq) }
 	gcs        = func(r runResult) float64 { return float64(r.GCs) }
+	liveMB     = func(r runResult) float64 { return r.LiveMB }
 )
 
 // report prints the markdown tables: medians and ratios to "none" across
@@ -89,7 +91,7 @@ func report(w io.Writer, p *parent, took time.Duration) {
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, name := range p.names {
 		rs := p.results[name]
-		st, _ := setupByName(name)
+		st := labelOf(name)
 		thrRatio, p99Ratio, cpuRatio, floorRatio := "—", "—", "—", "—"
 		if base != nil && name != "none" {
 			thrRatio = spreadOf(ratios(rs, base, throughput)).ratio()
@@ -102,7 +104,7 @@ func report(w io.Writer, p *parent, took time.Duration) {
 			floorRatio = spreadOf(ratios(rs, floor, cpuPerReq)).ratio()
 		}
 		fmt.Fprintf(w, "| %s | %.0f | %s | %.2f | %.2f | %s | %.1f | %s | %s | %.0f | %.1f | %.0f | %.0f |\n",
-			st.label,
+			st,
 			median(column(rs, throughput)), thrRatio,
 			median(column(rs, p50)), median(column(rs, p99)), p99Ratio,
 			median(column(rs, cpuPerReq)), cpuRatio, floorRatio,
@@ -113,6 +115,7 @@ func report(w io.Writer, p *parent, took time.Duration) {
 	}
 	fmt.Fprintln(w)
 	verdict(w, p)
+	againstBaseline(w, p)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "<details><summary>Every run</summary>")
 	fmt.Fprintln(w)
@@ -160,6 +163,42 @@ func verdict(w io.Writer, p *parent) {
 		r := spreadOf(ratios(cont, floor, cpuPerReq))
 		fmt.Fprintf(w, "Target: pprofotel continuous, CPU ≤ 1.02 × the floor: %.3f × (%.3f–%.3f) — %s.\n", r.med, r.lo, r.hi, metWord(r.med <= 1.02))
 	}
+}
+
+// againstBaseline prints, for every configuration run both in this build
+// and in the -baseline one, this build's CPU per op, throughput and peak
+// live heap over the baseline's, round by round: what the SDK's changes
+// since the baseline cost the same service under the same profiler.
+func againstBaseline(w io.Writer, p *parent) {
+	for _, name := range p.names {
+		base := p.results[basePrefix+name]
+		if strings.HasPrefix(name, basePrefix) || base == nil {
+			continue
+		}
+		rs := p.results[name]
+		cpu := ratios(rs, base, cpuPerReq)
+		fmt.Fprintf(w, "%s over the -baseline SDK, per round: CPU per op %s (median %.3f), throughput %s, peak live MB %+.1f (medians %.1f and %.1f).\n\n",
+			name, formatRatios(cpu), median(cpu), spreadOf(ratios(rs, base, throughput)).ratio(),
+			median(column(rs, liveMB))-median(column(base, liveMB)), median(column(rs, liveMB)), median(column(base, liveMB)))
+	}
+}
+
+func formatRatios(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.3f", x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// labelOf is the table's label of configuration name, run in the
+// -baseline build when it says base:.
+func labelOf(name string) string {
+	st, _ := setupByName(strings.TrimPrefix(name, basePrefix))
+	if strings.HasPrefix(name, basePrefix) {
+		return st.label + ", SDK of -baseline"
+	}
+	return st.label
 }
 
 // overlap reports whether two per-round ranges overlap.

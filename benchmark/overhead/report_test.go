@@ -135,3 +135,30 @@ func TestVerdict(t *testing.T) {
 		t.Errorf("disjoint ranges reported as overlapping:\n%s", b.String())
 	}
 }
+
+func TestAgainstBaseline(t *testing.T) {
+	runs := func(liveMB float64, us ...float64) []runResult {
+		out := make([]runResult, len(us))
+		for i, u := range us {
+			out[i] = runResult{Round: i + 1, Throughput: 1000, LiveMB: liveMB, CPUPerReq: time.Duration(u * float64(time.Microsecond))}
+		}
+		return out
+	}
+	p := &parent{
+		names: []string{"spans", "base:pprofotel-cpu-offcpu-spans", "pprofotel-cpu-offcpu-spans"},
+		results: map[string][]runResult{
+			"spans":                           runs(60, 100, 100, 100),
+			"base:pprofotel-cpu-offcpu-spans": runs(70, 100, 110, 120),
+			"pprofotel-cpu-offcpu-spans":      runs(72.5, 101, 110, 126),
+		},
+	}
+	var b strings.Builder
+	againstBaseline(&b, p)
+	want := "pprofotel-cpu-offcpu-spans over the -baseline SDK, per round: CPU per op 1.010, 1.000, 1.050 (median 1.010), throughput 1.000 (1.000–1.000), peak live MB +2.5 (medians 72.5 and 70.0).\n\n"
+	if b.String() != want {
+		t.Errorf("againstBaseline printed\n%q\nwant\n%q", b.String(), want)
+	}
+	if got := labelOf("base:pprofotel-cpu-offcpu-spans"); got != "pprofotel cpu,offcpu (default duty cycles), traced service, SDK of -baseline" {
+		t.Errorf("labelOf(base:...) = %q", got)
+	}
+}

@@ -1,0 +1,79 @@
+package offcpu_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pprofotel/profiler"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+)
+
+// TestSlowRequestsAroundStretchStarts serves slow requests one after the
+// other (a root span whose handler waits 200 ms on a contended mutex, then
+// 90 ms of rest) for four seconds of one-second windows, whose off-CPU
+// cycles start with a traced stretch of 100 ms: the requests start at every
+// phase of the cycle, some just before a stretch starts, waiting into it.
+// Every request explained must be explained as it was: its values adding
+// up to its duration within 10 %, at least 80 % of it the mutex wait under
+// the handler. Issue 29's proof (integration/endpoints_test.go) found
+// requests that began about 20 ms before a stretch, at the 10 s cycles of
+// the default window, explained by the last 30–60 µs of their span only
+// (on_cpu, in labels' End).
+func TestSlowRequestsAroundStretchStarts(t *testing.T) {
+	t.Setenv("PPROFOTEL_PROFILES", "cpu,offcpu")
+	tracer, p, dir := startToFiles(t, profiler.WithWindow(time.Second))
+	type served struct {
+		start time.Time
+		took  time.Duration
+	}
+	slow := make(map[string]served)
+	begin := time.Now()
+	for time.Since(begin) < 4*time.Second {
+		start := time.Now()
+		_, span := tracer.Start(context.Background(), "GET /lock")
+		lockHandler(200 * time.Millisecond)
+		span.End()
+		sc := span.SpanContext()
+		slow[sc.TraceID().String()+"/"+sc.SpanID().String()] = served{start, time.Since(start)}
+		time.Sleep(90 * time.Millisecond)
+	}
+	// The tracker reports the last end at its next sweep.
+	time.Sleep(100 * time.Millisecond)
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	all := make(map[string]time.Duration)
+	mutex := make(map[string]time.Duration)
+	parts := make(map[string][]string)
+	for _, req := range otlptest.ReadDir(t, dir) {
+		for _, s := range otlptest.Samples(req, "slowrequests", "wall") {
+			ids := s.TraceID + "/" + s.SpanID
+			parts[ids] = append(parts[ids], fmt.Sprintf("%s %s before_trace=%s %v at %v", s.Attrs["goroutine_state"], s.Attrs["wait_reason"], s.Attrs["before_trace"], s.Values, s.Timestamps))
+			for _, v := range s.Values {
+				all[ids] += time.Duration(v)
+				if s.Attrs["goroutine_state"] == "off_cpu" && s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler") {
+					mutex[ids] += time.Duration(v)
+				}
+			}
+		}
+	}
+	var explained int
+	for ids, r := range slow {
+		got, ok := all[ids]
+		if !ok {
+			continue
+		}
+		explained++
+		if got < r.took*90/100 || got > r.took*110/100 || mutex[ids] < r.took*80/100 {
+			t.Errorf("request %s, %v into the run (phase %v of its second): explained %v of its %v, %v of it the mutex wait under lockHandler; want its duration ± 10 %%, at least 80 %% the mutex wait; its samples (values, timestamps in Unix ns; the request started at %d):\n%s",
+				ids, r.start.Sub(begin), r.start.Sub(begin)%time.Second, got, r.took, mutex[ids], r.start.UnixNano(), strings.Join(parts[ids], "\n"))
+		}
+	}
+	t.Logf("%d of %d slow requests explained; Stats: %d explained, %d dropped", explained, len(slow), p.Stats().SlowRequestsExplained, p.Stats().SlowRequestsDropped)
+	if explained == 0 {
+		t.Fatal("no slow request explained")
+	}
+}
