@@ -38,8 +38,10 @@ var ignoredReasons = map[string]bool{
 // profile it becomes.
 type window struct {
 	maxWaits int
-	// sampleType is the one sample type of the profile it becomes.
+	// sampleType is the one sample type of the profile it becomes;
+	// period, when not 0, its period, in units of sampleType.
 	sampleType pprofdecode.ValueType
+	period     int64
 	// traced is the time the trace covered in the window, which the
 	// Recorder adds up.
 	traced time.Duration
@@ -84,9 +86,17 @@ type event struct {
 }
 
 func newWindow(maxWaits int, sampleType pprofdecode.ValueType) *window {
+	// The off-CPU profile has no period: Pyroscope knows off_cpu
+	// without one. Any other profile needs a period type there, and every
+	// interval of the slow-request profile is recorded: a period of 1.
+	var period int64
+	if sampleType != SampleType {
+		period = 1
+	}
 	return &window{
 		maxWaits:   maxWaits,
 		sampleType: sampleType,
+		period:     period,
 		byKind:     make(map[kindKey]int32),
 		tables: tables{
 			byFrame: make(map[trace.StackFrame]int32),
@@ -516,8 +526,10 @@ func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdeco
 	p := &b.profile
 	p.SampleTypes = append(p.SampleTypes[:0], w.sampleType)
 	p.DefaultSampleType = w.sampleType.Type
-	p.PeriodType = pprofdecode.ValueType{}
-	p.Period = 0
+	p.PeriodType, p.Period = pprofdecode.ValueType{}, w.period
+	if w.period != 0 {
+		p.PeriodType = w.sampleType
+	}
 	p.TimeNanos = start.UnixNano()
 	p.DurationNanos = int64(end.Sub(start))
 	p.Locations = w.locations
