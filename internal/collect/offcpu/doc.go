@@ -96,9 +96,11 @@
 // starts only at the end of the trace's first generation, and only if it
 // did not run until then (go.dev/issue/65634): a request blocked before the
 // trace and woken within its first second would have no stack for its
-// wait. So a trace started while requests are watched is preceded by a
-// short one, started and stopped at once, whose end writes every waiting
-// goroutine's stack; the wait's reason is read from where it parked.
+// wait. So every trace, a duty stretch's too (a request may turn long
+// during it), is preceded by a short one, started and stopped at once,
+// whose end writes every waiting goroutine's stack; the wait's reason is
+// read from where it parked. A wait one trace's end cut and the next found
+// open at the same place is one wait.
 //
 // The reading follows the state of every goroutine (running, waiting with
 // its reason and stack, runnable) and keeps the intervals of the

@@ -153,6 +153,9 @@ type goroutine struct {
 	// samples are the stacks of the CPU profile's samples of the
 	// goroutine since it began running.
 	samples []trace.Stack
+	// found is set while the state is the one a trace found the
+	// goroutine in (its status), until it changes.
+	found bool
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by

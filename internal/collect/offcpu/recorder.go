@@ -312,8 +312,11 @@ func (r *Recorder) startStretch() stretch {
 		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxGoroutines))
 		return st
 	}
-	st.sink, st.first = r.startTrace(r.slow.live > 0)
-	if st.first != nil {
+	// Every stretch starts with the short trace: a request may turn long
+	// during the stretch that was already waiting when it began, and
+	// without the short trace its wait would have no stack.
+	st.sink, st.first = r.startTrace(true)
+	if st.first != nil && r.slow.live > 0 {
 		r.charge(startCost + len(st.first))
 	}
 	if st.sink == nil {
@@ -580,6 +583,10 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	if st.first != nil {
 		rd.noWaits = true
 		_ = rd.read(bytes.NewReader(st.first))
+		// The short trace's states end with it: between it and the
+		// stretch's trace the goroutines went on unseen, and the
+		// stretch's trace states them again as it finds them.
+		rd.finishSlow()
 	}
 	rd.noWaits = st.watch
 	parse := func() {

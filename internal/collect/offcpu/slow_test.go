@@ -243,6 +243,11 @@ func TestExplainParts(t *testing.T) {
 	iv := func(from, to int64, st gstate, reason string, frames []xtrace.StackFrame) interval {
 		return interval{start: ms(from), end: ms(to), state: st, reason: reason, frames: frames}
 	}
+	// lockFound is lock as a goroutine found blocked has it: the
+	// runtime's frames first.
+	lockFound := append([]xtrace.StackFrame{{Func: "runtime.gopark"}, {Func: "runtime.semacquire1"}}, lock...)
+	found := func(i interval) interval { i.found = true; return i }
+	cut := func(i interval) interval { i.open = true; return i }
 	type want struct {
 		from, to int64
 		state    string
@@ -264,6 +269,20 @@ func TestExplainParts(t *testing.T) {
 			[]want{{0, 80, "off_cpu", false}, {80, 200, "untraced", false}}},
 		{"intervals outside the request cut", []interval{iv(-50, 30, stateWaiting, "select", lock), iv(30, 300, stateRunning, "", run)}, 0, 120,
 			[]want{{0, 30, "off_cpu", false}, {30, 120, "on_cpu", false}}},
+		// One trace ends (the wait open), the next finds the goroutine
+		// waiting at the same place: one wait, the handover's time its.
+		{"a wait across a handover", []interval{iv(0, 1, stateRunning, "", run), cut(iv(1, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "sync", lockFound)), iv(200, 201, stateRunning, "", run)}, 0, 201,
+			[]want{{0, 1, "on_cpu", false}, {1, 200, "off_cpu", false}, {200, 201, "on_cpu", false}}},
+		{"another wait after a handover", []interval{cut(iv(0, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "sleep", run))}, 0, 200,
+			[]want{{0, 80, "off_cpu", false}, {80, 130, "untraced", false}, {130, 200, "off_cpu", false}}},
+		// The short trace's stack, and the trace after it, which gives
+		// none for a goroutine that wakes in its first generation.
+		{"a wait found with no stack after a handover", []interval{cut(iv(0, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "", nil)), iv(200, 210, stateRunning, "", run)}, 0, 210,
+			[]want{{0, 200, "off_cpu", false}, {200, 210, "on_cpu", false}}},
+		{"running across a handover", []interval{cut(iv(0, 80, stateRunning, "", run)), found(iv(130, 200, stateRunning, "", run))}, 0, 200,
+			[]want{{0, 80, "on_cpu", false}, {80, 130, "untraced", false}, {130, 200, "on_cpu", false}}},
+		{"a wait found with no stack at the start", []interval{found(iv(50, 150, stateWaiting, "", nil)), iv(150, 160, stateRunning, "", run)}, 0, 160,
+			[]want{{0, 50, "off_cpu", true}, {50, 150, "off_cpu", false}, {150, 160, "on_cpu", false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parts := explainParts(&timeline{intervals: tc.ivs}, ms(tc.start), ms(tc.end))
@@ -278,6 +297,11 @@ func TestExplainParts(t *testing.T) {
 			}
 			if sum != ms(tc.end-tc.start) {
 				t.Errorf("parts add up to %v, want %v", time.Duration(sum), time.Duration(ms(tc.end-tc.start)))
+			}
+			for _, p := range parts {
+				if len(p.frames) == 0 {
+					t.Errorf("part %v..%v %s has no stack: the builder would leave it out", p.start/ms(1), p.end/ms(1), stateNames[p.state])
+				}
 			}
 		})
 	}
