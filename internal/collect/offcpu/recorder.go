@@ -142,6 +142,9 @@ type Recorder struct {
 	// sessionsFrom is when a watch session may next start, after one
 	// could not.
 	sessionsFrom time.Time
+	// handover is the next stretch, started by record before it read
+	// the last of its own (see record); nil when none was.
+	handover *stretch
 }
 
 type request struct {
@@ -456,7 +459,11 @@ func (r *Recorder) loop(st stretch) {
 				return
 			}
 		}
-		st = r.startStretch()
+		if r.handover != nil {
+			st, r.handover = *r.handover, nil
+		} else {
+			st = r.startStretch()
+		}
 	}
 }
 
@@ -644,6 +651,19 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	stopTrace()
 	stopped := time.Now()
 	sinkCut, offered := st.sink.close()
+	if q != nil && !q.last && r.slow.live > 0 {
+		// A collection with watched requests live: the next stretch's
+		// trace starts now, before this one's last generations are read
+		// (tens of milliseconds on a busy machine), so that what the
+		// requests do meanwhile is traced, and a wait open across the
+		// collection is seen by both traces, one wait. Its sink has
+		// buffers of its own: this one's are still to be read.
+		bufs := r.bufs
+		r.bufs = [2][]byte{}
+		next := r.startStretch()
+		r.bufs = bufs
+		r.handover = &next
+	}
 	if !abandon {
 		parse()
 	}

@@ -149,6 +149,55 @@ type slowState struct {
 	live int
 	// explained are the window's slow requests, explained.
 	explained []explanation
+	// prelude are the intervals a trace's end cut of goroutines in
+	// requests not watched yet (the tracker reports a request once it
+	// ran long, a moment later): a request watched after the trace ended
+	// starts from them. They are kept for two readings' ends (ends counts
+	// them), at most maxPrelude goroutines.
+	prelude map[string]*prelude
+	ends    int
+}
+
+// prelude is what a reading's end cut of the goroutines of one request
+// not watched yet.
+type prelude struct {
+	end        int
+	goroutines map[trace.GoID]*timeline
+}
+
+// maxPrelude bounds the goroutines whose cut intervals are kept for
+// requests not watched yet.
+const maxPrelude = 1024
+
+// preludeOf returns the timeline to keep goroutine id's cut interval in,
+// for the request of root not watched yet; nil past maxPrelude.
+func (ss *slowState) preludeOf(root string, id trace.GoID) *timeline {
+	p := ss.prelude[root]
+	if p == nil {
+		if len(ss.prelude) >= maxPrelude {
+			return nil
+		}
+		p = &prelude{goroutines: make(map[trace.GoID]*timeline)}
+		ss.prelude[root] = p
+	}
+	p.end = ss.ends
+	tl := p.goroutines[id]
+	if tl == nil {
+		tl = new(timeline)
+		p.goroutines[id] = tl
+	}
+	return tl
+}
+
+// endReading forgets the preludes older than the reading before the one
+// that ends.
+func (ss *slowState) endReading() {
+	ss.ends++
+	for root, p := range ss.prelude {
+		if ss.ends-p.end > 2 {
+			delete(ss.prelude, root)
+		}
+	}
 }
 
 func newSlowState(cfg *Config) *slowState {
@@ -158,6 +207,7 @@ func newSlowState(cfg *Config) *slowState {
 		maxSlow:    cfg.MaxSlow,
 		stats:      cfg.Stats,
 		byRoot:     make(map[string]*watch),
+		prelude:    make(map[string]*prelude),
 	}
 }
 
@@ -184,7 +234,12 @@ func (ss *slowState) apply(e watchEvent) {
 			ss.stats.SlowDropped.Add(1)
 			return
 		}
-		ss.byRoot[root] = &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		w := &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		if p := ss.prelude[root]; p != nil {
+			w.goroutines = p.goroutines
+			delete(ss.prelude, root)
+		}
+		ss.byRoot[root] = w
 		ss.live++
 		ss.gen++
 		return
@@ -513,8 +568,18 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 	if g.st == stateNone || t <= g.since {
 		return
 	}
-	if s.slow.watching() {
-		if tl := s.target(g, id); tl != nil {
+	var tl *timeline
+	if s.slow.watching() || open && !g.known {
+		// Kept while a request is watched, and at a trace's end for a
+		// goroutine whose span is not known yet: the next trace finds
+		// it again, maybe in a request watched by then.
+		tl = s.target(g, id)
+	}
+	if tl == nil && open && g.known && g.root != "" && s.slow.byRoot[g.root] == nil {
+		tl = s.slow.preludeOf(g.root, id)
+	}
+	{
+		if tl != nil {
 			n := len(tl.intervals)
 			if g.st == stateRunning && len(samples) > 0 {
 				from, step := g.since, (t-g.since)/int64(len(samples))
@@ -537,7 +602,7 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 				}
 				tl.add(interval{start: g.since, end: t, state: g.st, reason: reason, frames: frames, found: found, open: open})
 			}
-			if !g.known {
+			if !g.known && tl == g.pend {
 				s.pending += len(tl.intervals) - n
 			}
 		}
@@ -612,25 +677,30 @@ func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id 
 func (s *reading) slowSpanSwitch(g *goroutine, id trace.GoID, now, before string, t trace.Time, stk trace.Stack) {
 	_, _, nowRoot, _ := splitSpan(now)
 	_, _, beforeRoot, _ := splitSpan(before)
-	if s.slow.watching() {
-		s.closeInterval(g, id, s.wall(t), stk, false)
-		w := s.slow.byRoot[beforeRoot]
-		if !g.known && g.pend != nil {
-			if w != nil {
-				tl := w.goroutines[id]
-				if tl == nil {
-					tl = new(timeline)
-					w.goroutines[id] = tl
-				}
-				tl.intervals = append(tl.intervals, g.pend.intervals...)
-				tl.cut = tl.cut || g.pend.cut
+	s.closeInterval(g, id, s.wall(t), stk, false)
+	w := s.slow.byRoot[beforeRoot]
+	if !g.known && g.pend != nil {
+		// What was kept goes to the request the record says the
+		// goroutine was in, or waits for its report.
+		var tl *timeline
+		if w != nil {
+			tl = w.goroutines[id]
+			if tl == nil {
+				tl = new(timeline)
+				w.goroutines[id] = tl
 			}
-			s.pending -= len(g.pend.intervals)
-			g.pend = nil
+		} else if beforeRoot != "" {
+			tl = s.slow.preludeOf(beforeRoot, id)
 		}
-		if w != nil && nowRoot != beforeRoot {
-			w.endG, w.hasEndG = id, true
+		if tl != nil {
+			tl.intervals = append(tl.intervals, g.pend.intervals...)
+			tl.cut = tl.cut || g.pend.cut
 		}
+		s.pending -= len(g.pend.intervals)
+		g.pend = nil
+	}
+	if w != nil && nowRoot != beforeRoot {
+		w.endG, w.hasEndG = id, true
 	}
 	g.root, g.wgen = nowRoot, -1
 }
@@ -642,6 +712,7 @@ func (s *reading) finishSlow() {
 	if s.slow == nil {
 		return
 	}
+	s.slow.endReading()
 	end := s.wall(s.last)
 	for id, g := range s.goroutines {
 		s.closeInterval(g, id, end, trace.NoStack, true)

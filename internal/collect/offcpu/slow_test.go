@@ -403,3 +403,38 @@ func TestLingerFor(t *testing.T) {
 		}
 	}
 }
+
+// TestPrelude keeps what a trace's end cut of a request not watched yet
+// (the tracker reports it a moment after it ran long) for the request's
+// watch, for two readings' ends at most, and at most maxPrelude requests.
+func TestPrelude(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 4, MaxSlow: 4, Stats: &stats})
+	ids := func(i int) string { return fmt.Sprintf("%032x%016x", i, i) }
+	wait := interval{start: 10, end: 20, state: stateWaiting, reason: "sync", frames: []xtrace.StackFrame{{Func: "main.handle"}}, open: true}
+	ss.preludeOf(ids(1)[32:], 7).add(wait)
+	ss.preludeOf(ids(2)[32:], 8).add(wait)
+	ss.endReading()
+	ss.apply(watchEvent{ids: ids(1), start: time.Unix(0, 0)})
+	w := ss.byRoot[ids(1)[32:]]
+	if tl := w.goroutines[7]; tl == nil || !reflect.DeepEqual(tl.intervals, []interval{wait}) {
+		t.Errorf("the watched request starts from %v, want its cut wait", w.goroutines)
+	}
+	if _, ok := ss.prelude[ids(1)[32:]]; ok {
+		t.Error("a prelude taken by its watch is still kept")
+	}
+	ss.endReading()
+	if _, ok := ss.prelude[ids(2)[32:]]; !ok {
+		t.Error("a prelude is forgotten at the second reading's end")
+	}
+	ss.endReading()
+	if len(ss.prelude) != 0 {
+		t.Errorf("%d preludes kept past two readings' ends", len(ss.prelude))
+	}
+	for i := range maxPrelude + 10 {
+		ss.preludeOf(ids(100 + i)[32:], 1)
+	}
+	if len(ss.prelude) != maxPrelude || ss.preludeOf(ids(5000)[32:], 1) != nil {
+		t.Errorf("%d preludes kept, want at most %d", len(ss.prelude), maxPrelude)
+	}
+}
