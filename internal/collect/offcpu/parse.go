@@ -196,6 +196,10 @@ type reading struct {
 	slow    *slowState
 	pending int
 	frames  map[trace.Stack][]trace.StackFrame
+	// poll, when set, is called every pollEvery events (polled counts
+	// them): the recorder takes in the tracker's reports while it reads.
+	poll   func()
+	polled int
 }
 
 // errTruncated reports a trace that ends in the middle of a generation,
@@ -232,9 +236,17 @@ func (s *reading) read(r io.Reader) error {
 			return errors.Join(errTruncated, err)
 		}
 		s.event(&ev)
+		if s.poll != nil {
+			if s.polled++; s.polled%pollEvery == 0 {
+				s.poll()
+			}
+		}
 	}
 	return nil
 }
+
+// pollEvery is how many events a reading reads between calls of its poll.
+const pollEvery = 4096
 
 // finish counts the waits still open up to the last event read, and
 // returns the time the reading covered: from the first event to the last.

@@ -143,7 +143,8 @@ type Recorder struct {
 	// could not.
 	sessionsFrom time.Time
 	// handover is the next stretch, started by record before it read
-	// the last of its own (see record); nil when none was.
+	// the last of its own (see record): a duty stretch after a
+	// collection, a watch trace otherwise; nil when none was.
 	handover *stretch
 }
 
@@ -472,6 +473,15 @@ func (r *Recorder) loop(st stretch) {
 // one did.
 func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 	for {
+		if r.handover != nil {
+			// A watch trace started while the stretch was read.
+			st := *r.handover
+			r.handover = nil
+			if q := r.record(st, wait); q != nil {
+				return q
+			}
+			continue
+		}
 		now := time.Now()
 		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.refill() >= minTokens {
 			st := r.startWatch()
@@ -663,6 +673,23 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		next := r.startStretch()
 		r.bufs = bufs
 		r.handover = &next
+	}
+	if q == nil && st.rest > 0 && r.handover == nil {
+		// Reading the last of the stretch takes a while (tens of
+		// milliseconds, hundreds under load): a request that turns long
+		// meanwhile, maybe waiting since before the stretch's end, has
+		// its watch trace started at once, not once the reading is done.
+		rd.poll = func() {
+			r.drain()
+			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.refill() >= minTokens {
+				bufs := r.bufs
+				r.bufs = [2][]byte{}
+				if next := r.startWatch(); next.sink != nil {
+					r.handover = &next
+				}
+				r.bufs = bufs
+			}
+		}
 	}
 	if !abandon {
 		parse()
