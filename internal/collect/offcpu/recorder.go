@@ -146,6 +146,20 @@ type Recorder struct {
 	// the last of its own (see record): a duty stretch after a
 	// collection, a watch trace otherwise; nil when none was.
 	handover *stretch
+	// reach is where the last trace read ended, Unix nanoseconds.
+	reach int64
+}
+
+// settleUntraced explains the watched requests that ended, with no trace
+// read running: all of them, but while a handover trace runs, only those
+// that ended before the last trace read ended; the others are explained
+// from the handover trace's reading.
+func (r *Recorder) settleUntraced(now time.Time) {
+	if r.handover != nil {
+		r.slow.settle(r.reach, true, now)
+		return
+	}
+	r.slow.settle(0, false, now)
 }
 
 type request struct {
@@ -706,7 +720,8 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	}
 	read := st.sink.kept
 	covered := rd.finish()
-	r.slow.settle(0, false, stopped)
+	r.reach = rd.wall(rd.last)
+	r.settleUntraced(stopped)
 	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)
 	switch {
@@ -751,7 +766,7 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 		scale = float64(length) / float64(w.traced)
 	}
 	p := w.build(&r.built, r.windowStart, now, scale)
-	r.slow.settle(0, false, now)
+	r.settleUntraced(now)
 	r.slowWin.reset()
 	r.slow.build(r.slowWin)
 	r.slowProfile = nil
