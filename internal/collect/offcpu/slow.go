@@ -333,12 +333,18 @@ func explainParts(tl *timeline, start, end int64) []part {
 	// it: the first one not runnable within its first moments, since
 	// starting the tracer stops the world and leaves every goroutine that
 	// ran runnable.
-	first := 0
-	for i, iv := range ivs {
-		if iv.start-ivs[0].start > startPause {
-			break
-		}
-		if iv.state != stateRunnable && iv.end > start {
+	// Intervals that ended before the request began (a goroutine's
+	// earlier work, kept while its span was not known) say nothing of it.
+	lo := 0
+	for lo < len(ivs) && ivs[lo].end <= start {
+		lo++
+	}
+	if lo == len(ivs) {
+		return nil
+	}
+	first := lo
+	for i := lo; i < len(ivs) && ivs[i].start-ivs[lo].start <= startPause; i++ {
+		if ivs[i].state != stateRunnable {
 			first = i
 			break
 		}

@@ -269,6 +269,10 @@ func TestExplainParts(t *testing.T) {
 			[]want{{0, 80, "off_cpu", false}, {80, 200, "untraced", false}}},
 		{"intervals outside the request cut", []interval{iv(-50, 30, stateWaiting, "select", lock), iv(30, 300, stateRunning, "", run)}, 0, 120,
 			[]want{{0, 30, "off_cpu", false}, {30, 120, "on_cpu", false}}},
+		// The goroutine's work before the request (kept while its span
+		// was not known) is not the state the request's trace found.
+		{"intervals before the request", []interval{iv(-300, -200, stateRunning, "", run), iv(-200, -199, stateRunnable, "", run), iv(50, 200, stateWaiting, "sync", lock), iv(200, 210, stateRunning, "", run)}, 0, 210,
+			[]want{{0, 50, "off_cpu", true}, {50, 200, "off_cpu", false}, {200, 210, "on_cpu", false}}},
 		// One trace ends (the wait open), the next finds the goroutine
 		// waiting at the same place: one wait, the handover's time its.
 		{"a wait across a handover", []interval{iv(0, 1, stateRunning, "", run), cut(iv(1, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "sync", lockFound)), iv(200, 201, stateRunning, "", run)}, 0, 201,
