@@ -668,6 +668,9 @@ func checkPyroscopeSlowSpans(t *testing.T, py *pyroscope, run *threeRoutesRun) {
 	if len(spans) == 0 {
 		t.Fatalf("no slow /lock request was sent in the slow-request profile")
 	}
+	if typeID != slowType {
+		t.Errorf("the slow-request profile is %s in Pyroscope, want %s", typeID, slowType)
+	}
 	spans = spans[:min(len(spans), 10)]
 	start, end := threeRoutesQueryRange(run)
 	for _, span := range spans {

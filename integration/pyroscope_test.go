@@ -434,10 +434,12 @@ func checkSeriesCount(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 	}
 }
 
-// The Pyroscope types of the off-CPU profile and of the request counts.
+// The Pyroscope types of the off-CPU profile, of the request counts and of
+// the slow-request profile.
 const (
 	offCPUType   = "off_cpu:off_cpu:nanoseconds::"
 	requestsType = "requests:requests:count:requests:count"
+	slowType     = "wall:wall:nanoseconds:wall:nanoseconds"
 )
 
 // seriesSampleLabels are the sample attributes the profiler sends that

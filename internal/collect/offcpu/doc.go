@@ -56,8 +56,8 @@
 // whatever MaxTraceBytes (Stats.Skipped).
 //
 // Stalls: starting the tracer stops the world once (runtime.StartTrace),
-// so every stretch pauses the application once, as a garbage collection
-// does twice; ending a generation and stopping the trace preempt the
+// so every stretch pauses the application twice (its short trace first,
+// see Slow requests), as a garbage collection does; ending a generation and stopping the trace preempt the
 // processors one at a time. The recorder bounds how often (at most once
 // a cycle, never while the window is full or the tracer already runs for
 // the application's flight recorder), not how long: that is the
@@ -96,9 +96,15 @@
 // starts only at the end of the trace's first generation, and only if it
 // did not run until then (go.dev/issue/65634): a request blocked before the
 // trace and woken within its first second would have no stack for its
-// wait. So a trace started while requests are watched is preceded by a
-// short one, started and stopped at once, whose end writes every waiting
-// goroutine's stack; the wait's reason is read from where it parked.
+// wait. So every trace, a duty stretch's too (a request may turn long
+// during it), is preceded by a short one, started and stopped at once,
+// whose end writes every waiting goroutine's stack; the wait's reason is
+// read from where it parked. A wait one trace's end cut and the next found
+// open at the same place is one wait. The next trace does not wait for the
+// last of one to be read: at a collection with watched requests live it
+// starts first, and at a stretch's end the tracker's reports are taken in
+// while the stretch is read (reading.poll), a watch trace started for a
+// request turned long meanwhile.
 //
 // The reading follows the state of every goroutine (running, waiting with
 // its reason and stack, runnable) and keeps the intervals of the

@@ -38,8 +38,10 @@ var ignoredReasons = map[string]bool{
 // profile it becomes.
 type window struct {
 	maxWaits int
-	// sampleType is the one sample type of the profile it becomes.
+	// sampleType is the one sample type of the profile it becomes;
+	// period, when not 0, its period, in units of sampleType.
 	sampleType pprofdecode.ValueType
+	period     int64
 	// traced is the time the trace covered in the window, which the
 	// Recorder adds up.
 	traced time.Duration
@@ -84,9 +86,17 @@ type event struct {
 }
 
 func newWindow(maxWaits int, sampleType pprofdecode.ValueType) *window {
+	// The off-CPU profile has no period: Pyroscope knows off_cpu
+	// without one. Any other profile needs a period type there, and every
+	// interval of the slow-request profile is recorded: a period of 1.
+	var period int64
+	if sampleType != SampleType {
+		period = 1
+	}
 	return &window{
 		maxWaits:   maxWaits,
 		sampleType: sampleType,
+		period:     period,
 		byKind:     make(map[kindKey]int32),
 		tables: tables{
 			byFrame: make(map[trace.StackFrame]int32),
@@ -143,6 +153,9 @@ type goroutine struct {
 	// samples are the stacks of the CPU profile's samples of the
 	// goroutine since it began running.
 	samples []trace.Stack
+	// found is set while the state is the one a trace found the
+	// goroutine in (its status), until it changes.
+	found bool
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -183,6 +196,10 @@ type reading struct {
 	slow    *slowState
 	pending int
 	frames  map[trace.Stack][]trace.StackFrame
+	// poll, when set, is called every pollEvery events (polled counts
+	// them): the recorder takes in the tracker's reports while it reads.
+	poll   func()
+	polled int
 }
 
 // errTruncated reports a trace that ends in the middle of a generation,
@@ -219,9 +236,17 @@ func (s *reading) read(r io.Reader) error {
 			return errors.Join(errTruncated, err)
 		}
 		s.event(&ev)
+		if s.poll != nil {
+			if s.polled++; s.polled%pollEvery == 0 {
+				s.poll()
+			}
+		}
 	}
 	return nil
 }
+
+// pollEvery is how many events a reading reads between calls of its poll.
+const pollEvery = 4096
 
 // finish counts the waits still open up to the last event read, and
 // returns the time the reading covered: from the first event to the last.
@@ -516,8 +541,10 @@ func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdeco
 	p := &b.profile
 	p.SampleTypes = append(p.SampleTypes[:0], w.sampleType)
 	p.DefaultSampleType = w.sampleType.Type
-	p.PeriodType = pprofdecode.ValueType{}
-	p.Period = 0
+	p.PeriodType, p.Period = pprofdecode.ValueType{}, w.period
+	if w.period != 0 {
+		p.PeriodType = w.sampleType
+	}
 	p.TimeNanos = start.UnixNano()
 	p.DurationNanos = int64(end.Sub(start))
 	p.Locations = w.locations

@@ -142,6 +142,24 @@ type Recorder struct {
 	// sessionsFrom is when a watch session may next start, after one
 	// could not.
 	sessionsFrom time.Time
+	// handover is the next stretch, started by record before it read
+	// the last of its own (see record): a duty stretch after a
+	// collection, a watch trace otherwise; nil when none was.
+	handover *stretch
+	// reach is where the last trace read ended, Unix nanoseconds.
+	reach int64
+}
+
+// settleUntraced explains the watched requests that ended, with no trace
+// read running: all of them, but while a handover trace runs, only those
+// that ended before the last trace read ended; the others are explained
+// from the handover trace's reading.
+func (r *Recorder) settleUntraced(now time.Time) {
+	if r.handover != nil {
+		r.slow.settle(r.reach, true, now)
+		return
+	}
+	r.slow.settle(0, false, now)
 }
 
 type request struct {
@@ -312,8 +330,11 @@ func (r *Recorder) startStretch() stretch {
 		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxGoroutines))
 		return st
 	}
-	st.sink, st.first = r.startTrace(r.slow.live > 0)
-	if st.first != nil {
+	// Every stretch starts with the short trace: a request may turn long
+	// during the stretch that was already waiting when it began, and
+	// without the short trace its wait would have no stack.
+	st.sink, st.first = r.startTrace(true)
+	if st.first != nil && r.slow.live > 0 {
 		r.charge(startCost + len(st.first))
 	}
 	if st.sink == nil {
@@ -453,7 +474,11 @@ func (r *Recorder) loop(st stretch) {
 				return
 			}
 		}
-		st = r.startStretch()
+		if r.handover != nil {
+			st, r.handover = *r.handover, nil
+		} else {
+			st = r.startStretch()
+		}
 	}
 }
 
@@ -462,6 +487,15 @@ func (r *Recorder) loop(st stretch) {
 // one did.
 func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 	for {
+		if r.handover != nil {
+			// A watch trace started while the stretch was read.
+			st := *r.handover
+			r.handover = nil
+			if q := r.record(st, wait); q != nil {
+				return q
+			}
+			continue
+		}
 		now := time.Now()
 		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.refill() >= minTokens {
 			st := r.startWatch()
@@ -580,6 +614,10 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	if st.first != nil {
 		rd.noWaits = true
 		_ = rd.read(bytes.NewReader(st.first))
+		// The short trace's states end with it: between it and the
+		// stretch's trace the goroutines went on unseen, and the
+		// stretch's trace states them again as it finds them.
+		rd.finishSlow()
 	}
 	rd.noWaits = st.watch
 	parse := func() {
@@ -637,6 +675,36 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	stopTrace()
 	stopped := time.Now()
 	sinkCut, offered := st.sink.close()
+	if q != nil && !q.last && r.slow.live > 0 {
+		// A collection with watched requests live: the next stretch's
+		// trace starts now, before this one's last generations are read
+		// (tens of milliseconds on a busy machine), so that what the
+		// requests do meanwhile is traced, and a wait open across the
+		// collection is seen by both traces, one wait. Its sink has
+		// buffers of its own: this one's are still to be read.
+		bufs := r.bufs
+		r.bufs = [2][]byte{}
+		next := r.startStretch()
+		r.bufs = bufs
+		r.handover = &next
+	}
+	if q == nil && st.rest > 0 && r.handover == nil {
+		// Reading the last of the stretch takes a while (tens of
+		// milliseconds, hundreds under load): a request that turns long
+		// meanwhile, maybe waiting since before the stretch's end, has
+		// its watch trace started at once, not once the reading is done.
+		rd.poll = func() {
+			r.drain()
+			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.refill() >= minTokens {
+				bufs := r.bufs
+				r.bufs = [2][]byte{}
+				if next := r.startWatch(); next.sink != nil {
+					r.handover = &next
+				}
+				r.bufs = bufs
+			}
+		}
+	}
 	if !abandon {
 		parse()
 	}
@@ -652,7 +720,8 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	}
 	read := st.sink.kept
 	covered := rd.finish()
-	r.slow.settle(0, false, stopped)
+	r.reach = rd.wall(rd.last)
+	r.settleUntraced(stopped)
 	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)
 	switch {
@@ -697,7 +766,7 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 		scale = float64(length) / float64(w.traced)
 	}
 	p := w.build(&r.built, r.windowStart, now, scale)
-	r.slow.settle(0, false, now)
+	r.settleUntraced(now)
 	r.slowWin.reset()
 	r.slow.build(r.slowWin)
 	r.slowProfile = nil

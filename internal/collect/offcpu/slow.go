@@ -78,12 +78,15 @@ const (
 var stateNames = [...]string{"", "on_cpu", "off_cpu", "runnable", "untraced"}
 
 // interval is a stretch of time a goroutine spent in one state, in
-// Unix nanoseconds.
+// Unix nanoseconds. found marks one whose state a trace found the
+// goroutine in as it began (its status at the trace's start), open one
+// that a trace's end cut: the goroutine's state went on.
 type interval struct {
-	start, end int64
-	state      gstate
-	reason     string
-	frames     []trace.StackFrame
+	start, end  int64
+	state       gstate
+	reason      string
+	frames      []trace.StackFrame
+	found, open bool
 }
 
 func (iv *interval) sameKind(o *interval) bool {
@@ -103,7 +106,7 @@ func (t *timeline) add(iv interval) bool {
 	if n := len(t.intervals); n > 0 {
 		last := &t.intervals[n-1]
 		if last.end == iv.start && last.sameKind(&iv) {
-			last.end = iv.end
+			last.end, last.open = iv.end, iv.open
 			return true
 		}
 	}
@@ -146,6 +149,55 @@ type slowState struct {
 	live int
 	// explained are the window's slow requests, explained.
 	explained []explanation
+	// prelude are the intervals a trace's end cut of goroutines in
+	// requests not watched yet (the tracker reports a request once it
+	// ran long, a moment later): a request watched after the trace ended
+	// starts from them. They are kept for two readings' ends (ends counts
+	// them), at most maxPrelude goroutines.
+	prelude map[string]*prelude
+	ends    int
+}
+
+// prelude is what a reading's end cut of the goroutines of one request
+// not watched yet.
+type prelude struct {
+	end        int
+	goroutines map[trace.GoID]*timeline
+}
+
+// maxPrelude bounds the goroutines whose cut intervals are kept for
+// requests not watched yet.
+const maxPrelude = 1024
+
+// preludeOf returns the timeline to keep goroutine id's cut interval in,
+// for the request of root not watched yet; nil past maxPrelude.
+func (ss *slowState) preludeOf(root string, id trace.GoID) *timeline {
+	p := ss.prelude[root]
+	if p == nil {
+		if len(ss.prelude) >= maxPrelude {
+			return nil
+		}
+		p = &prelude{goroutines: make(map[trace.GoID]*timeline)}
+		ss.prelude[root] = p
+	}
+	p.end = ss.ends
+	tl := p.goroutines[id]
+	if tl == nil {
+		tl = new(timeline)
+		p.goroutines[id] = tl
+	}
+	return tl
+}
+
+// endReading forgets the preludes older than the reading before the one
+// that ends.
+func (ss *slowState) endReading() {
+	ss.ends++
+	for root, p := range ss.prelude {
+		if ss.ends-p.end > 2 {
+			delete(ss.prelude, root)
+		}
+	}
 }
 
 func newSlowState(cfg *Config) *slowState {
@@ -155,6 +207,7 @@ func newSlowState(cfg *Config) *slowState {
 		maxSlow:    cfg.MaxSlow,
 		stats:      cfg.Stats,
 		byRoot:     make(map[string]*watch),
+		prelude:    make(map[string]*prelude),
 	}
 }
 
@@ -181,7 +234,12 @@ func (ss *slowState) apply(e watchEvent) {
 			ss.stats.SlowDropped.Add(1)
 			return
 		}
-		ss.byRoot[root] = &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		w := &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		if p := ss.prelude[root]; p != nil {
+			w.goroutines = p.goroutines
+			delete(ss.prelude, root)
+		}
+		ss.byRoot[root] = w
 		ss.live++
 		ss.gen++
 		return
@@ -260,8 +318,11 @@ func (ss *slowState) explain(w *watch) {
 // explainParts lays tl over [start, end): the part before the first
 // interval is the first interval's state, marked as before the trace; a
 // gap longer than foldGap is untraced, a shorter one joins the interval
-// before. The parts add up to end - start. nil when tl holds nothing in
-// the range.
+// before, and so does one between a wait a trace's end cut and the same
+// wait the next trace found open (continues). A part with no stack (a
+// state the trace gave none for) takes the stack of the part before it,
+// else of the one after. The parts add up to end - start. nil when tl
+// holds nothing in the range, or no stack at all.
 func explainParts(tl *timeline, start, end int64) []part {
 	if tl == nil {
 		return nil
@@ -272,12 +333,18 @@ func explainParts(tl *timeline, start, end int64) []part {
 	// it: the first one not runnable within its first moments, since
 	// starting the tracer stops the world and leaves every goroutine that
 	// ran runnable.
-	first := 0
-	for i, iv := range ivs {
-		if iv.start-ivs[0].start > startPause {
-			break
-		}
-		if iv.state != stateRunnable && iv.end > start {
+	// Intervals that ended before the request began (a goroutine's
+	// earlier work, kept while its span was not known) say nothing of it.
+	lo := 0
+	for lo < len(ivs) && ivs[lo].end <= start {
+		lo++
+	}
+	if lo == len(ivs) {
+		return nil
+	}
+	first := lo
+	for i := lo; i < len(ivs) && ivs[i].start-ivs[lo].start <= startPause; i++ {
+		if ivs[i].state != stateRunnable {
 			first = i
 			break
 		}
@@ -296,17 +363,37 @@ func explainParts(tl *timeline, start, end int64) []part {
 				f := ivs[first]
 				parts = append(parts, part{interval: interval{start: at, end: iv.start, state: f.state, reason: f.reason, frames: f.frames}, before: true})
 			}
+		} else if last := &parts[len(parts)-1]; continues(&last.interval, &iv) {
+			// One wait, seen by two traces: the time between them is
+			// that wait's.
+			last.end, last.open = iv.end, iv.open
+			at = iv.end
+			continue
 		} else if gap := iv.start - at; gap > foldGap {
-			last := parts[len(parts)-1]
 			parts = append(parts, part{interval: interval{start: at, end: iv.start, state: stateUntraced, frames: last.frames}})
 		} else if gap > 0 {
-			parts[len(parts)-1].end = iv.start
+			last.end = iv.start
 		}
 		parts = append(parts, part{interval: iv})
 		at = iv.end
 	}
 	if len(parts) == 0 {
 		return nil
+	}
+	// The builder sends no sample without a stack: lend one.
+	for i := range parts {
+		if len(parts[i].frames) > 0 {
+			continue
+		}
+		for j := i - 1; j >= 0 && len(parts[i].frames) == 0; j-- {
+			parts[i].frames = parts[j].frames
+		}
+		for j := i + 1; j < len(parts) && len(parts[i].frames) == 0; j++ {
+			parts[i].frames = parts[j].frames
+		}
+		if len(parts[i].frames) == 0 {
+			return nil
+		}
 	}
 	if gap := end - at; gap > foldGap {
 		last := parts[len(parts)-1]
@@ -315,6 +402,41 @@ func explainParts(tl *timeline, start, end int64) []part {
 		parts[len(parts)-1].end = end
 	}
 	return parts
+}
+
+// continues reports whether next is the wait a that a trace's end cut,
+// found open by the trace after: the goroutine was waiting at the end of
+// one trace and at the start of the next, for the same reason at the same
+// place (the frames below the runtime's), or with no stack: the runtime
+// gives the stack of a goroutine found waiting only at the end of the
+// trace's first generation (go.dev/issue/65634), which is why the short
+// trace before each trace is there, and what it found is the wait the
+// goroutine is still in (unless it blocked again in the moment between
+// the two traces). The wait then went on between the two traces.
+func continues(a, next *interval) bool {
+	if !a.open || !next.found || a.state != stateWaiting || next.state != stateWaiting {
+		return false
+	}
+	if len(next.frames) == 0 {
+		return next.reason == ""
+	}
+	return next.reason == a.reason && samePlace(a.frames, next.frames)
+}
+
+// samePlace reports whether two stacks, leaf first, are of one place: the
+// shorter is the end of the longer, by function and line. The stack of a
+// goroutine seen blocking and that of one found blocked differ in the
+// leaf frames, the runtime's and its internal packages'.
+func samePlace(x, y []trace.StackFrame) bool {
+	if len(x) > len(y) {
+		x, y = y, x
+	}
+	if len(x) == 0 {
+		return false
+	}
+	return slices.EqualFunc(x, y[len(y)-len(x):], func(a, b trace.StackFrame) bool {
+		return a.Func == b.Func && a.Line == b.Line
+	})
 }
 
 // build builds the window's explanations, the slowest maxSlow of them,
@@ -444,14 +566,26 @@ func (s *reading) cpuSample(id trace.GoID, stk trace.Stack) {
 // in equal shares, in order, when the CPU profile ran; else on stk, the
 // stack where it stopped. It is kept when a request watches the
 // goroutine, or may.
-func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.Stack) {
+func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.Stack, open bool) {
 	samples := g.samples
 	g.samples = g.samples[:0]
+	found := g.found
+	g.found = false
 	if g.st == stateNone || t <= g.since {
 		return
 	}
-	if s.slow.watching() {
-		if tl := s.target(g, id); tl != nil {
+	var tl *timeline
+	if s.slow.watching() || open && !g.known {
+		// Kept while a request is watched, and at a trace's end for a
+		// goroutine whose span is not known yet: the next trace finds
+		// it again, maybe in a request watched by then.
+		tl = s.target(g, id)
+	}
+	if tl == nil && open && g.known && g.root != "" && s.slow.byRoot[g.root] == nil {
+		tl = s.slow.preludeOf(g.root, id)
+	}
+	{
+		if tl != nil {
 			n := len(tl.intervals)
 			if g.st == stateRunning && len(samples) > 0 {
 				from, step := g.since, (t-g.since)/int64(len(samples))
@@ -460,7 +594,7 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 					if i == len(samples)-1 {
 						to = t
 					}
-					tl.add(interval{start: from, end: to, state: stateRunning, frames: s.framesOf(smp)})
+					tl.add(interval{start: from, end: to, state: stateRunning, frames: s.framesOf(smp), found: found && i == 0, open: open && i == len(samples)-1})
 					from = to
 				}
 			} else {
@@ -472,9 +606,9 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 				if g.st == stateWaiting && reason == "" {
 					reason = reasonFromStack(frames)
 				}
-				tl.add(interval{start: g.since, end: t, state: g.st, reason: reason, frames: frames})
+				tl.add(interval{start: g.since, end: t, state: g.st, reason: reason, frames: frames, found: found, open: open})
 			}
-			if !g.known {
+			if !g.known && tl == g.pend {
 				s.pending += len(tl.intervals) - n
 			}
 		}
@@ -483,17 +617,20 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 }
 
 // slowTransition follows g's state for the slow-request timelines. It
-// runs on every transition, so that a request watched later finds its
-// goroutine's state, but creates no goroutine from a status unless a
-// request is watched.
+// runs on every transition, statuses included, so that a request watched
+// later finds its goroutine's state. A status restates the state of a
+// goroutine known since the trace's start (a new generation's); one that
+// was not is the state the trace found it in, and its interval is marked
+// found.
 func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id trace.GoID, t trace.Time) {
 	from, to := st.Goroutine()
 	wall := s.wall(t)
 	g := s.goroutines[id]
 	if g == nil {
-		if from == trace.GoUndetermined && !s.slow.watching() {
-			return
-		}
+		// Followed whether or not a request is watched yet: one that
+		// turns long later, or whose report comes after the trace's
+		// start, finds its goroutine's state, with the stack the
+		// status gave.
 		g = s.goroutine(id)
 	}
 	if from == trace.GoUndetermined && g.st != stateNone {
@@ -515,8 +652,11 @@ func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id 
 		// start it): the running goes on until a stop that does.
 		return
 	}
-	s.closeInterval(g, id, wall, stk)
+	s.closeInterval(g, id, wall, stk, false)
 	g.since = wall
+	// A goroutine the reading did not know yet, whose state this is as
+	// the trace found it.
+	g.found = from == trace.GoUndetermined
 	switch to {
 	case trace.GoRunning:
 		g.st, g.sreason, g.sstk = stateRunning, "", trace.NoStack
@@ -543,37 +683,45 @@ func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id 
 func (s *reading) slowSpanSwitch(g *goroutine, id trace.GoID, now, before string, t trace.Time, stk trace.Stack) {
 	_, _, nowRoot, _ := splitSpan(now)
 	_, _, beforeRoot, _ := splitSpan(before)
-	if s.slow.watching() {
-		s.closeInterval(g, id, s.wall(t), stk)
-		w := s.slow.byRoot[beforeRoot]
-		if !g.known && g.pend != nil {
-			if w != nil {
-				tl := w.goroutines[id]
-				if tl == nil {
-					tl = new(timeline)
-					w.goroutines[id] = tl
-				}
-				tl.intervals = append(tl.intervals, g.pend.intervals...)
-				tl.cut = tl.cut || g.pend.cut
+	s.closeInterval(g, id, s.wall(t), stk, false)
+	w := s.slow.byRoot[beforeRoot]
+	if !g.known && g.pend != nil {
+		// What was kept goes to the request the record says the
+		// goroutine was in, or waits for its report.
+		var tl *timeline
+		if w != nil {
+			tl = w.goroutines[id]
+			if tl == nil {
+				tl = new(timeline)
+				w.goroutines[id] = tl
 			}
-			s.pending -= len(g.pend.intervals)
-			g.pend = nil
+		} else if beforeRoot != "" {
+			tl = s.slow.preludeOf(beforeRoot, id)
 		}
-		if w != nil && nowRoot != beforeRoot {
-			w.endG, w.hasEndG = id, true
+		if tl != nil {
+			tl.intervals = append(tl.intervals, g.pend.intervals...)
+			tl.cut = tl.cut || g.pend.cut
 		}
+		s.pending -= len(g.pend.intervals)
+		g.pend = nil
+	}
+	if w != nil && nowRoot != beforeRoot {
+		w.endG, w.hasEndG = id, true
 	}
 	g.root, g.wgen = nowRoot, -1
 }
 
-// finishSlow ends every goroutine's interval at the reading's last event.
+// finishSlow ends every goroutine's interval at the reading's last event,
+// marked open (the trace's end cut it, the state went on), and forgets the
+// states: the next trace finds them again.
 func (s *reading) finishSlow() {
-	if !s.slow.watching() {
+	if s.slow == nil {
 		return
 	}
+	s.slow.endReading()
 	end := s.wall(s.last)
 	for id, g := range s.goroutines {
-		s.closeInterval(g, id, end, trace.NoStack)
+		s.closeInterval(g, id, end, trace.NoStack, true)
 		g.st = stateNone
 	}
 }

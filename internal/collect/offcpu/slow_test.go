@@ -243,6 +243,11 @@ func TestExplainParts(t *testing.T) {
 	iv := func(from, to int64, st gstate, reason string, frames []xtrace.StackFrame) interval {
 		return interval{start: ms(from), end: ms(to), state: st, reason: reason, frames: frames}
 	}
+	// lockFound is lock as a goroutine found blocked has it: the
+	// runtime's frames first.
+	lockFound := append([]xtrace.StackFrame{{Func: "runtime.gopark"}, {Func: "runtime.semacquire1"}}, lock...)
+	found := func(i interval) interval { i.found = true; return i }
+	cut := func(i interval) interval { i.open = true; return i }
 	type want struct {
 		from, to int64
 		state    string
@@ -264,6 +269,24 @@ func TestExplainParts(t *testing.T) {
 			[]want{{0, 80, "off_cpu", false}, {80, 200, "untraced", false}}},
 		{"intervals outside the request cut", []interval{iv(-50, 30, stateWaiting, "select", lock), iv(30, 300, stateRunning, "", run)}, 0, 120,
 			[]want{{0, 30, "off_cpu", false}, {30, 120, "on_cpu", false}}},
+		// The goroutine's work before the request (kept while its span
+		// was not known) is not the state the request's trace found.
+		{"intervals before the request", []interval{iv(-300, -200, stateRunning, "", run), iv(-200, -199, stateRunnable, "", run), iv(50, 200, stateWaiting, "sync", lock), iv(200, 210, stateRunning, "", run)}, 0, 210,
+			[]want{{0, 50, "off_cpu", true}, {50, 200, "off_cpu", false}, {200, 210, "on_cpu", false}}},
+		// One trace ends (the wait open), the next finds the goroutine
+		// waiting at the same place: one wait, the handover's time its.
+		{"a wait across a handover", []interval{iv(0, 1, stateRunning, "", run), cut(iv(1, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "sync", lockFound)), iv(200, 201, stateRunning, "", run)}, 0, 201,
+			[]want{{0, 1, "on_cpu", false}, {1, 200, "off_cpu", false}, {200, 201, "on_cpu", false}}},
+		{"another wait after a handover", []interval{cut(iv(0, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "sleep", run))}, 0, 200,
+			[]want{{0, 80, "off_cpu", false}, {80, 130, "untraced", false}, {130, 200, "off_cpu", false}}},
+		// The short trace's stack, and the trace after it, which gives
+		// none for a goroutine that wakes in its first generation.
+		{"a wait found with no stack after a handover", []interval{cut(iv(0, 80, stateWaiting, "sync", lock)), found(iv(130, 200, stateWaiting, "", nil)), iv(200, 210, stateRunning, "", run)}, 0, 210,
+			[]want{{0, 200, "off_cpu", false}, {200, 210, "on_cpu", false}}},
+		{"running across a handover", []interval{cut(iv(0, 80, stateRunning, "", run)), found(iv(130, 200, stateRunning, "", run))}, 0, 200,
+			[]want{{0, 80, "on_cpu", false}, {80, 130, "untraced", false}, {130, 200, "on_cpu", false}}},
+		{"a wait found with no stack at the start", []interval{found(iv(50, 150, stateWaiting, "", nil)), iv(150, 160, stateRunning, "", run)}, 0, 160,
+			[]want{{0, 50, "off_cpu", true}, {50, 150, "off_cpu", false}, {150, 160, "on_cpu", false}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parts := explainParts(&timeline{intervals: tc.ivs}, ms(tc.start), ms(tc.end))
@@ -278,6 +301,11 @@ func TestExplainParts(t *testing.T) {
 			}
 			if sum != ms(tc.end-tc.start) {
 				t.Errorf("parts add up to %v, want %v", time.Duration(sum), time.Duration(ms(tc.end-tc.start)))
+			}
+			for _, p := range parts {
+				if len(p.frames) == 0 {
+					t.Errorf("part %v..%v %s has no stack: the builder would leave it out", p.start/ms(1), p.end/ms(1), stateNames[p.state])
+				}
 			}
 		})
 	}
@@ -377,5 +405,40 @@ func TestLingerFor(t *testing.T) {
 		if got := lingerFor(tc.bytes, tc.elapsed); got != tc.want {
 			t.Errorf("lingerFor(%d, %v) = %v, want %v", tc.bytes, tc.elapsed, got, tc.want)
 		}
+	}
+}
+
+// TestPrelude keeps what a trace's end cut of a request not watched yet
+// (the tracker reports it a moment after it ran long) for the request's
+// watch, for two readings' ends at most, and at most maxPrelude requests.
+func TestPrelude(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 4, MaxSlow: 4, Stats: &stats})
+	ids := func(i int) string { return fmt.Sprintf("%032x%016x", i, i) }
+	wait := interval{start: 10, end: 20, state: stateWaiting, reason: "sync", frames: []xtrace.StackFrame{{Func: "main.handle"}}, open: true}
+	ss.preludeOf(ids(1)[32:], 7).add(wait)
+	ss.preludeOf(ids(2)[32:], 8).add(wait)
+	ss.endReading()
+	ss.apply(watchEvent{ids: ids(1), start: time.Unix(0, 0)})
+	w := ss.byRoot[ids(1)[32:]]
+	if tl := w.goroutines[7]; tl == nil || !reflect.DeepEqual(tl.intervals, []interval{wait}) {
+		t.Errorf("the watched request starts from %v, want its cut wait", w.goroutines)
+	}
+	if _, ok := ss.prelude[ids(1)[32:]]; ok {
+		t.Error("a prelude taken by its watch is still kept")
+	}
+	ss.endReading()
+	if _, ok := ss.prelude[ids(2)[32:]]; !ok {
+		t.Error("a prelude is forgotten at the second reading's end")
+	}
+	ss.endReading()
+	if len(ss.prelude) != 0 {
+		t.Errorf("%d preludes kept past two readings' ends", len(ss.prelude))
+	}
+	for i := range maxPrelude + 10 {
+		ss.preludeOf(ids(100 + i)[32:], 1)
+	}
+	if len(ss.prelude) != maxPrelude || ss.preludeOf(ids(5000)[32:], 1) != nil {
+		t.Errorf("%d preludes kept, want at most %d", len(ss.prelude), maxPrelude)
 	}
 }

@@ -191,16 +191,19 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 	// the period gives exactly is not sent.
 	sent := make([]int, 0, nTypes)
 	types := make([]otlpattr.ValueType, 0, 2*nTypes)
+	eventPerSample := make([]bool, 0, nTypes)
 	for t, st := range p.SampleTypes {
 		vt, pt := otlpattr.ValueType(st), otlpattr.ValueType(p.PeriodType)
+		each := false
 		if row := otlpattr.SentAs(in.Name, vt); row != nil {
 			if row.ScaledFrom != "" && scaledExactly(p, t, row.ScaledFrom) {
 				continue
 			}
-			vt, pt = row.Sample, row.Period
+			vt, pt, each = row.Sample, row.Period, row.EventPerSample
 		}
 		sent = append(sent, t)
 		types = append(types, vt, pt)
+		eventPerSample = append(eventPerSample, each)
 	}
 	order := make([]*commonpb.AnyValue, len(sent))
 	for i, t := range sent {
@@ -229,7 +232,7 @@ func (b *Builder) scopeProfiles(in Input, win window) *profilespb.ScopeProfiles 
 			ProfileId:        ids[16*i : 16*i+16 : 16*i+16],
 			AttributeIndices: []int32{nameAttr},
 		}
-		prof.Samples = b.samples(p, t)
+		prof.Samples = b.samples(p, t, eventPerSample[i])
 		sp.Profiles = append(sp.Profiles, prof)
 	}
 	return sp
@@ -471,10 +474,11 @@ func compareLabels(x, y *pprofdecode.Label) int {
 	return strings.Compare(x.Str, y.Str)
 }
 
-// samples returns the Samples of sample type t of p.
-func (b *Builder) samples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
+// samples returns the Samples of sample type t of p; eventPerSample sends
+// each event of a timed profile as a Sample of its own.
+func (b *Builder) samples(p *pprofdecode.Profile, t int, eventPerSample bool) []*profilespb.Sample {
 	if timed(p) {
-		return b.timedSamples(p, t)
+		return b.timedSamples(p, t, eventPerSample)
 	}
 	acc := b.acc
 	clear(acc)
@@ -524,9 +528,11 @@ func timed(p *pprofdecode.Profile) bool {
 // timedSamples is samples for a profile whose samples record events: the
 // events of one identity become one OTLP sample with a value and a
 // timestamp per event, in the order of p.Samples and of their events, as
-// profiles.proto asks for timestamped values. Events carry the value of
-// the profile's one sample type, so only t 0 has them.
-func (b *Builder) timedSamples(p *pprofdecode.Profile, t int) []*profilespb.Sample {
+// profiles.proto asks for timestamped values; with eventPerSample, each
+// event becomes one OTLP sample of that identity, its one value and
+// timestamp. Events carry the value of the profile's one sample type, so
+// only t 0 has them.
+func (b *Builder) timedSamples(p *pprofdecode.Profile, t int, eventPerSample bool) []*profilespb.Sample {
 	if t != 0 {
 		return nil
 	}
@@ -545,6 +551,9 @@ func (b *Builder) timedSamples(p *pprofdecode.Profile, t int) []*profilespb.Samp
 	}
 	if events == 0 {
 		return nil
+	}
+	if eventPerSample {
+		return b.eventSamples(p, events)
 	}
 	// Turn the counts into each identity's offset in the shared arrays.
 	n, off := 0, int64(0)
@@ -597,6 +606,41 @@ func (b *Builder) timedSamples(p *pprofdecode.Profile, t int) []*profilespb.Samp
 	for j, m := range out {
 		m.Values = values[first[j]:next[j]:next[j]]
 		m.TimestampsUnixNano = times[first[j]:next[j]:next[j]]
+	}
+	return out
+}
+
+// eventSamples is timedSamples with each of the events (non-zero ones,
+// events in all) sent as an OTLP sample of its own: its sample's stack,
+// attributes and link, its value and its timestamp, in the order of
+// p.Samples and of their events.
+func (b *Builder) eventSamples(p *pprofdecode.Profile, events int) []*profilespb.Sample {
+	values := make([]int64, events)
+	times := make([]uint64, events)
+	msgs := make([]profilespb.Sample, events)
+	out := make([]*profilespb.Sample, 0, events)
+	for i := range p.Samples {
+		r := b.rep[i]
+		if r < 0 {
+			continue
+		}
+		for _, e := range p.Samples[i].Events {
+			if e.Value == 0 {
+				continue
+			}
+			if b.stackIdx[r] < 0 {
+				b.resolveSample(p, int(r))
+			}
+			k := len(out)
+			values[k], times[k] = e.Value, uint64(e.TimeNanos)
+			m := &msgs[k]
+			m.StackIndex = b.stackIdx[r]
+			m.AttributeIndices = b.attrs[r]
+			m.LinkIndex = b.linkIdx[r]
+			m.Values = values[k : k+1 : k+1]
+			m.TimestampsUnixNano = times[k : k+1 : k+1]
+			out = append(out, m)
+		}
 	}
 	return out
 }

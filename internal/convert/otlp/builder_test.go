@@ -644,10 +644,11 @@ func TestBuildTimedSamples(t *testing.T) {
 	}
 }
 
-// TestBuildSlowRequests sends the slow-request profile as the off-CPU
-// one: its own Profile, wall/nanoseconds with no period, one OTLP sample
-// per state and stack of a request, linked to the request's span, with a
-// value and a timestamp per interval; a request's values add up to its
+// TestBuildSlowRequests sends the slow-request profile as Pyroscope takes
+// it: its own Profile, wall/nanoseconds with a period of 1 wall/nanoseconds,
+// one OTLP sample per interval of a request (one value, one timestamp: the
+// two on-CPU intervals of the fixture's /lock request, one pprof sample,
+// are two), linked to the request's span; a request's values add up to its
 // duration.
 func TestBuildSlowRequests(t *testing.T) {
 	p := otlptest.SlowFixture(windowStart)
@@ -661,20 +662,24 @@ func TestBuildSlowRequests(t *testing.T) {
 	if st := strs[prof.SampleType.GetTypeStrindex()] + "/" + strs[prof.SampleType.GetUnitStrindex()]; st != "wall/nanoseconds" {
 		t.Errorf("sample type %s, want wall/nanoseconds", st)
 	}
-	if pt := prof.PeriodType; pt.GetTypeStrindex() != 0 || pt.GetUnitStrindex() != 0 {
-		t.Errorf("period type %v, want none", pt)
+	if pt := strs[prof.PeriodType.GetTypeStrindex()] + "/" + strs[prof.PeriodType.GetUnitStrindex()]; pt != "wall/nanoseconds" || prof.Period != 1 {
+		t.Errorf("period type %s, period %d; want wall/nanoseconds, 1", pt, prof.Period)
 	}
 	perSpan := map[string]int64{}
 	var states []string
+	var times []time.Duration
 	for _, s := range prof.Samples {
+		for _, ts := range s.TimestampsUnixNano {
+			times = append(times, time.Unix(0, int64(ts)).Sub(windowStart))
+		}
 		l := req.Dictionary.LinkTable[s.LinkIndex]
 		id := fmt.Sprintf("%x/%x", l.TraceId, l.SpanId)
 		var sum int64
 		for _, x := range s.Values {
 			sum += x
 		}
-		if len(s.TimestampsUnixNano) != len(s.Values) {
-			t.Errorf("%d values, %d timestamps", len(s.Values), len(s.TimestampsUnixNano))
+		if len(s.TimestampsUnixNano) != 1 || len(s.Values) != 1 {
+			t.Errorf("%d values, %d timestamps; want one of each", len(s.Values), len(s.TimestampsUnixNano))
 		}
 		perSpan[id] += sum
 		states = append(states, fmt.Sprint(v.attrs(s.AttributeIndices)))
@@ -691,11 +696,16 @@ func TestBuildSlowRequests(t *testing.T) {
 		"[endpoint=/lock goroutine_state=off_cpu wait_reason=sync]",
 		"[endpoint=/lock goroutine_state=runnable]",
 		"[endpoint=/lock goroutine_state=on_cpu]",
+		"[endpoint=/lock goroutine_state=on_cpu]",
 		"[endpoint=/cpu goroutine_state=on_cpu]",
 		"[endpoint=/cpu goroutine_state=off_cpu wait_reason=network]",
 	}
 	if !reflect.DeepEqual(states, wantStates) {
 		t.Errorf("attributes\n got %q\nwant %q", states, wantStates)
+	}
+	ms := time.Millisecond
+	if wantTimes := []time.Duration{0, 50 * ms, 200 * ms, 210 * ms, 225 * ms, 300 * ms, 400 * ms}; !reflect.DeepEqual(times, wantTimes) {
+		t.Errorf("timestamps %v, want %v", times, wantTimes)
 	}
 }
 

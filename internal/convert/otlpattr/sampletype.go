@@ -28,6 +28,13 @@ type SampleType struct {
 	// Builder sends no Profile for it when that equality holds, and a
 	// converter back to pprof computes it.
 	ScaledFrom string
+	// EventPerSample sends each timed event of a sample as an OTLP
+	// sample of its own, one value and one timestamp, rather than one
+	// sample per identity with a value and a timestamp per event:
+	// Grafana Pyroscope (v2.2.1) refuses a sample of several values for
+	// any type but off_cpu/nanoseconds with no period ("sample value
+	// length mismatch"), and with it the rest of the request.
+	EventPerSample bool
 }
 
 // SampleTypes is what each runtime sample type becomes in OTLP, in the
@@ -86,10 +93,14 @@ var SampleTypes = []SampleType{
 		Sample: ValueType{"off_cpu", "nanoseconds"}},
 	// The slow-request profile, which comes with the off-CPU one: the wall
 	// time of each slow request, by what its goroutine did, one value and
-	// one timestamp per interval. Not in the OTEP's list; no period type,
-	// as the off-CPU profile (Pyroscope: wall:wall:nanoseconds::).
-	{Profile: "slowrequests", Pprof: ValueType{"wall", "nanoseconds"},
-		Sample: ValueType{"wall", "nanoseconds"}},
+	// one timestamp per interval. Not in the OTEP's list. Every interval is
+	// recorded: a period of 1 nanosecond of wall time, whose type names
+	// the profile for receivers that name profiles by it, and one OTLP
+	// sample per interval: Grafana Pyroscope refuses a Profile of no name
+	// other than off_cpu, and a sample of several values of any but
+	// off_cpu (Pyroscope: wall:wall:nanoseconds:wall:nanoseconds).
+	{Profile: "slowrequests", Pprof: ValueType{"wall", "nanoseconds"}, PprofPeriod: ValueType{"wall", "nanoseconds"},
+		Sample: ValueType{"wall", "nanoseconds"}, Period: ValueType{"wall", "nanoseconds"}, EventPerSample: true},
 	// Not in the OTEP's list, and distinct from goroutine/count by either
 	// reading: sent as the runtime writes it (Pyroscope shows it as
 	// goroutineleak:goroutineleak:count:goroutineleak:count).

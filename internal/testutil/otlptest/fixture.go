@@ -219,6 +219,8 @@ func SlowFixture(start time.Time) *pprofdecode.Profile {
 	p := &pprofdecode.Profile{
 		SampleTypes:       []pprofdecode.ValueType{{Type: "wall", Unit: "nanoseconds"}},
 		DefaultSampleType: "wall",
+		PeriodType:        pprofdecode.ValueType{Type: "wall", Unit: "nanoseconds"},
+		Period:            1,
 		TimeNanos:         start.UnixNano(),
 		DurationNanos:     int64(time.Second),
 	}
