@@ -1,0 +1,40 @@
+package requests
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkTracker is the tracker's whole cost per request as a busy
+// service gives it: Begin, a route set, End, a sweep every 1,000 requests
+// and a window every 90,000 (9,000 requests a second, 10 s windows, as
+// the overhead service), on one goroutine, so that the time per op is
+// CPU time. Two routes alternate.
+func BenchmarkTracker(b *testing.B) {
+	tr := New(Config{})
+	if err := tr.Install(); err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Stop()
+	const n = 1 << 17
+	all := make([]string, n)
+	for i := range all {
+		all[i] = ids(i + 1)
+	}
+	routes := [2]string{"/work", "/lock"}
+	start := time.Now()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r := Begin(all[i%n], "GET", start)
+		r.SetRoute(routes[i%2])
+		r.End(start)
+		i++
+		if i%1000 == 0 {
+			tr.sweepNow(start)
+		}
+		if i%90000 == 0 {
+			tr.Window(start)
+		}
+	}
+}
