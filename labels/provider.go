@@ -2,6 +2,7 @@ package labels
 
 import (
 	"context"
+	"reflect"
 	"runtime/pprof"
 	rtrace "runtime/trace"
 	"time"
@@ -145,19 +146,69 @@ func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOptio
 	}
 	r := requests.Begin(ids, name, start)
 	if r != nil && len(opts) > 0 {
-		cfg := trace.NewSpanStartConfig(opts...)
-		setRoute(r, cfg.Attributes())
+		startRoute(r, opts)
 	}
 	return r
 }
 
-// setRoute gives r the route among attrs, if there is one.
-func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
-	for _, a := range attrs {
-		if a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING {
-			r.SetRoute(a.Value.AsString())
+// startRoute gives r the route among the attributes opts give a span.
+// Reading them through trace.NewSpanStartConfig applies every option and
+// copies the attributes, for a route that is rarely there (HTTP
+// instrumentation sets it once the router has matched): a third of what
+// following a request cost a span started with options. So the
+// attributes options (attributesOption) are read in place, and the others
+// skipped; NewSpanStartConfig remains for a version of package trace whose
+// options are not what attributesOption expects.
+func startRoute(r *requests.Request, opts []trace.SpanStartOption) {
+	if attributesOption == nil {
+		cfg := trace.NewSpanStartConfig(opts...)
+		setRoute(r, cfg.Attributes())
+		return
+	}
+	for _, o := range opts {
+		if reflect.TypeOf(o) != attributesOption {
+			continue
+		}
+		v := reflect.ValueOf(o)
+		for i := range v.Len() {
+			// A slice's elements are addressable: a pointer to one is
+			// read without copying it into an interface.
+			if a := v.Index(i).Addr().Interface().(*attribute.KeyValue); isRoute(a) {
+				r.SetRoute(a.Value.AsString())
+			}
 		}
 	}
+}
+
+// attributesOption is the type of the options trace.WithAttributes
+// returns, a slice of the attributes, as found by looking at one; nil if
+// it is not such a slice, and then startRoute applies the options.
+var attributesOption = findAttributesOption()
+
+func findAttributesOption() reflect.Type {
+	want := attribute.String("k", "v")
+	v := reflect.ValueOf(trace.WithAttributes(want))
+	if v.Kind() != reflect.Slice || v.Type().Elem() != reflect.TypeFor[attribute.KeyValue]() || v.Len() != 1 {
+		return nil
+	}
+	if got, ok := v.Index(0).Addr().Interface().(*attribute.KeyValue); !ok || *got != want {
+		return nil
+	}
+	return v.Type()
+}
+
+// setRoute gives r the route among attrs, if there is one.
+func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
+	for i := range attrs {
+		if isRoute(&attrs[i]) {
+			r.SetRoute(attrs[i].Value.AsString())
+		}
+	}
+}
+
+// isRoute reports whether a is the semantic conventions' http.route.
+func isRoute(a *attribute.KeyValue) bool {
+	return a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING
 }
 
 // isLocalRoot reports whether the span with context sc, started from
