@@ -110,6 +110,14 @@ type windowState struct {
 	counts []int64           // requests ended, by endpoint index
 	// endpoints counts names but Overflow.
 	endpoints int
+	// recent remembers the last endpoints admitted, as the requests gave
+	// them, with their index: a service's requests have a handful of
+	// routes and names, the same strings again and again (a route is the
+	// router's pattern, a name most often a constant), which compare
+	// equal at once by their pointer; admitting one anew means cutting
+	// it to MaxEndpointLen, checking its UTF-8 and hashing it.
+	recent    [4]admitted
+	recentLen int // of recent, filled in turn
 	// roots holds the roots that ended, with their endpoint: appended by
 	// the sweeps in the order they ended, sorted by span id when the
 	// window ends. An append costs a sweep a few nanoseconds a request; a
@@ -118,6 +126,13 @@ type windowState struct {
 	roots      []root
 	overflowed int64
 	rootsFull  int64
+}
+
+// admitted is an endpoint as a request gave it, and the index admit
+// gave it.
+type admitted struct {
+	endpoint string
+	index    uint16
 }
 
 // root is a local root span that ended: its span id, as a number, and the
@@ -305,6 +320,21 @@ const MaxEndpointLen = 256
 // admit returns the index of e when the window has room for it, that of
 // Overflow otherwise. A window has at most limit endpoints, and Overflow.
 func (w *windowState) admit(e string, limit int) uint16 {
+	for _, a := range w.recent[:min(w.recentLen, len(w.recent))] {
+		if a.endpoint == e {
+			return a.index
+		}
+	}
+	i := w.admitNew(e, limit)
+	// Within a window, an endpoint is admitted the same way every time:
+	// the window only gains endpoints, and once full it stays so.
+	w.recent[w.recentLen%len(w.recent)] = admitted{endpoint: e, index: i}
+	w.recentLen++
+	return i
+}
+
+// admitNew is admit for an endpoint not among recent.
+func (w *windowState) admitNew(e string, limit int) uint16 {
 	e = validutf8.Clip(e, MaxEndpointLen)
 	if i, ok := w.index[e]; ok {
 		return i
