@@ -6,6 +6,7 @@ import (
 	"runtime/pprof"
 	rtrace "runtime/trace"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -169,14 +170,11 @@ func startRoute(r *requests.Request, opts []trace.SpanStartOption) {
 		if reflect.TypeOf(o) != attributesOption {
 			continue
 		}
+		// A slice of attribute.KeyValue, as findAttributesOption checked:
+		// its elements are read where they are. (Through reflect, a
+		// pointer to each costs a lookup of the pointer type.)
 		v := reflect.ValueOf(o)
-		for i := range v.Len() {
-			// A slice's elements are addressable: a pointer to one is
-			// read without copying it into an interface.
-			if a := v.Index(i).Addr().Interface().(*attribute.KeyValue); isRoute(a) {
-				r.SetRoute(a.Value.AsString())
-			}
-		}
+		setRoute(r, unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()))
 	}
 }
 
@@ -191,7 +189,7 @@ func findAttributesOption() reflect.Type {
 	if v.Kind() != reflect.Slice || v.Type().Elem() != reflect.TypeFor[attribute.KeyValue]() || v.Len() != 1 {
 		return nil
 	}
-	if got, ok := v.Index(0).Addr().Interface().(*attribute.KeyValue); !ok || *got != want {
+	if got := unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()); got[0] != want {
 		return nil
 	}
 	return v.Type()
