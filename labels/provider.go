@@ -63,13 +63,18 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	// Show the wrapped tracer its own span as the parent: the SDK keeps
 	// per-parent bookkeeping (child span counts) only for its own type.
 	parentCtx := ctx
+	var parentSpan trace.Span // the context's current span, once looked up
 	parent, ok := ctx.(*labeledSpan)
 	if ok {
 		// The context returned with the parent: the one under it differs
 		// only in its current span, which is the wrapped one.
 		ctx = parent.Context
-	} else if parent, ok = trace.SpanFromContext(ctx).(*labeledSpan); ok {
-		ctx = trace.ContextWithSpan(ctx, parent.Span)
+		parentSpan = parent
+	} else {
+		parentSpan = trace.SpanFromContext(ctx)
+		if parent, ok = parentSpan.(*labeledSpan); ok {
+			ctx = trace.ContextWithSpan(ctx, parent.Span)
+		}
 	}
 	ctx, span := t.wrapped.Start(ctx, name, opts...)
 
@@ -77,7 +82,7 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	if !sc.IsSampled() || !span.IsRecording() {
 		return ctx, span
 	}
-	root := isLocalRoot(parentCtx, sc)
+	root := isLocalRoot(parentSpan.SpanContext(), sc)
 	if t.provider.config.localRootsOnly && !root {
 		return ctx, span
 	}
@@ -209,10 +214,11 @@ func isRoute(a *attribute.KeyValue) bool {
 	return a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING
 }
 
-// isLocalRoot reports whether the span with context sc, started from
-// parentCtx, has no parent span in this process: no parent at all, a remote
-// one, or a parent of another trace (the span was started as a new root).
-func isLocalRoot(parentCtx context.Context, sc trace.SpanContext) bool {
-	psc := trace.SpanContextFromContext(parentCtx)
+// isLocalRoot reports whether the span with context sc, started under
+// the span with context psc (the starting context's current span, taken
+// from it once), has no parent span in this process: no parent at all, a
+// remote one, or a parent of another trace (the span was started as a new
+// root).
+func isLocalRoot(psc, sc trace.SpanContext) bool {
 	return !psc.IsValid() || psc.IsRemote() || psc.TraceID() != sc.TraceID()
 }
