@@ -24,12 +24,6 @@ type Request struct {
 	// runs: one atomic store ends it.
 	took atomic.Int64
 
-	// next is the request begun before it, and freshLen the length of the
-	// list from it, while it is in Tracker.fresh; set by Begin, cleared
-	// by the sweep that takes it.
-	next     *Request
-	freshLen int
-
 	// Owned by the Tracker's sweep (sweepMu).
 	long bool // OnLong was called for it
 }

@@ -82,26 +82,19 @@ type Tracker struct {
 	cfg   Config
 	sweep time.Duration
 
-	// What Begin touches is atomic: fresh, the requests begun since the
-	// last sweep, a list linked by Request.next that Begin pushes on with
-	// one compare-and-swap; liveLen, which the sweeps keep at least the
-	// requests they follow; dropped, the requests not followed because
-	// MaxRequests were; and sweeping, set while the sweeper goroutine
-	// runs. A lock there, with every request's goroutine taking it, cost
-	// Begin most of its time: its cache line went from core to core.
-	fresh    atomic.Pointer[Request]
-	liveLen  atomic.Int64
-	dropped  atomic.Int64
-	sweeping atomic.Bool
-
-	// mu guards starting and stopping the sweeper.
-	mu      sync.Mutex
-	stopped bool
-	wake    chan struct{} // closed by Stop
-	exited  chan struct{} // closed by the sweeper when it returns
+	// mu guards what Begin touches.
+	mu       sync.Mutex
+	fresh    []*Request // begun since the last sweep
+	tracked  int        // len(fresh) + len(live)
+	dropped  int64      // requests not tracked: MaxRequests were
+	sweeping bool       // the sweeper goroutine runs
+	stopped  bool
+	wake     chan struct{} // closed by Stop
+	exited   chan struct{} // closed by the sweeper when it returns
 
 	// sweepMu serialises sweeps and guards the rest.
 	sweepMu sync.Mutex
+	spare   []*Request
 	live    []*Request
 	win     windowState
 	// prev is the window before, whose roots the samples of the current
@@ -213,38 +206,21 @@ func (t *Tracker) Stop() {
 
 func (t *Tracker) begin(ids, name string, start time.Time) *Request {
 	r := &Request{ids: ids, name: name, start: start}
-	for {
-		head := t.fresh.Load()
-		r.next, r.freshLen = head, 1
-		if head != nil {
-			r.freshLen = head.freshLen + 1
-		}
-		if int64(r.freshLen)+t.liveLen.Load() > int64(t.cfg.MaxRequests) {
-			t.dropped.Add(1)
-			return nil
-		}
-		if t.fresh.CompareAndSwap(head, r) {
-			break
-		}
-	}
-	// After the push: a sweeper that stops sees the request, or this
-	// sees it stopped (see sweeper).
-	if !t.sweeping.Load() {
-		t.startSweeper()
-	}
-	return r
-}
-
-// startSweeper starts the sweeper goroutine unless it runs or t stopped.
-func (t *Tracker) startSweeper() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped || t.sweeping.Load() {
-		return
+	if t.tracked >= t.cfg.MaxRequests {
+		t.dropped++
+		t.mu.Unlock()
+		return nil
 	}
-	t.sweeping.Store(true)
-	t.exited = make(chan struct{})
-	go t.sweeper(t.exited)
+	t.fresh = append(t.fresh, r)
+	t.tracked++
+	if !t.sweeping && !t.stopped {
+		t.sweeping = true
+		t.exited = make(chan struct{})
+		go t.sweeper(t.exited)
+	}
+	t.mu.Unlock()
+	return r
 }
 
 // sweeper sweeps every sweep period while requests are tracked, and ends
@@ -261,21 +237,18 @@ func (t *Tracker) sweeper(exited chan struct{}) {
 		case now := <-tick.C:
 			t.sweepNow(now)
 		}
-		if t.fresh.Load() != nil || t.liveLen.Load() > 0 {
-			idle = false
-			continue
-		}
-		if !idle {
+		t.mu.Lock()
+		if t.tracked == 0 {
+			if idle {
+				t.sweeping = false
+				t.mu.Unlock()
+				return
+			}
 			idle = true
-			continue
+		} else {
+			idle = false
 		}
-		t.sweeping.Store(false)
-		// A request begun before the store, which saw the sweeper
-		// running, is swept by another.
-		if t.fresh.Load() != nil {
-			t.startSweeper()
-		}
-		return
+		t.mu.Unlock()
 	}
 }
 
@@ -285,27 +258,20 @@ func (t *Tracker) sweepNow(now time.Time) {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 
-	// Counted as live before they leave fresh, so that Begin never sees
-	// fewer requests tracked than there are (a request pushed between
-	// the two is counted at the end of the sweep).
-	if head := t.fresh.Load(); head != nil {
-		t.liveLen.Add(int64(head.freshLen))
-	}
-	from := len(t.live)
-	for r := t.fresh.Swap(nil); r != nil; {
-		next := r.next
-		r.next = nil // so that a request followed keeps none alive
-		t.live = append(t.live, r)
-		r = next
-	}
-	// In the order they began: a window's endpoints are admitted first
-	// come, first served.
-	slices.Reverse(t.live[from:])
+	t.mu.Lock()
+	fresh := t.fresh
+	t.fresh = t.spare[:0]
+	t.mu.Unlock()
+	t.live = append(t.live, fresh...)
+	clear(fresh)
+	t.spare = fresh[:0]
 
 	kept := t.live[:0]
+	ended := 0
 	for _, r := range t.live {
 		if r.took.Load() != 0 {
 			t.ended(r)
+			ended++
 			continue
 		}
 		if !r.long && t.cfg.OnLong != nil && t.cfg.LongAfter > 0 && now.Sub(r.start) >= t.cfg.LongAfter {
@@ -316,7 +282,10 @@ func (t *Tracker) sweepNow(now time.Time) {
 	}
 	clear(t.live[len(kept):])
 	t.live = kept
-	t.liveLen.Store(int64(len(kept)))
+
+	t.mu.Lock()
+	t.tracked -= ended
+	t.mu.Unlock()
 }
 
 // ended counts r, which ended, in the current window.
@@ -486,7 +455,10 @@ func (t *Tracker) Window(now time.Time) Requests {
 			w.admit(e, t.cfg.MaxEndpoints)
 		}
 	}
-	dropped := t.dropped.Swap(0)
+	t.mu.Lock()
+	dropped := t.dropped
+	t.dropped = 0
+	t.mu.Unlock()
 	q := Requests{
 		Overflowed: w.overflowed,
 		Dropped:    dropped + w.rootsFull,

@@ -310,7 +310,7 @@ func TestSweeperEndsWhenIdle(t *testing.T) {
 	tr := install(t, Config{})
 	r := Begin(ids(1), "a", time.Now())
 	tr.mu.Lock()
-	exited, sweeping := tr.exited, tr.sweeping.Load()
+	exited, sweeping := tr.exited, tr.sweeping
 	tr.mu.Unlock()
 	if !sweeping {
 		t.Fatal("no sweeper while a request runs")
@@ -328,7 +328,7 @@ func TestSweeperEndsWhenIdle(t *testing.T) {
 	// A new request starts it again.
 	Begin(ids(2), "b", time.Now())
 	tr.mu.Lock()
-	sweeping = tr.sweeping.Load()
+	sweeping = tr.sweeping
 	tr.mu.Unlock()
 	if !sweeping {
 		t.Error("no sweeper for a new request")
