@@ -38,3 +38,30 @@ func BenchmarkTracker(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTrackerParallel begins and ends requests on every P at once,
+// as a service's handlers do, its own sweeper sweeping them: what Begin's
+// shared state costs when every core touches it.
+func BenchmarkTrackerParallel(b *testing.B) {
+	// Room for every request of the run, so that none is dropped for
+	// want of a sweep.
+	tr := New(Config{MaxRequests: 1 << 23})
+	if err := tr.Install(); err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Stop()
+	id := ids(1)
+	start := time.Now()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r := Begin(id, "GET", start)
+			r.SetRoute("/work")
+			r.End(start)
+		}
+	})
+	b.StopTimer()
+	if q := tr.Window(start); q.Dropped != 0 {
+		b.Fatalf("%d requests dropped", q.Dropped)
+	}
+}

@@ -33,7 +33,7 @@ const (
 	DefaultMaxEndpoints = 100
 	// DefaultMaxRequests bounds both the requests tracked at once (running,
 	// or ended and not yet swept) and the root span ids a window remembers
-	// the endpoint of: a Request is 112 bytes, a root 16 (1 MiB at most
+	// the endpoint of: a Request is 96 bytes, a root 16 (1 MiB at most
 	// per window, two windows kept).
 	DefaultMaxRequests = 1 << 16
 )
