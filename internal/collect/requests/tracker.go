@@ -421,7 +421,7 @@ func (q *Requests) Endpoint(rootID string) (string, bool) {
 
 // Window sweeps, ends the current window at now and returns what it saw.
 // A request that ended by now is counted in this window or in an earlier
-// one, exactly once. The maps returned are not changed afterwards.
+// one, exactly once. What it returns is not changed afterwards.
 func (t *Tracker) Window(now time.Time) Requests {
 	t.sweepNow(now)
 	t.sweepMu.Lock()
