@@ -138,19 +138,26 @@ func benchChildSpan(b *testing.B, sdk trace.TracerProvider) {
 // without and with a request tracker installed, as the profiler installs
 // one while it runs: the difference is what following requests costs a
 // local root span (issue 29). With "route", the span is given its
-// http.route at Start, as HTTP instrumentation that knows it does.
+// http.route at Start, as HTTP instrumentation that knows it does; with
+// "middleware", it is started with a kind and the request's method and
+// given its http.route by SetAttributes once the mux has matched, as
+// otelhttp and integration/testservice's Middleware (the overhead
+// service's) do.
 func BenchmarkRootSpanRequests(b *testing.B) {
 	tp := labels.WrapTracerProvider(bareSDK())
 	route := trace.WithAttributes(attribute.String("http.route", "/users/{id}"))
 	for _, bc := range []struct {
-		name    string
-		tracked bool
-		opts    []trace.SpanStartOption
+		name       string
+		tracked    bool
+		opts       []trace.SpanStartOption
+		middleware bool
 	}{
-		{"untracked", false, nil},
-		{"tracked", true, nil},
-		{"untracked-route", false, []trace.SpanStartOption{route}},
-		{"tracked-route", true, []trace.SpanStartOption{route}},
+		{"untracked", false, nil, false},
+		{"tracked", true, nil, false},
+		{"untracked-route", false, []trace.SpanStartOption{route}, false},
+		{"tracked-route", true, []trace.SpanStartOption{route}, false},
+		{"untracked-middleware", false, nil, true},
+		{"tracked-middleware", true, nil, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			if bc.tracked {
@@ -168,6 +175,13 @@ func BenchmarkRootSpanRequests(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
+				if bc.middleware {
+					_, span := tr.Start(ctx, "GET", trace.WithSpanKind(trace.SpanKindServer),
+						trace.WithAttributes(attribute.String("http.request.method", "GET")))
+					span.SetAttributes(attribute.String("http.route", "/users/{id}"))
+					span.End()
+					continue
+				}
 				_, span := tr.Start(ctx, "GET", bc.opts...)
 				span.End()
 			}

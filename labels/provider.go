@@ -2,9 +2,11 @@ package labels
 
 import (
 	"context"
+	"reflect"
 	"runtime/pprof"
 	rtrace "runtime/trace"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
@@ -61,13 +63,18 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	// Show the wrapped tracer its own span as the parent: the SDK keeps
 	// per-parent bookkeeping (child span counts) only for its own type.
 	parentCtx := ctx
+	var parentSpan trace.Span // the context's current span, once looked up
 	parent, ok := ctx.(*labeledSpan)
 	if ok {
 		// The context returned with the parent: the one under it differs
 		// only in its current span, which is the wrapped one.
 		ctx = parent.Context
-	} else if parent, ok = trace.SpanFromContext(ctx).(*labeledSpan); ok {
-		ctx = trace.ContextWithSpan(ctx, parent.Span)
+		parentSpan = parent
+	} else {
+		parentSpan = trace.SpanFromContext(ctx)
+		if parent, ok = parentSpan.(*labeledSpan); ok {
+			ctx = trace.ContextWithSpan(ctx, parent.Span)
+		}
 	}
 	ctx, span := t.wrapped.Start(ctx, name, opts...)
 
@@ -75,7 +82,7 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	if !sc.IsSampled() || !span.IsRecording() {
 		return ctx, span
 	}
-	root := isLocalRoot(parentCtx, sc)
+	root := isLocalRoot(parentSpan.SpanContext(), sc)
 	if t.provider.config.localRootsOnly && !root {
 		return ctx, span
 	}
@@ -145,25 +152,73 @@ func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOptio
 	}
 	r := requests.Begin(ids, name, start)
 	if r != nil && len(opts) > 0 {
-		cfg := trace.NewSpanStartConfig(opts...)
-		setRoute(r, cfg.Attributes())
+		startRoute(r, opts)
 	}
 	return r
 }
 
+// startRoute gives r the route among the attributes opts give a span.
+// Reading them through trace.NewSpanStartConfig applies every option and
+// copies the attributes, for a route that is rarely there (HTTP
+// instrumentation sets it once the router has matched): a third of what
+// following a request cost a span started with options. So the
+// attributes options (attributesOption) are read in place, and the others
+// skipped; NewSpanStartConfig remains for a version of package trace whose
+// options are not what attributesOption expects.
+func startRoute(r *requests.Request, opts []trace.SpanStartOption) {
+	if attributesOption == nil {
+		cfg := trace.NewSpanStartConfig(opts...)
+		setRoute(r, cfg.Attributes())
+		return
+	}
+	for _, o := range opts {
+		if reflect.TypeOf(o) != attributesOption {
+			continue
+		}
+		// A slice of attribute.KeyValue, as findAttributesOption checked:
+		// its elements are read where they are. (Through reflect, a
+		// pointer to each costs a lookup of the pointer type.)
+		v := reflect.ValueOf(o)
+		setRoute(r, unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()))
+	}
+}
+
+// attributesOption is the type of the options trace.WithAttributes
+// returns, a slice of the attributes, as found by looking at one; nil if
+// it is not such a slice, and then startRoute applies the options.
+var attributesOption = findAttributesOption()
+
+func findAttributesOption() reflect.Type {
+	want := attribute.String("k", "v")
+	v := reflect.ValueOf(trace.WithAttributes(want))
+	if v.Kind() != reflect.Slice || v.Type().Elem() != reflect.TypeFor[attribute.KeyValue]() || v.Len() != 1 {
+		return nil
+	}
+	if got := unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()); got[0] != want {
+		return nil
+	}
+	return v.Type()
+}
+
 // setRoute gives r the route among attrs, if there is one.
 func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
-	for _, a := range attrs {
-		if a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING {
-			r.SetRoute(a.Value.AsString())
+	for i := range attrs {
+		if isRoute(&attrs[i]) {
+			r.SetRoute(attrs[i].Value.AsString())
 		}
 	}
 }
 
-// isLocalRoot reports whether the span with context sc, started from
-// parentCtx, has no parent span in this process: no parent at all, a remote
-// one, or a parent of another trace (the span was started as a new root).
-func isLocalRoot(parentCtx context.Context, sc trace.SpanContext) bool {
-	psc := trace.SpanContextFromContext(parentCtx)
+// isRoute reports whether a is the semantic conventions' http.route.
+func isRoute(a *attribute.KeyValue) bool {
+	return a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING
+}
+
+// isLocalRoot reports whether the span with context sc, started under
+// the span with context psc (the starting context's current span, taken
+// from it once), has no parent span in this process: no parent at all, a
+// remote one, or a parent of another trace (the span was started as a new
+// root).
+func isLocalRoot(psc, sc trace.SpanContext) bool {
 	return !psc.IsValid() || psc.IsRemote() || psc.TraceID() != sc.TraceID()
 }

@@ -42,6 +42,20 @@ func TestRequestsTracked(t *testing.T) {
 			want: map[string]int64{"/users/{id}": 1},
 		},
 		{
+			name: "route among several start options",
+			run: func(tr trace.Tracer) {
+				_, s := tr.Start(context.Background(), "GET",
+					trace.WithSpanKind(trace.SpanKindServer),
+					trace.WithAttributes(attribute.String("http.request.method", "GET")),
+					trace.WithAttributes(attribute.Int("http.route", 3), route("/a/{id}")),
+					trace.WithTimestamp(time.Now()))
+				s.End()
+				_, s = tr.Start(context.Background(), "GET", trace.WithAttributes(attribute.Int("http.route", 3)))
+				s.End()
+			},
+			want: map[string]int64{"/a/{id}": 1, "GET": 1},
+		},
+		{
 			name: "renamed, then routed by middleware",
 			run: func(tr trace.Tracer) {
 				_, s := tr.Start(context.Background(), "GET")
@@ -98,19 +112,37 @@ func TestRequestsTracked(t *testing.T) {
 			want: map[string]int64{"GET /a": 1},
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tracker := requests.New(requests.Config{})
-			if err := tracker.Install(); err != nil {
-				t.Fatal(err)
-			}
-			defer tracker.Stop()
-			sdk, _ := newSDK(t, sdktrace.AlwaysSample())
-			tt.run(WrapTracerProvider(sdk, tt.opts...).Tracer("test"))
-			if got := tracker.Window(time.Now()).Counts; !maps.Equal(got, tt.want) {
-				t.Errorf("counts %v, want %v", got, tt.want)
-			}
-		})
+	// The start options' attributes are read in place (attributesOption),
+	// or, with a package trace whose options are not what that expects,
+	// by applying the options.
+	if attributesOption == nil {
+		t.Fatal("trace.WithAttributes' options are not read in place")
+	}
+	found := attributesOption
+	defer func() { attributesOption = found }()
+	for _, read := range []string{"in place", "applied"} {
+		if read == "applied" {
+			attributesOption = nil
+		}
+		for _, tt := range tests {
+			t.Run(read+"/"+tt.name, func(t *testing.T) {
+				testRequestsTracked(t, tt.opts, tt.run, tt.want)
+			})
+		}
+	}
+}
+
+func testRequestsTracked(t *testing.T, opts []Option, run func(trace.Tracer), want map[string]int64) {
+	t.Helper()
+	tracker := requests.New(requests.Config{})
+	if err := tracker.Install(); err != nil {
+		t.Fatal(err)
+	}
+	defer tracker.Stop()
+	sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+	run(WrapTracerProvider(sdk, opts...).Tracer("test"))
+	if got := tracker.Window(time.Now()).Counts; !maps.Equal(got, want) {
+		t.Errorf("counts %v, want %v", got, want)
 	}
 }
 

@@ -1,8 +1,11 @@
 package requests
 
 import (
+	"cmp"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,7 +33,8 @@ const (
 	DefaultMaxEndpoints = 100
 	// DefaultMaxRequests bounds both the requests tracked at once (running,
 	// or ended and not yet swept) and the root span ids a window remembers
-	// the endpoint of: about 40 bytes each, 2.5 MiB at most per window.
+	// the endpoint of: a Request is 96 bytes, a root 16 (1 MiB at most
+	// per window, two windows kept).
 	DefaultMaxRequests = 1 << 16
 )
 
@@ -99,19 +103,56 @@ type Tracker struct {
 }
 
 // windowState is what a sweep gathers for the current window. Endpoints
-// are kept as indexes into names, so that the maps of root ids hold no
-// pointer for the garbage collector to follow: they are the Tracker's
-// largest memory.
+// are kept as indexes into names, so that the roots hold no pointer for
+// the garbage collector to follow: they are the Tracker's largest memory.
 type windowState struct {
 	names  []string          // the window's endpoints
 	index  map[string]uint16 // names' indexes
 	counts []int64           // requests ended, by endpoint index
 	// endpoints counts names but Overflow.
 	endpoints int
-	// roots maps the span ids of the roots that ended to their endpoint.
-	roots      map[[8]byte]uint16
+	// recent remembers the last endpoints admitted, as the requests gave
+	// them, with their index: a service's requests have a handful of
+	// routes and names, the same strings again and again (a route is the
+	// router's pattern, a name most often a constant), which compare
+	// equal at once by their pointer; admitting one anew means cutting
+	// it to MaxEndpointLen, checking its UTF-8 and hashing it.
+	recent    [4]admitted
+	recentLen int // of recent, filled in turn
+	// roots holds the roots that ended, with their endpoint: appended by
+	// the sweeps in the order they ended, sorted by span id when the
+	// window ends. An append costs a sweep a few nanoseconds a request; a
+	// map insert cost it about 300 (a table of up to MaxRequests entries,
+	// grown and missed in the cache), most of the tracker's time.
+	roots      []root
 	overflowed int64
 	rootsFull  int64
+}
+
+// admitted is an endpoint as a request gave it, and the index admit
+// gave it.
+type admitted struct {
+	endpoint string
+	index    uint16
+}
+
+// root is a local root span that ended: its span id, as a number, and the
+// index of its endpoint in its window's names.
+type root struct {
+	id       uint64
+	endpoint uint16
+}
+
+// sortedRoots is a window's roots sorted by span id, for endpointOf.
+type sortedRoots []root
+
+// endpointOf returns the endpoint index of the root with span id id.
+func (rs sortedRoots) endpointOf(id uint64) (uint16, bool) {
+	i, ok := slices.BinarySearchFunc(rs, id, func(r root, id uint64) int { return cmp.Compare(r.id, id) })
+	if !ok {
+		return 0, false
+	}
+	return rs[i].endpoint, true
 }
 
 // New returns a Tracker; Begin reports to it once it is installed.
@@ -256,10 +297,12 @@ func (t *Tracker) ended(r *Request) {
 	}
 	if id, ok := rootKey(r.RootID()); ok {
 		if t.win.roots == nil {
-			t.win.roots = make(map[[8]byte]uint16)
+			// As many as the window before had, to spare the copies
+			// of growing: windows are alike.
+			t.win.roots = make([]root, 0, max(len(t.prev.roots), 64))
 		}
 		if len(t.win.roots) < t.cfg.MaxRequests {
-			t.win.roots[id] = e
+			t.win.roots = append(t.win.roots, root{id: id, endpoint: e})
 		} else {
 			t.win.rootsFull++
 		}
@@ -278,6 +321,21 @@ const MaxEndpointLen = 256
 // admit returns the index of e when the window has room for it, that of
 // Overflow otherwise. A window has at most limit endpoints, and Overflow.
 func (w *windowState) admit(e string, limit int) uint16 {
+	for _, a := range w.recent[:min(w.recentLen, len(w.recent))] {
+		if a.endpoint == e {
+			return a.index
+		}
+	}
+	i := w.admitNew(e, limit)
+	// Within a window, an endpoint is admitted the same way every time:
+	// the window only gains endpoints, and once full it stays so.
+	w.recent[w.recentLen%len(w.recent)] = admitted{endpoint: e, index: i}
+	w.recentLen++
+	return i
+}
+
+// admitNew is admit for an endpoint not among recent.
+func (w *windowState) admitNew(e string, limit int) uint16 {
 	e = validutf8.Clip(e, MaxEndpointLen)
 	if i, ok := w.index[e]; ok {
 		return i
@@ -301,12 +359,15 @@ func (w *windowState) admit(e string, limit int) uint16 {
 }
 
 // rootKey decodes a span id's 16 hex digits.
-func rootKey(id string) (k [8]byte, ok bool) {
+func rootKey(id string) (uint64, bool) {
+	var k [8]byte
 	if len(id) != 2*len(k) {
-		return k, false
+		return 0, false
 	}
-	_, err := hex.Decode(k[:], []byte(id))
-	return k, err == nil
+	if _, err := hex.Decode(k[:], []byte(id)); err != nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(k[:]), true
 }
 
 // Requests is what a Tracker saw of one window's requests.
@@ -324,12 +385,13 @@ type Requests struct {
 	// remembered already: their samples carry no endpoint.
 	Dropped int64
 
-	// roots maps the span id of a root that ended in the window to the
-	// index of its endpoint in names, prevRoots one that ended in the
-	// window before to prevNames, and liveRoots one running at the
-	// window's end to names.
-	roots, prevRoots, liveRoots map[[8]byte]uint16
-	names, prevNames            []string
+	// roots holds the roots that ended in the window, with the index of
+	// their endpoint in names, prevRoots those that ended in the window
+	// before, with theirs in prevNames; liveRoots maps the span id of one
+	// running at the window's end to its endpoint's index in names.
+	roots, prevRoots sortedRoots
+	liveRoots        map[uint64]uint16
+	names, prevNames []string
 }
 
 // Endpoint returns the endpoint of the local root span with hex span id
@@ -342,10 +404,10 @@ func (q *Requests) Endpoint(rootID string) (string, bool) {
 	if i, ok := q.liveRoots[k]; ok {
 		return q.names[i], true
 	}
-	if i, ok := q.roots[k]; ok {
+	if i, ok := q.roots.endpointOf(k); ok {
 		return q.names[i], true
 	}
-	if i, ok := q.prevRoots[k]; ok {
+	if i, ok := q.prevRoots.endpointOf(k); ok {
 		// One of the window's endpoints, unless it did not fit.
 		if e := q.prevNames[i]; q.Counts != nil {
 			if _, in := q.Counts[e]; in {
@@ -359,7 +421,7 @@ func (q *Requests) Endpoint(rootID string) (string, bool) {
 
 // Window sweeps, ends the current window at now and returns what it saw.
 // A request that ended by now is counted in this window or in an earlier
-// one, exactly once. The maps returned are not changed afterwards.
+// one, exactly once. What it returns is not changed afterwards.
 func (t *Tracker) Window(now time.Time) Requests {
 	t.sweepNow(now)
 	t.sweepMu.Lock()
@@ -367,9 +429,13 @@ func (t *Tracker) Window(now time.Time) Requests {
 
 	w := t.win
 	t.win.reset()
-	var live map[[8]byte]uint16
+	// Sorted once, by the collector's goroutine as it ends the window
+	// (a few milliseconds for MaxRequests roots), before anything reads
+	// them: the next window's Requests reads them too, as prevRoots.
+	slices.SortFunc(w.roots, func(a, b root) int { return cmp.Compare(a.id, b.id) })
+	var live map[uint64]uint16
 	if len(t.live) > 0 {
-		live = make(map[[8]byte]uint16, len(t.live))
+		live = make(map[uint64]uint16, len(t.live))
 	}
 	for _, r := range t.live {
 		id, ok := rootKey(r.RootID())

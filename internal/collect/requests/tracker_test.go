@@ -125,6 +125,28 @@ func TestCountsAndEndpoints(t *testing.T) {
 			},
 			overflowed: []int64{3, 0},
 		},
+		{
+			// More endpoints than admit remembers, an empty one among
+			// them, each seen again after the window is full.
+			name:         "recent endpoints",
+			maxEndpoints: 3,
+			windows: [][]step{{
+				{n: 1, begin: true, name: "a", end: true},
+				{n: 2, begin: true, name: "", end: true},
+				{n: 3, begin: true, name: "b", end: true},
+				{n: 4, begin: true, name: "", end: true},
+				{n: 5, begin: true, name: "c", end: true},
+				{n: 6, begin: true, name: "d", end: true},
+				{n: 7, begin: true, name: "e", end: true},
+				{n: 8, begin: true, name: "a", end: true},
+				{n: 9, begin: true, name: "b", end: true},
+				{n: 10, begin: true, name: "c", end: true},
+				{n: 11, begin: true, name: "", end: true},
+			}},
+			counts:     []map[string]int64{{"a": 2, "": 3, "b": 2, "_other": 4}},
+			roots:      []map[int]string{{1: "a", 3: "b", 5: "_other", 8: "a", 9: "b", 10: "_other"}},
+			overflowed: []int64{4},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,72 @@
+package requests
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkTracker is the tracker's whole cost per request as a busy
+// service gives it: Begin, a route set, End, a sweep every 1,000 requests
+// and a window every 90,000 (9,000 requests a second, 10 s windows, as
+// the overhead service), on one goroutine, so that the time per op is
+// CPU time. Two routes alternate.
+func BenchmarkTracker(b *testing.B) {
+	request := benchRequests(b)
+	i := 0
+	for b.Loop() {
+		i++
+		request(i, i)
+	}
+}
+
+// BenchmarkTrackerParallel is BenchmarkTracker on every P at once, as a
+// service's handlers run: what Begin's shared state costs when every core
+// touches it. Each goroutine sweeps after every 1,000 of its requests and
+// the one that completes the 90,000th of a window ends it.
+func BenchmarkTrackerParallel(b *testing.B) {
+	request := benchRequests(b)
+	var count atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		mine := 0
+		for pb.Next() {
+			mine++
+			request(int(count.Add(1)), mine)
+		}
+	})
+}
+
+// benchRequests installs a Tracker for b and returns what a benchmark's
+// op does: the request numbered i in the run, the goroutine's mine-th.
+func benchRequests(b *testing.B) func(i, mine int) {
+	tr := New(Config{})
+	if err := tr.Install(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if q := tr.Window(time.Now()); q.Dropped != 0 {
+			b.Errorf("%d requests dropped", q.Dropped)
+		}
+		tr.Stop()
+	})
+	const n = 1 << 17
+	all := make([]string, n)
+	for i := range all {
+		all[i] = ids(i + 1)
+	}
+	routes := [2]string{"/work", "/lock"}
+	start := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	return func(i, mine int) {
+		r := Begin(all[i%n], "GET", start)
+		r.SetRoute(routes[i%2])
+		r.End(start)
+		if mine%1000 == 0 {
+			tr.sweepNow(start)
+		}
+		if i%90000 == 0 {
+			tr.Window(start)
+		}
+	}
+}
