@@ -11,7 +11,7 @@ import (
 // stays within the local bounds: a hostile server gets a refusal, never
 // more CPU than the application allowed.
 func FuzzParseRemote(f *testing.F) {
-	f.Add("pprofotel", "application/json", `{"profile_types":["cpu","offcpu"],"offcpu_duty_cycle":50,"expires_in":"10s"}`)
+	f.Add("pprofotel", "application/json", `{"profiles":["cpu","offcpu"],"offcpu_duty_cycle":50,"expires_in":"10s"}`)
 	f.Add("", "", `{"enabled":false}`)
 	f.Add("pprofotel", "application/json", `{"window":"1ns"}`)
 	f.Add("pprofotel", "application/json", `{"cpu_duty_cycle":80,"unknown":1}`)
