@@ -110,7 +110,8 @@
 // root span costs one more while a profiler runs, the request the
 // profiler follows, and ending it stores its end time. Unlabelled spans
 // cost nothing. Reading and restoring a goroutine's label set uses the
-// two runtime functions behind [pprof.SetGoroutineLabels], reached with
-// go:linkname; the Go runtime keeps them for this use (go.dev/issue/67401).
+// two runtime functions behind [pprof.SetGoroutineLabels], reached with a
+// go:linkname directive; the Go runtime keeps them for this use
+// (go.dev/issue/67401).
 // Ending a span compares two pointers; it parses no goroutine id or stack.
 package labels

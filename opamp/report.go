@@ -56,7 +56,7 @@ func anyValue(v attribute.Value) *protobufs.AnyValue {
 	default:
 		// Strings, and slices in their JSON form: a description, not
 		// data to compute with.
-		return &protobufs.AnyValue{Value: &protobufs.AnyValue_StringValue{StringValue: v.Emit()}}
+		return &protobufs.AnyValue{Value: &protobufs.AnyValue_StringValue{StringValue: v.String()}}
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
@@ -291,10 +290,7 @@ func readRequest(path string) (*collectorpb.ExportProfilesServiceRequest, error)
 
 // removals collects what the exporter logged about removed files.
 type removals struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	freed int64
-	calls int
+	buf bytes.Buffer
 }
 
 func (r *removals) logger() *slog.Logger {

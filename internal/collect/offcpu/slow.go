@@ -132,8 +132,6 @@ type watch struct {
 	hasEndG    bool
 }
 
-func (w *watch) rootID() string { return w.ids[32:] }
-
 // slowState is the recorder's watched requests and explanations. It is
 // owned by the recorder's goroutine.
 type slowState struct {
