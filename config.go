@@ -13,9 +13,11 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/pprofotel/profiler/exporters/autoexport"
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/envconfig"
+	"github.com/pprofotel/profiler/internal/export/registry"
 )
 
 // config is the resolved configuration: options over environment variables
@@ -106,7 +108,7 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 	}
 
 	if len(o.errs) == 0 {
-		if err := c.resolveExporter(&o, env); err != nil {
+		if err := c.resolveExporter(&o, env, getenv); err != nil {
 			return nil, err
 		}
 	}
@@ -136,12 +138,13 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 
 // resolveExporter takes the option's exporter, or builds the one the
 // environment names.
-func (c *config) resolveExporter(o *options, env *envconfig.Reader) error {
+func (c *config) resolveExporter(o *options, env *envconfig.Reader, getenv func(string) string) error {
 	if o.exporter != nil {
 		c.exporter = o.exporter
 		return nil
 	}
-	exp, err := exporterFromEnv(context.Background(), env)
+	exp, err := autoexport.NewExporter(context.Background(),
+		registry.WithGetenv(getenv), registry.WithWarn(env.Warn))
 	if err != nil {
 		return fmt.Errorf("profiler: the exporter the environment names: %w", err)
 	}

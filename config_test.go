@@ -124,9 +124,10 @@ func TestExporterFromEnvironment(t *testing.T) {
 		warnings []string
 	}{
 		{"default", nil, &otlpprofilehttp.Exporter{}, nil},
-		{"none", map[string]string{"OTEL_PROFILES_EXPORTER": "none"}, noneExporter{}, nil},
-		{"PPROFOTEL_EXPORTER", map[string]string{"PPROFOTEL_EXPORTER": "NONE"}, noneExporter{}, nil},
-		{"OTEL_ wins", map[string]string{"OTEL_PROFILES_EXPORTER": "otlp", "PPROFOTEL_EXPORTER": "none"}, &otlpprofilehttp.Exporter{}, nil},
+		{"none", map[string]string{"OTEL_PROFILES_EXPORTER": "none"}, envNone, nil},
+		{"any case", map[string]string{"OTEL_PROFILES_EXPORTER": "NONE"}, envNone, nil},
+		{"PPROFOTEL_EXPORTER is not read", map[string]string{"PPROFOTEL_EXPORTER": "none"}, &otlpprofilehttp.Exporter{}, nil},
+		{"SPLUNK_PROFILER_ENABLED is not read", map[string]string{"SPLUNK_PROFILER_ENABLED": "true"}, &otlpprofilehttp.Exporter{}, nil},
 		{"grpc", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, &otlpprofilegrpc.Exporter{}, nil},
 		{"per-signal protocol wins", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL": "http/json"},
 			&otlpprofilehttp.Exporter{}, nil},

@@ -100,20 +100,18 @@
 //     "unknown_service:<executable>".
 //   - OTEL_RESOURCE_ATTRIBUTES: resource attributes as key=value pairs
 //     separated by commas, values percent-encoded ([WithResource]).
-//   - OTEL_PROFILES_EXPORTER, else PPROFOTEL_EXPORTER: the exporter when
-//     [WithExporter] is not given: "otlp" (the default), "none" (discard
-//     every window), "file" or "splunk"; the last two only in a program
-//     that imports their package (exporters/otlpprofilefile,
-//     exporters/splunk), and otherwise warned about, the OTLP exporter
-//     being used.
+//   - OTEL_PROFILES_EXPORTER: the exporter when [WithExporter] is not
+//     given: "otlp" (the default), "none" (discard every window), "file"
+//     or "splunk"; the last two only in a program that imports their
+//     package (exporters/otlpprofilefile, exporters/splunk), and otherwise
+//     warned about, the OTLP exporter being used. Package
+//     exporters/autoexport reads it and the protocol below.
 //   - OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL, else
 //     OTEL_EXPORTER_OTLP_PROTOCOL: for "otlp", "http/protobuf" (the
 //     default, package otlpprofilehttp), "http/json" (the same, with
 //     OTLP/JSON bodies) or "grpc" (package otlpprofilegrpc). The exporter
 //     package reads the endpoint, headers, TLS and the other
 //     OTEL_EXPORTER_OTLP_* variables.
-//   - SPLUNK_PROFILER_ENABLED: "true" selects "splunk" when neither
-//     exporter variable is set.
 //   - PPROFOTEL_ENABLED: "false" makes Start return a profiler that does
 //     nothing; a value other than "true" or "false" is warned about and
 //     leaves it on. Default true.

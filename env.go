@@ -13,17 +13,9 @@ const (
 	envServiceName        = "OTEL_SERVICE_NAME"
 	envResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"
 
-	// The exporter, as the specification names the variable for the
-	// other signals (OTEL_TRACES_EXPORTER...), and its OTLP protocol.
-	envProfilesExporter     = "OTEL_PROFILES_EXPORTER"
-	envOTLPProfilesProtocol = "OTEL_EXPORTER_OTLP_PROFILES_PROTOCOL"
-	envOTLPProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
-	envSplunkEnabled        = "SPLUNK_PROFILER_ENABLED"
-
 	envEnabled       = "PPROFOTEL_ENABLED"
 	envWindow        = "PPROFOTEL_WINDOW"
 	envProfiles      = "PPROFOTEL_PROFILES"
-	envExporter      = "PPROFOTEL_EXPORTER"
 	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
 	envCPUDuty       = "PPROFOTEL_CPU_DUTY"

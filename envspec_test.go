@@ -102,7 +102,7 @@ func otelEnvCases(t *testing.T) []envCase {
 
 		// As autoexport reads OTEL_TRACES_EXPORTER, but an unknown value
 		// is warned about and ignored, as the specification asks.
-		{"OTEL_PROFILES_EXPORTER", "none", nil, false, wantExporter(noneExporter{})},
+		{"OTEL_PROFILES_EXPORTER", "none", nil, false, wantExporter(envNone)},
 		{"OTEL_PROFILES_EXPORTER", "console", nil, true, httpExp},
 		{"OTEL_PROFILES_EXPORTER", "", nil, false, httpExp},
 
@@ -267,11 +267,10 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "0s", nil, true, func(c *config) error {
 			return wantEqual("goroutine-leak interval", c.intervals[GoroutineLeakProfile], 5*time.Minute)
 		}},
-		{"PPROFOTEL_EXPORTER", "stdout", nil, true, wantExporter(&otlpprofilehttp.Exporter{})},
+		{"OTEL_PROFILES_EXPORTER", "stdout", nil, true, wantExporter(&otlpprofilehttp.Exporter{})},
 		// A name whose package this program does not link: warned about,
 		// and the OTLP exporter is used.
-		{"PPROFOTEL_EXPORTER", "splunk", nil, true, wantExporter(&otlpprofilehttp.Exporter{})},
-		{"SPLUNK_PROFILER_ENABLED", "true", nil, true, wantExporter(&otlpprofilehttp.Exporter{})},
+		{"OTEL_PROFILES_EXPORTER", "splunk", nil, true, wantExporter(&otlpprofilehttp.Exporter{})},
 		{"PPROFOTEL_PROCESS_CONTEXT", "no", nil, true, func(c *config) error { return wantEqual("process context", c.processContext, true) }},
 	}
 	for _, tt := range tests {

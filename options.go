@@ -73,10 +73,10 @@ func (o *options) setRate(t ProfileType, rate int, reason string) {
 }
 
 // WithExporter sets where the windows go. Without it, the environment
-// chooses, as OpenTelemetry's autoexport does for the other signals:
-// OTEL_PROFILES_EXPORTER (or PPROFOTEL_EXPORTER) names "otlp" (the
-// default, over the protocol of OTEL_EXPORTER_OTLP_PROTOCOL), "none",
-// "file" or "splunk"; the last two when their package is imported. The
+// chooses: package exporters/autoexport builds what OTEL_PROFILES_EXPORTER
+// names, "otlp" (the default, over the protocol of
+// OTEL_EXPORTER_OTLP_PROTOCOL), "none", "file" or "splunk"; the last two
+// when their package is imported. The
 // profiler owns the exporter from a successful Start on: Stop shuts it
 // down.
 func WithExporter(e Exporter) Option {
@@ -368,7 +368,7 @@ func (h runtimeHooks) minWindow() time.Duration {
 	if h.short {
 		return time.Millisecond
 	}
-	return collect.MinPeriod
+	return collect.MinWindow
 }
 
 func (h runtimeHooks) minCPUDuration() time.Duration {

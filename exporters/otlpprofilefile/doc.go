@@ -19,8 +19,8 @@
 // removed is a warning the first time, then Debug.
 //
 // Importing this package registers it under the name "file", which
-// OTEL_PROFILES_EXPORTER=file (or PPROFOTEL_EXPORTER=file) selects when the
-// profiler is started without an exporter.
+// OTEL_PROFILES_EXPORTER=file selects when the profiler is started without
+// an exporter (see package autoexport).
 //
 // # Environment variables
 //

@@ -17,15 +17,17 @@
 // is not an error: it is reported to otel.Handle.
 //
 // What to collect is the profiler's choice, which this package informs
-// through Exporter.CollectionDefaults: the CPU profile, the heap profile
+// through Exporter.CollectionDefaults (it implements the profiler's
+// CollectionDefaulter): Splunk's defaults are this package's, not the
+// profiler's. They are the CPU profile, the heap profile
 // when SPLUNK_PROFILER_MEMORY_ENABLED is true, and windows of
 // SPLUNK_PROFILER_CALL_STACK_INTERVAL. The profiler applies them where the
 // application set nothing.
 //
 // Importing this package registers it under the name "splunk", which
-// OTEL_PROFILES_EXPORTER=splunk (or PPROFOTEL_EXPORTER=splunk, or
-// SPLUNK_PROFILER_ENABLED=true) selects when the profiler is started
-// without an exporter.
+// OTEL_PROFILES_EXPORTER=splunk selects when the profiler is started
+// without an exporter (see package autoexport). Splunk's own
+// SPLUNK_PROFILER_ENABLED does not: one variable chooses the exporter.
 //
 // # Environment variables
 //

@@ -16,7 +16,7 @@ var listedVariable = regexp.MustCompile(`\b(?:OTEL|PPROFOTEL|SPLUNK)_[A-Z_]*[A-Z
 // selection names the variables that choose an exporter by name: the
 // profiler reads them, not the exporter's constructor, but its doc.go may
 // name them to say how the package is chosen.
-var selection = []string{"OTEL_PROFILES_EXPORTER", "PPROFOTEL_EXPORTER", "SPLUNK_PROFILER_ENABLED"}
+var selection = []string{"OTEL_PROFILES_EXPORTER", "SPLUNK_PROFILER_ENABLED"}
 
 // Check runs construct with a getenv that records what it reads, once per
 // call (construct may build the exporter several ways, each reading other
