@@ -11,7 +11,7 @@ import (
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/pprofotel/profiler/internal/control"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 )
 
 // sentWindow is what a request says of its window: the profiles it holds,

@@ -1,19 +1,21 @@
 package labels
 
+import "github.com/pprofotel/profiler/internal/labelkey"
+
 // The pprof label keys that carry the active span. The OTLP builder turns
 // samples that carry both TraceIDKey and SpanIDKey into a Sample.link_index
 // and removes the two labels from the sample attributes. Values are lower-case
 // hex: 32 digits for the trace id, 16 for the span ids, as in the W3C trace
 // context.
 const (
-	TraceIDKey = "trace_id"
-	SpanIDKey  = "span_id"
+	TraceIDKey = labelkey.TraceID
+	SpanIDKey  = labelkey.SpanID
 	// LocalRootSpanIDKey carries the span id of the active span's local
 	// root: the span with no parent span in this process that the active
 	// one descends from, or is. The profiler maps it to the root's
 	// endpoint (its http.route, else its name) and sends the endpoint as
 	// the sample attribute "endpoint" in its place.
-	LocalRootSpanIDKey = "local_root_span_id"
+	LocalRootSpanIDKey = labelkey.LocalRootSpanID
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that
@@ -28,4 +30,4 @@ const (
 // to spans (the profiler's off-CPU profile reads them); the span before
 // is what ties the waits of a goroutine whose span began before the trace
 // did.
-const TraceLogCategory = "pprofotel.span"
+const TraceLogCategory = labelkey.TraceLogCategory

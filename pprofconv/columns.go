@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	pprof "github.com/google/pprof/profile"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 )
 
 // column is one sample type of a pprof profile and where its values come

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	pprof "github.com/google/pprof/profile"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"

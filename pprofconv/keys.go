@@ -1,9 +1,9 @@
 package pprofconv
 
-import "github.com/pprofotel/profiler/internal/convert/otlpattr"
+import "github.com/pprofotel/profiler/internal/otlpattr"
 
 // The OTLP attributes this package reads, as the profiler's encoder writes
-// them; their owner is internal/convert/otlpattr.
+// them; their owner is internal/otlpattr.
 const (
 	attrProfileName            = otlpattr.ProfileName
 	attrSampleTypeOrder        = otlpattr.SampleTypeOrder

@@ -14,7 +14,7 @@ import (
 	pprof "github.com/google/pprof/profile"
 
 	"github.com/pprofotel/profiler/internal/collect/requests"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/labels"
 )
 

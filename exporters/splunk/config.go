@@ -3,7 +3,6 @@ package splunk
 import (
 	"time"
 
-	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/splunk"
 	"github.com/pprofotel/profiler/internal/envconfig"
@@ -25,9 +24,9 @@ const (
 // Java profiler for the same variable.
 const DefaultCallStackInterval = 10 * time.Second
 
-// minCallStackInterval is the shortest window accepted, the profiler's own
-// floor.
-const minCallStackInterval = collect.MinPeriod
+// minCallStackInterval is the shortest window accepted: the profiler's
+// floor of a window (profiler.WithWindow).
+const minCallStackInterval = time.Second
 
 // config is the exporter's resolved configuration.
 type config struct {

@@ -17,11 +17,12 @@ import (
 	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
-// Floors of the durations that decide how often the profiler works; the
-// profiler's MinPeriod and MinCPUProfileDuration say why these.
+// Floors of the durations that decide how often the profiler works
+// (WithWindow, WithCPUDutyCycle): below them, the profiler's own reading
+// and sending would be a large share of what it measures.
 const (
-	// MinPeriod is the shortest window.
-	MinPeriod = time.Second
+	// MinWindow is the shortest window.
+	MinWindow = time.Second
 	// MinCPUDuration is the shortest CPU profile recording in a window.
 	MinCPUDuration = 100 * time.Millisecond
 )

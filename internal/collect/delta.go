@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
-	"github.com/pprofotel/profiler/internal/convert/hashindex"
+	"github.com/pprofotel/profiler/internal/hashindex"
 )
 
 // deltaState turns successive cumulative profiles of one runtime profile

@@ -6,7 +6,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/collect/requests"
-	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/internal/labelkey"
 )
 
 // Requests is the name of the window's request counts profile: not a
@@ -30,7 +30,7 @@ func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		root := slices.IndexFunc(s.Labels, func(l pprofdecode.Label) bool {
-			return l.Key == labels.LocalRootSpanIDKey && !l.IsNum
+			return l.Key == labelkey.LocalRootSpanID && !l.IsNum
 		})
 		if root < 0 {
 			continue
@@ -45,7 +45,7 @@ func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
 				}
 				l = pprofdecode.Label{Key: requests.EndpointKey, Str: e}
 			case l.Key == requests.EndpointKey && ok,
-				l.Key == labels.LocalRootSpanIDKey:
+				l.Key == labelkey.LocalRootSpanID:
 				continue
 			}
 			kept = append(kept, l)

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
-	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/internal/labelkey"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 )
 
 // ReasonKey is the label, and so the OTLP sample attribute, that carries
@@ -292,7 +292,7 @@ func (s *reading) event(ev *trace.Event) {
 			s.cpuSample(ev.Goroutine(), ev.Stack())
 		}
 	case trace.EventLog:
-		if l := ev.Log(); l.Category == labels.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
+		if l := ev.Log(); l.Category == labelkey.TraceLogCategory && ev.Goroutine() != trace.NoGoroutine {
 			s.spanSwitch(ev, s.goroutine(ev.Goroutine()), l.Message)
 		}
 	case trace.EventStateTransition:
@@ -448,15 +448,15 @@ func (w *window) kindOf(key *[]byte, locs []int32, reason, span string, mk func(
 func appendSpanLabels(lbls []pprofdecode.Label, span string) []pprofdecode.Label {
 	if traceID, spanID, rootID, ok := splitSpan(span); ok {
 		if rootID != "" {
-			lbls = append(lbls, pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: rootID})
+			lbls = append(lbls, pprofdecode.Label{Key: labelkey.LocalRootSpanID, Str: rootID})
 		}
-		lbls = append(lbls, pprofdecode.Label{Key: labels.SpanIDKey, Str: spanID}, pprofdecode.Label{Key: labels.TraceIDKey, Str: traceID})
+		lbls = append(lbls, pprofdecode.Label{Key: labelkey.SpanID, Str: spanID}, pprofdecode.Label{Key: labelkey.TraceID, Str: traceID})
 	}
 	return lbls
 }
 
 // splitSpan splits the wrapper's spelling of a span (see
-// labels.TraceLogCategory): the trace id's 32 hex digits, the span id's 16
+// labelkey.TraceLogCategory): the trace id's 32 hex digits, the span id's 16
 // and the local root span id's 16, zeros for an unknown root, which
 // splitSpan returns as "".
 func splitSpan(msg string) (traceID, spanID, rootID string, ok bool) {

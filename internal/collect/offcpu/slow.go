@@ -9,8 +9,8 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
-	"github.com/pprofotel/profiler/labels"
+	"github.com/pprofotel/profiler/internal/labelkey"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 )
 
 // Defaults of the slow-request explanations (docs/slow-requests.md has the
@@ -464,9 +464,9 @@ func (ss *slowState) build(w *window) {
 				// The request's own span is its root: the collector
 				// turns the root's id into the request's endpoint.
 				return append(lbls,
-					pprofdecode.Label{Key: labels.LocalRootSpanIDKey, Str: e.ids[32:]},
-					pprofdecode.Label{Key: labels.SpanIDKey, Str: e.ids[32:]},
-					pprofdecode.Label{Key: labels.TraceIDKey, Str: e.ids[:32]})
+					pprofdecode.Label{Key: labelkey.LocalRootSpanID, Str: e.ids[32:]},
+					pprofdecode.Label{Key: labelkey.SpanID, Str: e.ids[32:]},
+					pprofdecode.Label{Key: labelkey.TraceID, Str: e.ids[:32]})
 			})
 			w.events = append(w.events, event{kind: k, start: p.start, dur: p.end - p.start})
 		}

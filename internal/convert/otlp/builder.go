@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
-	"github.com/pprofotel/profiler/internal/convert/hashindex"
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/internal/hashindex"
+	"github.com/pprofotel/profiler/internal/labelkey"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/validutf8"
-	"github.com/pprofotel/profiler/labels"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
@@ -660,9 +660,9 @@ func (b *Builder) resolveSample(p *pprofdecode.Profile, i int) {
 			continue
 		}
 		switch {
-		case l.Key == labels.TraceIDKey && trace < 0:
+		case l.Key == labelkey.TraceID && trace < 0:
 			trace = j
-		case l.Key == labels.SpanIDKey && span < 0:
+		case l.Key == labelkey.SpanID && span < 0:
 			span = j
 		}
 	}
@@ -678,7 +678,7 @@ func (b *Builder) resolveSample(p *pprofdecode.Profile, i int) {
 	var attrs []int32
 	for j := range s.Labels {
 		l := &s.Labels[j]
-		if l.IsNum || link != 0 && (l.Key == labels.TraceIDKey || l.Key == labels.SpanIDKey) {
+		if l.IsNum || link != 0 && (l.Key == labelkey.TraceID || l.Key == labelkey.SpanID) {
 			continue
 		}
 		// A label like the last one resolved has its attribute, and

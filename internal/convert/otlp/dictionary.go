@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
-	"github.com/pprofotel/profiler/internal/convert/hashindex"
+	"github.com/pprofotel/profiler/internal/hashindex"
 	"github.com/pprofotel/profiler/internal/validutf8"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"

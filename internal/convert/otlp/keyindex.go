@@ -5,7 +5,7 @@ import (
 	"hash/maphash"
 	"slices"
 
-	"github.com/pprofotel/profiler/internal/convert/hashindex"
+	"github.com/pprofotel/profiler/internal/hashindex"
 )
 
 // keyIndex numbers byte-string keys in the order they are added, like a

@@ -1,7 +1,7 @@
 package otlptest
 
 import (
-	"github.com/pprofotel/profiler/internal/convert/otlpattr"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 )
 

@@ -15,7 +15,7 @@ func TestSDKStaysFreeOfGooglePprof(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	deps := string(out)
-	if !strings.Contains(deps, "github.com/pprofotel/profiler/internal/convert/otlpattr\n") {
+	if !strings.Contains(deps, "github.com/pprofotel/profiler/internal/otlpattr\n") {
 		t.Fatalf("the SDK does not use the attribute contract:\n%s", deps)
 	}
 	if strings.Contains(deps, "github.com/google/pprof") {
