@@ -57,5 +57,6 @@ func resolve(s *otlpconfig.Settings, getenv func(string) string) (config, []erro
 		cfg.window = d
 	}
 	cfg.encode.MemoryStackDepth = splunk.MemoryStackDepth(getenv(envGODEBUG))
+	cfg.encode.Convert = toPprof
 	return cfg, append(warnings, env.Warnings()...), nil
 }

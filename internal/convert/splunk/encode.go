@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,8 +16,6 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
-
-	"github.com/pprofotel/profiler/pprofconv"
 )
 
 // The instrumentation scope the conventions prescribe for profiling logs.
@@ -77,8 +76,16 @@ const cpuStackDepth = 64
 // heap profile sample unless GODEBUG=profstackdepth says otherwise.
 const DefaultMemoryStackDepth = 128
 
+// Converter reads the runtime profiles named in profiles out of req into
+// pprof profiles, by name; source names req in errors. Package
+// exporters/splunk gives pprofconv's conversion, the project's one
+// conversion from OTLP, which this stage cannot import (it is public).
+type Converter func(req *collectorpb.ExportProfilesServiceRequest, source string, profiles []string) (map[string]*pprof.Profile, error)
+
 // EncodeOptions selects how Encode reads a request.
 type EncodeOptions struct {
+	// Convert reads the request back into pprof. It must be set.
+	Convert Converter
 	// MemoryStackDepth is the runtime's stack depth limit for heap profile
 	// samples (GODEBUG=profstackdepth): a stack that deep is marked
 	// truncated. Zero means DefaultMemoryStackDepth.
@@ -94,9 +101,8 @@ type EncodeOptions struct {
 // left out. A data type with no sample has no record; when no record
 // remains Encode returns nil and no error, and there is nothing to send.
 //
-// The profiles are read back into pprof by package pprofconv, the
-// project's one conversion from OTLP, which refuses an index outside the
-// dictionary with an error naming it. The strings of the pprof bodies are
+// The profiles are read back into pprof by opts.Convert, which refuses an
+// index outside the dictionary with an error naming it. The strings of the pprof bodies are
 // made valid UTF-8 as they enter a body's string table (see package
 // validutf8): a request the profiler built has valid strings already, one
 // built elsewhere may not. The resources are sent as they are.
@@ -108,6 +114,9 @@ func Encode(req *collectorpb.ExportProfilesServiceRequest, opts EncodeOptions) (
 	if memDepth <= 0 {
 		memDepth = DefaultMemoryStackDepth
 	}
+	if opts.Convert == nil {
+		return nil, errors.New("splunk: EncodeOptions.Convert is not set")
+	}
 	var out []*logspb.ResourceLogs
 	for i, rp := range req.GetResourceProfiles() {
 		// One resource at a time: Convert merges what it is given.
@@ -115,9 +124,7 @@ func Encode(req *collectorpb.ExportProfilesServiceRequest, opts EncodeOptions) (
 			Dictionary:       req.GetDictionary(),
 			ResourceProfiles: []*profilespb.ResourceProfiles{rp},
 		}
-		profiles, _, err := pprofconv.Convert(
-			[]pprofconv.Request{{Request: one, Source: fmt.Sprintf("resource_profiles[%d]", i)}},
-			pprofconv.Filter{Profiles: []string{profileCPU, profileHeap}})
+		profiles, err := opts.Convert(one, fmt.Sprintf("resource_profiles[%d]", i), []string{profileCPU, profileHeap})
 		if err != nil {
 			return nil, fmt.Errorf("splunk: %w", err)
 		}

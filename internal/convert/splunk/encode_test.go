@@ -133,7 +133,11 @@ func request(w collect.Window) *collectorpb.ExportProfilesServiceRequest {
 }
 
 // encodeWindow encodes the request of w.
+// A zero opts.Convert takes toPprof.
 func encodeWindow(w collect.Window, opts EncodeOptions) (*collogspb.ExportLogsServiceRequest, error) {
+	if opts.Convert == nil {
+		opts.Convert = toPprof
+	}
 	return Encode(request(w), opts)
 }
 
@@ -147,7 +151,7 @@ func testResource() *resourcepb.Resource {
 // envelope, and each body decoded back into pprof.
 func TestEncodeGolden(t *testing.T) {
 	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
-	req, err := encodeWindow(w, EncodeOptions{})
+	req, err := encodeWindow(w, EncodeOptions{Convert: toPprof})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +235,13 @@ func TestEncode(t *testing.T) {
 		{
 			name:   "deeper profstackdepth: the 128-frame heap stack is complete",
 			window: handWindow(heap),
-			opts:   EncodeOptions{MemoryStackDepth: 200},
+			opts:   EncodeOptions{Convert: toPprof, MemoryStackDepth: 200},
 			want:   map[string][5]int64{"allocation": {2, 131, 6144, 0, 0}},
 		},
 		{
 			name:   "shallower profstackdepth",
 			window: handWindow(heap),
-			opts:   EncodeOptions{MemoryStackDepth: 3},
+			opts:   EncodeOptions{Convert: toPprof, MemoryStackDepth: 3},
 			want:   map[string][5]int64{"allocation": {2, 131, 6144, 2, 0}},
 		},
 	}
@@ -333,7 +337,7 @@ func TestEncodeNothingToSend(t *testing.T) {
 		"goroutine profile": request(handWindow(collect.Profile{Name: collect.Goroutine, Data: handCPU()})),
 	} {
 		t.Run(name, func(t *testing.T) {
-			logs, err := Encode(req, EncodeOptions{})
+			logs, err := Encode(req, EncodeOptions{Convert: toPprof})
 			if err != nil || logs != nil {
 				t.Fatalf("Encode = %v, %v; want nil, nil", logs, err)
 			}
@@ -344,7 +348,7 @@ func TestEncodeNothingToSend(t *testing.T) {
 func TestEncodeInvalidProfile(t *testing.T) {
 	bad := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}))
 	bad.Dictionary.StackTable[1].LocationIndices[0] = 99
-	_, err := Encode(bad, EncodeOptions{})
+	_, err := Encode(bad, EncodeOptions{Convert: toPprof})
 	if err == nil || !strings.Contains(err.Error(), "location index 99") {
 		t.Fatalf("err = %v, want one naming location index 99", err)
 	}
@@ -353,7 +357,7 @@ func TestEncodeInvalidProfile(t *testing.T) {
 	for i := range noAlloc.Samples {
 		noAlloc.Samples[i].Values = noAlloc.Samples[i].Values[2:]
 	}
-	_, err = encodeWindow(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), EncodeOptions{})
+	_, err = encodeWindow(handWindow(collect.Profile{Name: collect.Heap, Data: noAlloc}), EncodeOptions{Convert: toPprof})
 	if err == nil || !strings.Contains(err.Error(), "alloc_space") {
 		t.Fatalf("err = %v, want one naming alloc_space", err)
 	}
@@ -363,7 +367,7 @@ func BenchmarkEncode(b *testing.B) {
 	req := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()}))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Encode(req, EncodeOptions{}); err != nil {
+		if _, err := Encode(req, EncodeOptions{Convert: toPprof}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -376,7 +380,7 @@ func BenchmarkBuildAndEncode(b *testing.B) {
 	w := handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}, collect.Profile{Name: collect.Heap, Data: handHeap()})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Encode(request(w), EncodeOptions{}); err != nil {
+		if _, err := Encode(request(w), EncodeOptions{Convert: toPprof}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -391,11 +395,11 @@ func BenchmarkBuildAndEncode(b *testing.B) {
 func TestEncodeCPUSpan(t *testing.T) {
 	from, to := windowStart.Add(2*time.Second), windowStart.Add(4*time.Second)
 	cpu := collect.Profile{Name: collect.CPU, Data: handCPU(), Start: from, End: to}
-	req, err := encodeWindow(handWindow(cpu, collect.Profile{Name: collect.Heap, Data: handHeap()}), EncodeOptions{})
+	req, err := encodeWindow(handWindow(cpu, collect.Profile{Name: collect.Heap, Data: handHeap()}), EncodeOptions{Convert: toPprof})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpuOnly, err := encodeWindow(handWindow(cpu), EncodeOptions{})
+	cpuOnly, err := encodeWindow(handWindow(cpu), EncodeOptions{Convert: toPprof})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +443,7 @@ func TestEncodeBoundsCopies(t *testing.T) {
 		{Locations: []int32{1}, Values: []int64{1 << 40, 7}},
 		{Locations: []int32{0, 1}, Values: []int64{3, 30 * int64(time.Millisecond)}},
 	}
-	req, err := encodeWindow(handWindow(collect.Profile{Name: collect.CPU, Data: cpu}), EncodeOptions{})
+	req, err := encodeWindow(handWindow(collect.Profile{Name: collect.CPU, Data: cpu}), EncodeOptions{Convert: toPprof})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,6 @@ func FuzzEncode(f *testing.F) {
 		if proto.Unmarshal(data, &req) != nil {
 			return
 		}
-		_, _ = Encode(&req, EncodeOptions{})
+		_, _ = Encode(&req, EncodeOptions{Convert: toPprof})
 	})
 }

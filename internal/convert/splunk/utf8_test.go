@@ -73,7 +73,7 @@ func TestEncodeRepairsInvalidUTF8(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := request(handWindow(collect.Profile{Name: collect.CPU, Data: handCPU()}))
 			tt.edit(req)
-			logs, err := Encode(req, EncodeOptions{})
+			logs, err := Encode(req, EncodeOptions{Convert: toPprof})
 			if err != nil {
 				t.Fatal(err)
 			}
