@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -20,13 +19,12 @@ import (
 // internal/control, so that the root package neither imports it nor grows
 // an exported method for it.
 
+func init() {
+	control.SetLookup(lookupTarget)
+}
+
 // lookupTarget gives internal/control.Lookup the Target of a running
-// Profiler. Only internal/control refers to it, by name: a program that
-// never calls Lookup links none of the code of this file, and its loop
-// finds no boundary func (benchmark/README.md, "Footprint of remote
-// control").
-//
-//go:linkname lookupTarget
+// Profiler. The profiler's loop finds no boundary func until it is called.
 func lookupTarget(v any) (control.Target, bool) {
 	p, ok := v.(*Profiler)
 	if !ok || p == nil || p.done == nil {
@@ -36,7 +34,7 @@ func lookupTarget(v any) (control.Target, bool) {
 	s := st.(*controlState)
 	if !loaded {
 		boundary := s.boundary
-		atomic.StorePointer(&p.boundary, unsafe.Pointer(&boundary))
+		p.boundary.Store(&boundary)
 		go func() {
 			<-p.done
 			controls.Delete(p)

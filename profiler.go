@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -72,16 +71,11 @@ type Profiler struct {
 	// processContext is the published process context, nil when none is.
 	processContext *processctx.Context
 
-	// boundary points, once remote control has looked the profiler up
-	// (control.go), to the func(now time.Time) (window time.Duration)
-	// that ends each window in place of p.window: it makes the change of
-	// settings waiting, if any, and returns the window length. Nil
-	// otherwise. An unsafe.Pointer loaded atomically, rather than an
-	// atomic.Value or an atomic.Pointer of its own type, because it is
-	// all a program that does not import package opamp links of remote
-	// control: two instructions and no type (benchmark/README.md,
-	// "Footprint of remote control").
-	boundary unsafe.Pointer
+	// boundary, once remote control has looked the profiler up
+	// (control.go), ends each window in place of p.window: it makes the
+	// change of settings waiting, if any, and returns the window length.
+	// Nil otherwise.
+	boundary atomic.Pointer[func(now time.Time) (window time.Duration)]
 }
 
 // Start starts profiling with the given options, which win over the
@@ -281,8 +275,8 @@ func (p *Profiler) loop() {
 			// fired: on a loaded machine the loop may run late, and the
 			// CPU recording it stops must end within the window.
 			now := time.Now()
-			if boundary := atomic.LoadPointer(&p.boundary); boundary != nil {
-				window = (*(*func(time.Time) time.Duration)(boundary))(now)
+			if boundary := p.boundary.Load(); boundary != nil {
+				window = (*boundary)(now)
 			} else {
 				p.window(now, false)
 			}

@@ -1,14 +1,14 @@
 // Package control is the hook through which a remote-control package
 // (github.com/pprofotel/profiler/opamp) reaches a running profiler without
 // the root package importing it, and without an exported root API: Lookup
-// turns a *profiler.Profiler into a Target. A program that does not import
-// the remote-control package links neither an OpAMP client nor the root's
-// side of remote control (see lookupTarget).
+// turns a *profiler.Profiler into a Target, through the function the root
+// registers from init (SetLookup), which the compiler checks. A program
+// that does not import the remote-control package links no OpAMP client;
+// it does link the root's side of remote control (docs/footprint.md).
 package control
 
 import (
 	"time"
-	_ "unsafe" // for go:linkname
 
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -65,15 +65,18 @@ type Target interface {
 	Done() <-chan struct{}
 }
 
+// lookup is the root package's lookup, set from its init.
+var lookup func(p any) (Target, bool)
+
+// SetLookup makes f the function Lookup calls. The root package calls it
+// from init, as the only package that can see a Profiler's insides.
+func SetLookup(f func(p any) (Target, bool)) { lookup = f }
+
 // Lookup returns the Target of p, a *profiler.Profiler, and false when p
 // is not one that runs (nil, or disabled by the environment).
-func Lookup(p any) (Target, bool) { return lookupTarget(p) }
-
-// lookupTarget is the root package's function of the same name, reached
-// by name rather than registered from the root's init: a registration
-// would make every program that imports the profiler link the code of
-// remote control, which only a program that calls Lookup (that imports
-// package opamp) needs. The root marks its definition for linkname.
-//
-//go:linkname lookupTarget github.com/pprofotel/profiler.lookupTarget
-func lookupTarget(p any) (Target, bool)
+func Lookup(p any) (Target, bool) {
+	if lookup == nil {
+		return nil, false
+	}
+	return lookup(p)
+}
