@@ -302,6 +302,36 @@ func (p *pruner) markProfile(prof *profilespb.Profile, samples []*profilespb.Sam
 // finish follows the references from the marked stacks down to the strings,
 // numbers the reachable entries and returns the pruned dictionary.
 func (p *pruner) finish() *profilespb.ProfilesDictionary {
+	p.markReachable()
+	for _, t := range [][]int32{p.strs, p.mappings, p.locations, p.functions, p.links, p.attrs, p.stacks} {
+		renumber(t)
+	}
+	d := p.d
+	out := &profilespb.ProfilesDictionary{}
+	for i, s := range d.StringTable {
+		if p.strs[i] >= 0 {
+			out.StringTable = append(out.StringTable, s)
+		}
+	}
+	out.MappingTable = keep(d.MappingTable, p.mappings, p.mapping)
+	out.LocationTable = keep(d.LocationTable, p.locations, p.location)
+	out.FunctionTable = keep(d.FunctionTable, p.functions, p.function)
+	for i, l := range d.LinkTable {
+		if p.links[i] >= 0 {
+			out.LinkTable = append(out.LinkTable, l) // holds no indices
+		}
+	}
+	out.AttributeTable = keep(d.AttributeTable, p.attrs, p.attribute)
+	out.StackTable = keep(d.StackTable, p.stacks, func(st *profilespb.Stack) *profilespb.Stack {
+		return &profilespb.Stack{LocationIndices: p.remapAll(p.locations, st.LocationIndices)}
+	})
+	return out
+}
+
+// markReachable marks what the stacks marked so far reach: their
+// locations, and the mappings, functions, attributes and strings those
+// cite.
+func (p *pruner) markReachable() {
 	d := p.d
 	for i, st := range d.StackTable {
 		if p.stacks[i] >= 0 && st != nil {
@@ -339,105 +369,78 @@ func (p *pruner) finish() *profilespb.ProfilesDictionary {
 			mark(p.strs, a.UnitStrindex)
 		}
 	}
-	for _, t := range [][]int32{p.strs, p.mappings, p.locations, p.functions, p.links, p.attrs, p.stacks} {
-		n := int32(0)
-		for i, v := range t {
-			if v >= 0 {
-				t[i] = n
-				n++
-			}
-		}
-	}
+}
 
-	out := &profilespb.ProfilesDictionary{}
-	for i, s := range d.StringTable {
-		if p.strs[i] >= 0 {
-			out.StringTable = append(out.StringTable, s)
+// renumber gives the marked entries of t their new indices, in order.
+func renumber(t []int32) {
+	n := int32(0)
+	for i, v := range t {
+		if v >= 0 {
+			t[i] = n
+			n++
 		}
 	}
-	for i, m := range d.MappingTable {
-		if p.mappings[i] < 0 {
+}
+
+// keep returns the entries of table that marks keeps, each copied by
+// remapped (a nil entry stays nil).
+func keep[T any](table []*T, marks []int32, remapped func(*T) *T) []*T {
+	var out []*T
+	for i, e := range table {
+		if marks[i] < 0 {
 			continue
 		}
-		var c *profilespb.Mapping
-		if m != nil {
-			c = &profilespb.Mapping{
-				MemoryStart:      m.MemoryStart,
-				MemoryLimit:      m.MemoryLimit,
-				FileOffset:       m.FileOffset,
-				FilenameStrindex: remap(p.strs, m.FilenameStrindex),
-				AttributeIndices: p.remapAll(p.attrs, m.AttributeIndices),
-			}
+		var c *T
+		if e != nil {
+			c = remapped(e)
 		}
-		out.MappingTable = append(out.MappingTable, c)
-	}
-	for i, loc := range d.LocationTable {
-		if p.locations[i] < 0 {
-			continue
-		}
-		var c *profilespb.Location
-		if loc != nil {
-			c = &profilespb.Location{
-				MappingIndex:     remap(p.mappings, loc.MappingIndex),
-				Address:          loc.Address,
-				AttributeIndices: p.remapAll(p.attrs, loc.AttributeIndices),
-			}
-			if len(loc.Lines) > 0 {
-				c.Lines = make([]*profilespb.Line, len(loc.Lines))
-				for j, ln := range loc.Lines {
-					if ln != nil {
-						c.Lines[j] = &profilespb.Line{FunctionIndex: remap(p.functions, ln.FunctionIndex), Line: ln.Line, Column: ln.Column}
-					}
-				}
-			}
-		}
-		out.LocationTable = append(out.LocationTable, c)
-	}
-	for i, f := range d.FunctionTable {
-		if p.functions[i] < 0 {
-			continue
-		}
-		var c *profilespb.Function
-		if f != nil {
-			c = &profilespb.Function{
-				NameStrindex:       remap(p.strs, f.NameStrindex),
-				SystemNameStrindex: remap(p.strs, f.SystemNameStrindex),
-				FilenameStrindex:   remap(p.strs, f.FilenameStrindex),
-				StartLine:          f.StartLine,
-			}
-		}
-		out.FunctionTable = append(out.FunctionTable, c)
-	}
-	for i, l := range d.LinkTable {
-		if p.links[i] >= 0 {
-			out.LinkTable = append(out.LinkTable, l) // holds no indices
-		}
-	}
-	for i, a := range d.AttributeTable {
-		if p.attrs[i] < 0 {
-			continue
-		}
-		var c *profilespb.KeyValueAndUnit
-		if a != nil {
-			c = &profilespb.KeyValueAndUnit{
-				KeyStrindex:  remap(p.strs, a.KeyStrindex),
-				Value:        a.Value,
-				UnitStrindex: remap(p.strs, a.UnitStrindex),
-			}
-		}
-		out.AttributeTable = append(out.AttributeTable, c)
-	}
-	for i, st := range d.StackTable {
-		if p.stacks[i] < 0 {
-			continue
-		}
-		var c *profilespb.Stack
-		if st != nil {
-			c = &profilespb.Stack{LocationIndices: p.remapAll(p.locations, st.LocationIndices)}
-		}
-		out.StackTable = append(out.StackTable, c)
+		out = append(out, c)
 	}
 	return out
+}
+
+func (p *pruner) mapping(m *profilespb.Mapping) *profilespb.Mapping {
+	return &profilespb.Mapping{
+		MemoryStart:      m.MemoryStart,
+		MemoryLimit:      m.MemoryLimit,
+		FileOffset:       m.FileOffset,
+		FilenameStrindex: remap(p.strs, m.FilenameStrindex),
+		AttributeIndices: p.remapAll(p.attrs, m.AttributeIndices),
+	}
+}
+
+func (p *pruner) location(loc *profilespb.Location) *profilespb.Location {
+	c := &profilespb.Location{
+		MappingIndex:     remap(p.mappings, loc.MappingIndex),
+		Address:          loc.Address,
+		AttributeIndices: p.remapAll(p.attrs, loc.AttributeIndices),
+	}
+	if len(loc.Lines) > 0 {
+		c.Lines = make([]*profilespb.Line, len(loc.Lines))
+		for j, ln := range loc.Lines {
+			if ln != nil {
+				c.Lines[j] = &profilespb.Line{FunctionIndex: remap(p.functions, ln.FunctionIndex), Line: ln.Line, Column: ln.Column}
+			}
+		}
+	}
+	return c
+}
+
+func (p *pruner) function(f *profilespb.Function) *profilespb.Function {
+	return &profilespb.Function{
+		NameStrindex:       remap(p.strs, f.NameStrindex),
+		SystemNameStrindex: remap(p.strs, f.SystemNameStrindex),
+		FilenameStrindex:   remap(p.strs, f.FilenameStrindex),
+		StartLine:          f.StartLine,
+	}
+}
+
+func (p *pruner) attribute(a *profilespb.KeyValueAndUnit) *profilespb.KeyValueAndUnit {
+	return &profilespb.KeyValueAndUnit{
+		KeyStrindex:  remap(p.strs, a.KeyStrindex),
+		Value:        a.Value,
+		UnitStrindex: remap(p.strs, a.UnitStrindex),
+	}
 }
 
 // remapAll returns idxs renumbered through table, in a new slice: idxs

@@ -7,8 +7,8 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
-	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/convert/otlpjson"
+	"github.com/pprofotel/profiler/internal/otlpattr"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
