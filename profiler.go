@@ -293,28 +293,34 @@ func (p *Profiler) loop() {
 				cpuChange = nil // until the next window, rather than again at once
 			}
 		case ctx := <-p.stopRequests:
-			lastErr := p.window(time.Now(), true)
-			p.restoreRuntime()
-			if err := p.processContext.Withdraw(); err != nil {
-				p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)
-			}
-			var errs []error
-			if lastErr != nil {
-				errs = append(errs, lastErr)
-			}
-			if err := p.pipe.shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("profiler: stop: %w", publicErrors(err)))
-			}
-			if p.metrics != nil {
-				if err := p.metrics.Unregister(); err != nil {
-					p.cfg.logger.Warn("pprofotel: unregistering the profiler's own metrics", "error", err)
-				}
-			}
-			p.stopErr = errors.Join(errs...)
+			p.stopErr = p.finish(ctx)
 			running.Store(false)
 			return
 		}
 	}
+}
+
+// finish ends the last window, sends it, restores the runtime and shuts
+// the pipeline down within ctx, for Stop.
+func (p *Profiler) finish(ctx context.Context) error {
+	lastErr := p.window(time.Now(), true)
+	p.restoreRuntime()
+	if err := p.processContext.Withdraw(); err != nil {
+		p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)
+	}
+	var errs []error
+	if lastErr != nil {
+		errs = append(errs, lastErr)
+	}
+	if err := p.pipe.shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("profiler: stop: %w", publicErrors(err)))
+	}
+	if p.metrics != nil {
+		if err := p.metrics.Unregister(); err != nil {
+			p.cfg.logger.Warn("pprofotel: unregistering the profiler's own metrics", "error", err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // window collects and converts one window and queues it for export. A
