@@ -1,18 +1,30 @@
 // Command example runs a small HTTP service under load and profiles it with
-// pprofotel: every profile type this Go offers but off-CPU (the
-// goroutine-leak profile needs Go 1.27), short windows, and the CPU
-// profile recording continuously, as suits a demo.
+// pprofotel: every profile type this Go offers (the goroutine-leak profile
+// needs Go 1.27), the off-CPU one and with it the slow-request one
+// included, short windows, and the CPU profile recording continuously, as
+// suits a demo.
+//
+// The service is traced as a real one would be: the OpenTelemetry SDK's
+// tracer provider, wrapped by package labels, serves each request in a
+// server span whose http.route is the pattern the mux matched, so samples
+// link to spans and carry their endpoint, and requests are counted by
+// endpoint. One route, /checkout, is slow now and then: it refreshes its
+// stock under a lock for 200ms, and the checkouts waiting for the lock
+// are slow too. Another, /lookup, leaks a goroutine now and then, for the
+// goroutine-leak profile to find.
 //
 // It is configured as a service would be: the environment variables of the
 // package documentation apply, and the flags only fill in what the
-// environment leaves unset (PPROFOTEL_PROFILES=cpu,offcpu, for instance,
-// shows the off-CPU profile). With no exporter or OTLP endpoint in the
+// environment leaves unset. With no exporter or OTLP endpoint in the
 // environment it writes every window into a directory with the file
 // exporter, prints a summary of each window of this run (the window, the
 // part the CPU profile recorded, and per profile and sample type the total
-// and the top functions), and ends with the command that serves the run in
-// pprof's web UI. With OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form)
-// set, it sends the windows there instead.
+// and the top functions), then reads the run's windows back and prints
+// requests, CPU and off-CPU time by endpoint and where the time of one
+// slow request went, and ends with the commands that serve the run in
+// pprof's web UI and list its slowest requests. With
+// OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form) set, it sends the
+// windows there instead.
 //
 //	go run ./example -duration 30s -window 5s
 package main
