@@ -207,6 +207,11 @@ func writeSlowest(w io.Writer, p *gpprof.Profile) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  (its time by goroutine state and wait reason, in the application's function and the call it waited in)")
+	if r.endpoint == "/checkout" {
+		fmt.Fprintf(w, "  (a checkout that finds the stock older than %v refreshes it in warehouse, for %v, holding the\n"+
+			"  stock's lock: it waits in select there, and the checkouts behind it wait for the lock, off_cpu sync)\n",
+			refreshEvery, refreshTime)
+	}
 }
 
 func first(v []string) string {
