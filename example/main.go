@@ -83,6 +83,97 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
+	cfg, err := configure(stdout, *period, *dir)
+	if err != nil {
+		return err
+	}
+
+	// Windows already in the directory are another run's.
+	before := windowFiles(cfg.dir)
+	windows := &windowPrinter{out: stdout, dir: cfg.dir, seen: maps.Clone(before)}
+	runStart := time.Now()
+	p, err := profiler.Start(cfg.opts...)
+	if err != nil {
+		if cfg.madeDir != "" {
+			os.Remove(cfg.madeDir)
+		}
+		return err
+	}
+
+	// The tracing SDK, wrapped so that samples link to spans and
+	// requests are counted by endpoint. A service would give the SDK a
+	// span exporter too; the example keeps its spans in the process.
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
+
+	srv := newService()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		p.Stop(context.Background())
+		return err
+	}
+	httpSrv := &http.Server{Handler: srv.handler(otel.Tracer("example"))}
+	go httpSrv.Serve(ln)
+	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s; each request in a server span\n", ln.Addr(), *duration, cfg.periodText)
+	if cfg.toFiles {
+		fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
+		fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
+		fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
+	}
+
+	loadCtx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	var summaries sync.WaitGroup
+	if cfg.toFiles {
+		summaries.Add(1)
+		go func() {
+			defer summaries.Done()
+			watch(loadCtx, windows)
+		}()
+	}
+	requests := load(loadCtx, "http://"+ln.Addr().String())
+	httpSrv.Close()
+
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopCancel()
+	stopErr := p.Stop(stopCtx)
+	// The service's workers still wait for jobs: keep the service
+	// reachable until the last goroutine-leak profile is read, so that
+	// only the goroutines lookup leaks are reported.
+	runtime.KeepAlive(srv)
+	summaries.Wait() // no more printing from watch from here on
+	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
+	if stopErr != nil {
+		fmt.Fprintf(stdout, "stop: %v\n", stopErr)
+	}
+	if !cfg.toFiles {
+		return nil
+	}
+	windows.printNew() // the last, partial window written by Stop
+	if err := writeReport(stdout, cfg.dir, before); err != nil {
+		fmt.Fprintf(stdout, "\nreading this run's windows back: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL it prints, and to list the slowest requests:\n", cfg.dir)
+	fmt.Fprintln(stdout, " ", openCommand(cfg.dir, runStart, len(before) > 0))
+	fmt.Fprintln(stdout, " ", slowCommand(cfg.dir, runStart, len(before) > 0))
+	return nil
+}
+
+// setup is what configure chose: the profiler's options, the window as
+// the user gave it, whether windows go to files in dir, and the directory
+// configure made for them ("" if none), to remove if Start fails.
+type setup struct {
+	opts         []profiler.Option
+	periodText   string
+	toFiles      bool
+	dir, madeDir string
+}
+
+// configure chooses the profiler's options from the environment, and the
+// example's window and directory where the environment is silent, saying
+// on stdout what it chose.
+func configure(stdout io.Writer, period time.Duration, dir string) (setup, error) {
 	// The example is configured like any service: the environment
 	// (README, Configuration) sets the profiler up, and the example's flags
 	// and defaults apply only to what the environment leaves unset, since
@@ -97,7 +188,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if set("PPROFOTEL_WINDOW") {
 		periodText = os.Getenv("PPROFOTEL_WINDOW")
 	} else {
-		opts = append(opts, profiler.WithWindow(*period))
+		opts = append(opts, profiler.WithWindow(period))
 	}
 	if !set("PPROFOTEL_PROFILES") {
 		// The off-CPU profile brings the slow-request one, which
@@ -110,7 +201,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				// Every window, so that the leak is seen growing: each
 				// read runs a full garbage collection, which a demo
 				// can afford.
-				opts = append(opts, profiler.WithGoroutineLeakInterval(*period))
+				opts = append(opts, profiler.WithGoroutineLeakInterval(period))
 			}
 		} else {
 			// Not an error: the profile is new in Go 1.27.
@@ -134,94 +225,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if toFiles {
 		switch {
 		case set("PPROFOTEL_FILE_DIR"):
-			*dir = os.Getenv("PPROFOTEL_FILE_DIR")
-		case *dir == "":
+			dir = os.Getenv("PPROFOTEL_FILE_DIR")
+		case dir == "":
 			d, err := os.MkdirTemp("", "pprofotel-example-")
 			if err != nil {
-				return err
+				return setup{}, err
 			}
-			*dir, madeDir = d, d
+			dir, madeDir = d, d
 		}
-		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(*dir))
+		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
 		if err != nil {
-			return err
+			return setup{}, err
 		}
 		opts = append(opts, profiler.WithExporter(exp))
-		fmt.Fprintf(stdout, "writing windows to %s\n", *dir)
+		fmt.Fprintf(stdout, "writing windows to %s\n", dir)
 	} else {
 		fmt.Fprintln(stdout, "sending windows to the exporter the environment configures")
 	}
 
-	// Windows already in the directory are another run's.
-	before := windowFiles(*dir)
-	windows := &windowPrinter{out: stdout, dir: *dir, seen: maps.Clone(before)}
-	runStart := time.Now()
-	p, err := profiler.Start(opts...)
-	if err != nil {
-		if madeDir != "" {
-			os.Remove(madeDir)
-		}
-		return err
-	}
-
-	// The tracing SDK, wrapped so that samples link to spans and
-	// requests are counted by endpoint. A service would give the SDK a
-	// span exporter too; the example keeps its spans in the process.
-	tp := sdktrace.NewTracerProvider()
-	defer tp.Shutdown(context.Background())
-	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
-
-	srv := newService()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		p.Stop(context.Background())
-		return err
-	}
-	httpSrv := &http.Server{Handler: srv.handler(otel.Tracer("example"))}
-	go httpSrv.Serve(ln)
-	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s; each request in a server span\n", ln.Addr(), *duration, periodText)
-	if toFiles {
-		fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
-		fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
-		fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
-	}
-
-	loadCtx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
-	var summaries sync.WaitGroup
-	if toFiles {
-		summaries.Add(1)
-		go func() {
-			defer summaries.Done()
-			watch(loadCtx, windows)
-		}()
-	}
-	requests := load(loadCtx, "http://"+ln.Addr().String())
-	httpSrv.Close()
-
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stopCancel()
-	stopErr := p.Stop(stopCtx)
-	// The service's workers still wait for jobs: keep the service
-	// reachable until the last goroutine-leak profile is read, so that
-	// only the goroutines lookup leaks are reported.
-	runtime.KeepAlive(srv)
-	summaries.Wait() // no more printing from watch from here on
-	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
-	if stopErr != nil {
-		fmt.Fprintf(stdout, "stop: %v\n", stopErr)
-	}
-	if !toFiles {
-		return nil
-	}
-	windows.printNew() // the last, partial window written by Stop
-	if err := writeReport(stdout, *dir, before); err != nil {
-		fmt.Fprintf(stdout, "\nreading this run's windows back: %v\n", err)
-	}
-	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL it prints, and to list the slowest requests:\n", *dir)
-	fmt.Fprintln(stdout, " ", openCommand(*dir, runStart, len(before) > 0))
-	fmt.Fprintln(stdout, " ", slowCommand(*dir, runStart, len(before) > 0))
-	return nil
+	return setup{opts: opts, periodText: periodText, toFiles: toFiles, dir: dir, madeDir: madeDir}, nil
 }
 
 // openCommand returns the command that converts the windows of the run
