@@ -33,6 +33,8 @@ func providers(sdk trace.TracerProvider) []struct {
 		{"sdk", sdk},
 		{"labels", labels.WrapTracerProvider(sdk)},
 		{"labels-local-roots", labels.WrapTracerProvider(sdk, labels.WithLocalRootSpansOnly())},
+		// Issue 36: pyroscope.profile.id on local roots.
+		{"labels-pyroscope-id", labels.WrapTracerProvider(sdk, labels.WithPyroscopeProfileID())},
 		// Its default: span name, span id and trace id of the local root.
 		{"otel-profiling-go", otelpyroscope.NewTracerProvider(sdk)},
 		// Closest to "labels": span and trace id of every span.

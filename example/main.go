@@ -1,26 +1,36 @@
 // Command example runs a small HTTP service under load and profiles it with
-// pprofotel: every profile type this Go offers but off-CPU (the
-// goroutine-leak profile needs Go 1.27), short windows, and the CPU
-// profile recording continuously, as suits a demo.
+// pprofotel: every profile type this Go offers (the goroutine-leak profile
+// needs Go 1.27), the off-CPU one and with it the slow-request one
+// included, short windows, and the CPU profile recording continuously, as
+// suits a demo.
+//
+// The service is traced as a real one would be: the OpenTelemetry SDK's
+// tracer provider, wrapped by package labels, serves each request in a
+// server span whose http.route is the pattern the mux matched, so samples
+// link to spans and carry their endpoint, and requests are counted by
+// endpoint. One route, /checkout, is slow now and then: it refreshes its
+// stock under a lock for 200ms, and the checkouts waiting for the lock
+// are slow too. Another, /lookup, leaks a goroutine now and then, for the
+// goroutine-leak profile to find.
 //
 // It is configured as a service would be: the environment variables of the
 // package documentation apply, and the flags only fill in what the
-// environment leaves unset (PPROFOTEL_PROFILES=cpu,offcpu, for instance,
-// shows the off-CPU profile). With no exporter or OTLP endpoint in the
+// environment leaves unset. With no exporter or OTLP endpoint in the
 // environment it writes every window into a directory with the file
 // exporter, prints a summary of each window of this run (the window, the
 // part the CPU profile recorded, and per profile and sample type the total
-// and the top functions), and ends with the command that serves the run in
-// pprof's web UI. With OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form)
-// set, it sends the windows there instead.
+// and the top functions), then reads the run's windows back and prints
+// requests, CPU and off-CPU time by endpoint and where the time of one
+// slow request went, and ends with the commands that serve the run in
+// pprof's web UI and list its slowest requests. With
+// OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form) set, it sends the
+// windows there instead.
 //
 //	go run ./example -duration 30s -window 5s
 package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,14 +46,16 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
+	"github.com/pprofotel/profiler/labels"
 	_ "github.com/pprofotel/profiler/offcpu" // so that PPROFOTEL_PROFILES=...,offcpu works here
 	"github.com/pprofotel/profiler/pprofconv"
 )
@@ -71,6 +83,97 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
+	cfg, err := configure(stdout, *period, *dir)
+	if err != nil {
+		return err
+	}
+
+	// Windows already in the directory are another run's.
+	before := windowFiles(cfg.dir)
+	windows := &windowPrinter{out: stdout, dir: cfg.dir, seen: maps.Clone(before)}
+	runStart := time.Now()
+	p, err := profiler.Start(cfg.opts...)
+	if err != nil {
+		if cfg.madeDir != "" {
+			os.Remove(cfg.madeDir)
+		}
+		return err
+	}
+
+	// The tracing SDK, wrapped so that samples link to spans and
+	// requests are counted by endpoint. A service would give the SDK a
+	// span exporter too; the example keeps its spans in the process.
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
+
+	srv := newService()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		p.Stop(context.Background())
+		return err
+	}
+	httpSrv := &http.Server{Handler: srv.handler(otel.Tracer("example"))}
+	go httpSrv.Serve(ln)
+	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s; each request in a server span\n", ln.Addr(), *duration, cfg.periodText)
+	if cfg.toFiles {
+		fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
+		fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
+		fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
+	}
+
+	loadCtx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	var summaries sync.WaitGroup
+	if cfg.toFiles {
+		summaries.Add(1)
+		go func() {
+			defer summaries.Done()
+			watch(loadCtx, windows)
+		}()
+	}
+	requests := load(loadCtx, "http://"+ln.Addr().String())
+	httpSrv.Close()
+
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopCancel()
+	stopErr := p.Stop(stopCtx)
+	// The service's workers still wait for jobs: keep the service
+	// reachable until the last goroutine-leak profile is read, so that
+	// only the goroutines lookup leaks are reported.
+	runtime.KeepAlive(srv)
+	summaries.Wait() // no more printing from watch from here on
+	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
+	if stopErr != nil {
+		fmt.Fprintf(stdout, "stop: %v\n", stopErr)
+	}
+	if !cfg.toFiles {
+		return nil
+	}
+	windows.printNew() // the last, partial window written by Stop
+	if err := writeReport(stdout, cfg.dir, before); err != nil {
+		fmt.Fprintf(stdout, "\nreading this run's windows back: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL it prints, and to list the slowest requests:\n", cfg.dir)
+	fmt.Fprintln(stdout, " ", openCommand(cfg.dir, runStart, len(before) > 0))
+	fmt.Fprintln(stdout, " ", slowCommand(cfg.dir, runStart, len(before) > 0))
+	return nil
+}
+
+// setup is what configure chose: the profiler's options, the window as
+// the user gave it, whether windows go to files in dir, and the directory
+// configure made for them ("" if none), to remove if Start fails.
+type setup struct {
+	opts         []profiler.Option
+	periodText   string
+	toFiles      bool
+	dir, madeDir string
+}
+
+// configure chooses the profiler's options from the environment, and the
+// example's window and directory where the environment is silent, saying
+// on stdout what it chose.
+func configure(stdout io.Writer, period time.Duration, dir string) (setup, error) {
 	// The example is configured like any service: the environment
 	// (README, Configuration) sets the profiler up, and the example's flags
 	// and defaults apply only to what the environment leaves unset, since
@@ -85,18 +188,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if set("PPROFOTEL_WINDOW") {
 		periodText = os.Getenv("PPROFOTEL_WINDOW")
 	} else {
-		opts = append(opts, profiler.WithWindow(*period))
+		opts = append(opts, profiler.WithWindow(period))
 	}
 	if !set("PPROFOTEL_PROFILES") {
-		types := []profiler.ProfileType{profiler.CPUProfile, profiler.HeapProfile, profiler.GoroutineProfile,
-			profiler.MutexProfile, profiler.BlockProfile}
+		// The off-CPU profile brings the slow-request one, which
+		// explains the slow checkouts.
+		types := []profiler.ProfileType{profiler.CPUProfile, profiler.OffCPUProfile, profiler.HeapProfile,
+			profiler.GoroutineProfile, profiler.MutexProfile, profiler.BlockProfile}
 		if profiler.GoroutineLeakProfile.Available() == nil {
 			types = append(types, profiler.GoroutineLeakProfile)
 			if !set("PPROFOTEL_GOROUTINELEAK_INTERVAL") {
 				// Every window, so that the leak is seen growing: each
 				// read runs a full garbage collection, which a demo
 				// can afford.
-				opts = append(opts, profiler.WithGoroutineLeakInterval(*period))
+				opts = append(opts, profiler.WithGoroutineLeakInterval(period))
 			}
 		} else {
 			// Not an error: the profile is new in Go 1.27.
@@ -120,82 +225,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if toFiles {
 		switch {
 		case set("PPROFOTEL_FILE_DIR"):
-			*dir = os.Getenv("PPROFOTEL_FILE_DIR")
-		case *dir == "":
+			dir = os.Getenv("PPROFOTEL_FILE_DIR")
+		case dir == "":
 			d, err := os.MkdirTemp("", "pprofotel-example-")
 			if err != nil {
-				return err
+				return setup{}, err
 			}
-			*dir, madeDir = d, d
+			dir, madeDir = d, d
 		}
-		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(*dir))
+		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
 		if err != nil {
-			return err
+			return setup{}, err
 		}
 		opts = append(opts, profiler.WithExporter(exp))
-		fmt.Fprintf(stdout, "writing windows to %s\n", *dir)
+		fmt.Fprintf(stdout, "writing windows to %s\n", dir)
 	} else {
 		fmt.Fprintln(stdout, "sending windows to the exporter the environment configures")
 	}
 
-	// Windows already in the directory are another run's.
-	before := windowFiles(*dir)
-	windows := &windowPrinter{out: stdout, dir: *dir, seen: maps.Clone(before)}
-	runStart := time.Now()
-	p, err := profiler.Start(opts...)
-	if err != nil {
-		if madeDir != "" {
-			os.Remove(madeDir)
-		}
-		return err
-	}
-
-	srv := newService()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	httpSrv := &http.Server{Handler: srv.routes()}
-	go httpSrv.Serve(ln)
-	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s\n", ln.Addr(), *duration, periodText)
-	if toFiles {
-		fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
-		fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
-		fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
-	}
-
-	loadCtx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
-	var summaries sync.WaitGroup
-	if toFiles {
-		summaries.Add(1)
-		go func() {
-			defer summaries.Done()
-			watch(loadCtx, windows)
-		}()
-	}
-	requests := load(loadCtx, "http://"+ln.Addr().String())
-	httpSrv.Close()
-
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer stopCancel()
-	stopErr := p.Stop(stopCtx)
-	// The service's workers still wait for jobs: keep the service
-	// reachable until the last goroutine-leak profile is read, so that
-	// only the goroutines lookup leaks are reported.
-	runtime.KeepAlive(srv)
-	summaries.Wait() // no more printing from watch from here on
-	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
-	if stopErr != nil {
-		fmt.Fprintf(stdout, "stop: %v\n", stopErr)
-	}
-	if !toFiles {
-		return nil
-	}
-	windows.printNew() // the last, partial window written by Stop
-	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL this prints:\n", *dir)
-	fmt.Fprintln(stdout, " ", openCommand(*dir, runStart, len(before) > 0))
-	return nil
+	return setup{opts: opts, periodText: periodText, toFiles: toFiles, dir: dir, madeDir: madeDir}, nil
 }
 
 // openCommand returns the command that converts the windows of the run
@@ -210,141 +258,22 @@ func openCommand(dir string, start time.Time, others bool) string {
 	return cmd + "-o " + shellQuote(filepath.Join(dir, "pprof")) + " -http=127.0.0.1:0 " + shellQuote(dir)
 }
 
+// slowCommand returns the command that lists the slowest requests of the
+// run started at start, in dir; others is as for openCommand.
+func slowCommand(dir string, start time.Time, others bool) string {
+	cmd := "go run ./cmd/pprofotel slow "
+	if others {
+		cmd += "-from " + start.UTC().Format(time.RFC3339Nano) + " "
+	}
+	return cmd + shellQuote(dir)
+}
+
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]#~;&|<>(){}!") {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// service is the application being profiled.
-type service struct {
-	mu      sync.Mutex
-	counter map[string]int
-	jobs    chan job
-	lookups atomic.Int64
-}
-
-type job struct {
-	n    int
-	done chan int
-}
-
-func newService() *service {
-	s := &service{counter: make(map[string]int), jobs: make(chan job)}
-	for range 2 {
-		go s.worker()
-	}
-	return s
-}
-
-func (s *service) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/hash", s.hash)
-	mux.HandleFunc("/report", s.report)
-	mux.HandleFunc("/count", s.count)
-	mux.HandleFunc("/queue", s.queue)
-	mux.HandleFunc("/lookup", s.lookup)
-	return mux
-}
-
-// hash burns CPU.
-func (s *service) hash(w http.ResponseWriter, r *http.Request) {
-	sum := sha256.Sum256([]byte(r.URL.Path))
-	for range 2000 {
-		sum = sha256.Sum256(sum[:])
-	}
-	fmt.Fprintf(w, "%x\n", sum[:8])
-}
-
-// report allocates: it builds a document and encodes it.
-func (s *service) report(w http.ResponseWriter, r *http.Request) {
-	rows := make([]map[string]any, 0, 200)
-	for i := range 200 {
-		rows = append(rows, map[string]any{"id": i, "name": strings.Repeat("x", i%32), "tags": []string{"a", "b"}})
-	}
-	json.NewEncoder(w).Encode(rows)
-}
-
-// count contends on one lock.
-func (s *service) count(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.counter[r.URL.Query().Get("k")]++
-	time.Sleep(200 * time.Microsecond) // work done while holding the lock
-	s.mu.Unlock()
-	io.WriteString(w, "ok\n")
-}
-
-// queue blocks on channels: it hands work to a small pool and waits.
-func (s *service) queue(w http.ResponseWriter, r *http.Request) {
-	j := job{n: 1000, done: make(chan int)}
-	s.jobs <- j
-	fmt.Fprintln(w, <-j.done)
-}
-
-// lookup races a backend call against a deadline. The call answers on an
-// unbuffered channel, so when the deadline wins (one call in fifty is
-// slow) no one ever receives the answer and the call's goroutine leaks:
-// the bug the goroutine-leak profile finds.
-func (s *service) lookup(w http.ResponseWriter, r *http.Request) {
-	n := s.lookups.Add(1)
-	answer := make(chan string)
-	go func() { answer <- backend(n) }()
-	select {
-	case a := <-answer:
-		io.WriteString(w, a)
-	case <-time.After(5 * time.Millisecond):
-		http.Error(w, "backend timeout", http.StatusGatewayTimeout)
-	}
-}
-
-// backend answers call n, slowly for one call in fifty.
-func backend(n int64) string {
-	if n%50 == 0 {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "ok\n"
-}
-
-func (s *service) worker() {
-	for j := range s.jobs {
-		time.Sleep(time.Millisecond)
-		j.done <- j.n * 2
-	}
-}
-
-// load sends requests from a few clients until ctx ends.
-func load(ctx context.Context, base string) int64 {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		total int64
-	)
-	paths := []string{"/hash", "/report", "/count?k=a", "/queue", "/lookup"}
-	client := &http.Client{Timeout: 5 * time.Second}
-	for c := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var n int64
-			for i := c; ctx.Err() == nil; i++ {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+paths[i%len(paths)], nil)
-				resp, err := client.Do(req)
-				if err != nil {
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				n++
-			}
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return total
 }
 
 // watch prints a summary of every window file as it appears.
@@ -367,8 +296,9 @@ type windowPrinter struct {
 	out  io.Writer
 	dir  string
 	seen map[string]bool
-	// offCPUExplained is set once the off-CPU unit has been explained.
-	offCPUExplained bool
+	// offCPUExplained and leakExplained are set once the off-CPU unit
+	// and the growing goroutine count have been explained.
+	offCPUExplained, leakExplained bool
 }
 
 // isWindowFile tells the files the file exporter writes from its temporary
@@ -526,6 +456,11 @@ func (w *windowPrinter) summarize(file string, reqs []pprofconv.Request) (string
 				row += fmt.Sprintf(" %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
 			}
 			b.WriteString(strings.TrimRight(row, " ") + "\n")
+			if name == "goroutine" && !w.leakExplained {
+				w.leakExplained = true
+				b.WriteString("      (the count grows from window to window: /lookup leaks a goroutine whenever its backend\n" +
+					"      answers after the 5ms deadline, one call in fifty, on purpose: Go 1.27's goroutine-leak profile finds it)\n")
+			}
 			if name == "offcpu" && !w.offCPUExplained && window > 0 {
 				w.offCPUExplained = true
 				fmt.Fprintf(&b, "      (goroutine-seconds: the waits of all goroutines, summed, traced for part of the window and scaled\n"+

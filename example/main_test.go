@@ -64,6 +64,24 @@ func TestPrintNewPrintsEachWindowOnce(t *testing.T) {
 	}
 }
 
+func TestSlowCommand(t *testing.T) {
+	start := time.Date(2026, 11, 23, 12, 0, 0, 5, time.UTC)
+	tests := []struct {
+		dir    string
+		others bool
+		want   string
+	}{
+		{"/tmp/pprofotel-example-1", false, "go run ./cmd/pprofotel slow /tmp/pprofotel-example-1"},
+		{"/tmp/my windows", false, "go run ./cmd/pprofotel slow '/tmp/my windows'"},
+		{"/tmp/shared", true, "go run ./cmd/pprofotel slow -from 2026-11-23T12:00:00.000000005Z /tmp/shared"},
+	}
+	for _, tt := range tests {
+		if got := slowCommand(tt.dir, start, tt.others); got != tt.want {
+			t.Errorf("slowCommand(%q, %v) =\n%s\nwant\n%s", tt.dir, tt.others, got, tt.want)
+		}
+	}
+}
+
 func TestShortName(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"main.load", "main.load"},

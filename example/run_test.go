@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,11 +91,16 @@ func TestRun(t *testing.T) {
 		check         func(t *testing.T, out string, windows []window)
 	}{
 		{
-			name:    "default",
-			want:    []string{"cpu", "heap", "goroutine", "mutex", "block"},
-			notWant: []string{"offcpu"},
+			name: "default",
+			want: []string{"cpu", "offcpu", "heap", "goroutine", "mutex", "block"},
 			check: func(t *testing.T, out string, windows []window) {
-				leakRows := 0
+				checkEndpoints(t, out, true)
+				checkSlow(t, out)
+				checkOffCPUUnit(t, out, windows)
+				if n := strings.Count(out, "      (the count grows from window to window: /lookup leaks a goroutine"); n != 1 {
+					t.Errorf("the output says why the goroutines grow %d times, want once:\n%s", n, out)
+				}
+				leakRows, anyLeakRows := 0, 0
 				for _, w := range windows {
 					for _, r := range w.rows {
 						switch r.profile {
@@ -102,6 +109,11 @@ func TestRun(t *testing.T) {
 								t.Errorf("a %s row names runtime.gopark, not where the goroutines wait:\n%s", r.profile, r.line)
 							}
 							if r.profile == "goroutineleak" {
+								anyLeakRows++
+							}
+							// A window before the first leak has a row
+							// of 0 that names no function.
+							if r.profile == "goroutineleak" && r.top != "" {
 								leakRows++
 								if r.top != leaker {
 									t.Errorf("the leak row's top function is %q, want %s, the goroutine lookup leaks:\n%s", r.top, leaker, r.line)
@@ -112,7 +124,7 @@ func TestRun(t *testing.T) {
 				}
 				if hasLeakProfile {
 					if leakRows == 0 {
-						t.Errorf("%s has the goroutine-leak profile, but no window has a goroutineleak row", runtime.Version())
+						t.Errorf("%s has the goroutine-leak profile, but no window has a goroutineleak row naming a function", runtime.Version())
 					}
 					if strings.Contains(out, leakSkipped) {
 						t.Errorf("%s has the goroutine-leak profile, but the output says it is skipped", runtime.Version())
@@ -121,29 +133,23 @@ func TestRun(t *testing.T) {
 					if !strings.HasPrefix(out, leakSkipped+"\n") {
 						t.Errorf("the output does not start with the line\n%s", leakSkipped)
 					}
-					if leakRows != 0 {
-						t.Errorf("%d goroutineleak rows on %s, which has no such profile", leakRows, runtime.Version())
+					if anyLeakRows != 0 {
+						t.Errorf("%d goroutineleak rows on %s, which has no such profile", anyLeakRows, runtime.Version())
 					}
 				}
 			},
 		},
 		{
-			name:     "offcpu",
-			profiles: "cpu,offcpu",
-			want:     []string{"cpu", "offcpu"},
-			notWant:  []string{"heap", "goroutine", "goroutineleak"},
+			// The environment's profiles win over the example's: no
+			// off-CPU profile, so no slow request is explained.
+			name:     "environment",
+			profiles: "cpu,heap",
+			want:     []string{"cpu", "heap"},
+			notWant:  []string{"offcpu", "goroutine", "goroutineleak"},
 			check: func(t *testing.T, out string, windows []window) {
-				for _, w := range windows {
-					for _, r := range w.rows {
-						if r.profile == "offcpu" && !regexp.MustCompile(`  off-CPU time +\d+\.\d goroutine-seconds`).MatchString(r.line) {
-							t.Errorf("the off-CPU row does not say its unit:\n%s", r.line)
-						}
-					}
-				}
-				explained := regexp.MustCompile(`\n      \(goroutine-seconds: the waits of all goroutines, summed, traced for part of the window and scaled\n` +
-					`      to all of it; [\d.]+ s in this \S+ window is [\d.]+ goroutines waiting on average\)\n`)
-				if n := len(explained.FindAllString(out, -1)); n != 1 {
-					t.Errorf("the output explains goroutine-seconds %d times, want once", n)
+				checkEndpoints(t, out, false)
+				if !strings.Contains(out, "\nno slow request explained: the slow-request profile comes with the off-CPU one (PPROFOTEL_PROFILES=...,offcpu)\n") {
+					t.Errorf("the output does not say why no slow request is explained:\n%s", out)
 				}
 			},
 		},
@@ -215,10 +221,97 @@ func TestRun(t *testing.T) {
 			tt.check(t, out, windows)
 
 			lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-			wantLast := "  go run ./cmd/pprofotel pprof -o " + shellQuote(filepath.Join(dir, "pprof")) + " -http=127.0.0.1:0 " + shellQuote(dir)
-			if last := lines[len(lines)-1]; last != wantLast {
-				t.Errorf("last line\n%s\nwant\n%s", last, wantLast)
+			wantLast := []string{
+				"  go run ./cmd/pprofotel pprof -o " + shellQuote(filepath.Join(dir, "pprof")) + " -http=127.0.0.1:0 " + shellQuote(dir),
+				"  go run ./cmd/pprofotel slow " + shellQuote(dir),
+			}
+			if last := lines[len(lines)-2:]; !slices.Equal(last, wantLast) {
+				t.Errorf("last lines\n%s\nwant\n%s", strings.Join(last, "\n"), strings.Join(wantLast, "\n"))
 			}
 		})
+	}
+}
+
+// checkOffCPUUnit checks that the off-CPU rows say their unit, and that
+// the output explains it once.
+func checkOffCPUUnit(t *testing.T, out string, windows []window) {
+	t.Helper()
+	for _, w := range windows {
+		for _, r := range w.rows {
+			if r.profile == "offcpu" && !regexp.MustCompile(`  off-CPU time +\d+\.\d goroutine-seconds`).MatchString(r.line) {
+				t.Errorf("the off-CPU row does not say its unit:\n%s", r.line)
+			}
+		}
+	}
+	explained := regexp.MustCompile(`\n      \(goroutine-seconds: the waits of all goroutines, summed, traced for part of the window and scaled\n` +
+		`      to all of it; [\d.]+ s in this \S+ window is [\d.]+ goroutines waiting on average\)\n`)
+	if n := len(explained.FindAllString(out, -1)); n != 1 {
+		t.Errorf("the output explains goroutine-seconds %d times, want once", n)
+	}
+}
+
+// checkEndpoints checks the run's table by endpoint: a row for every
+// route, each with requests, and the requests the load had answered
+// all counted (an answered request's span ended before its answer was
+// sent, the others may have ended too); off-CPU time beside CPU time
+// when the off-CPU profile ran.
+func checkEndpoints(t *testing.T, out string, offCPU bool) {
+	t.Helper()
+	header := `\nthis run by endpoint, the http.route of the request's server span, read back from its windows:\n` +
+		`  endpoint +requests  CPU time`
+	if offCPU {
+		header += `  off-CPU time \(goroutine-seconds\)`
+	}
+	loc := regexp.MustCompile(header + "\n").FindStringIndex(out)
+	if loc == nil {
+		t.Fatalf("the output has no table by endpoint starting\n%s\noutput:\n%s", header, out)
+	}
+	table := out[loc[1]:]
+	rowRE := regexp.MustCompile(`^  (\S+) +(\d+|-) +\d+\.\d\d s(?: +(\d+\.\d))?$`)
+	counted := map[string]int{}
+	total := 0
+	for line := range strings.Lines(table) {
+		m := rowRE.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
+		if m == nil {
+			break
+		}
+		if (m[3] != "") != offCPU {
+			t.Errorf("row %q: off-CPU column present %v, want %v", line, m[3] != "", offCPU)
+		}
+		if m[1] == "(no" || m[2] == "-" {
+			continue
+		}
+		n, _ := strconv.Atoi(m[2])
+		counted[m[1]] = n
+		total += n
+	}
+	for _, r := range routes {
+		if counted[r.pattern] == 0 {
+			t.Errorf("the table by endpoint counts no request of %s:\n%s", r.pattern, table)
+		}
+	}
+	m := regexp.MustCompile(`\nload done: (\d+) requests\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the output does not say how many requests the load sent:\n%s", out)
+	}
+	if answered, _ := strconv.Atoi(m[1]); total < answered || answered == 0 {
+		t.Errorf("the table by endpoint counts %d requests, the load had %s answered:\n%s", total, m[1], table)
+	}
+}
+
+// checkSlow checks that one slow request, of one of the service's routes,
+// is explained: its duration, span and the parts of its time.
+func checkSlow(t *testing.T, out string) {
+	t.Helper()
+	var patterns []string
+	for _, r := range routes {
+		patterns = append(patterns, regexp.QuoteMeta(r.pattern))
+	}
+	re := regexp.MustCompile(`\n\d+ slow requests? explained \(those over the slow-request threshold\); the slowest[^,]*, ` +
+		`(` + strings.Join(patterns, "|") + `), took \d+ms \(trace [0-9a-f]{32} span [0-9a-f]{16}\):\n` +
+		`((?:  \S+ +\d+% +(?:on_cpu|off_cpu|runnable|untraced)[^\n]*\n)+)` +
+		`  \(its time by goroutine state and wait reason, in the application's function and the call it waited in\)\n`)
+	if !re.MatchString(out) {
+		t.Errorf("the output explains no slow request:\n%s", out)
 	}
 }

@@ -11,7 +11,7 @@
 //	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
 //
 // The spans themselves are left alone: the wrapper adds no attribute, event
-// or link to them.
+// or link to them, but for the one [WithPyroscopeProfileID] asks for.
 //
 // # Starting a span
 //

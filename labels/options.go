@@ -8,6 +8,8 @@ type Option interface {
 // config holds the choices made with Options.
 type config struct {
 	localRootsOnly bool
+	// pyroscopeProfileID sets PyroscopeProfileIDKey on local roots.
+	pyroscopeProfileID bool
 }
 
 type optionFunc func(*config)

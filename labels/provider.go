@@ -110,6 +110,9 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID}
 	if root {
 		s.request = beginRequest(span, ids, name, opts)
+		if t.provider.config.pyroscopeProfileID {
+			setPyroscopeProfileID(span, spanID)
+		}
 	}
 	s.previous = goroutineLabelSet()
 	if parent != nil && s.previous == parent.installed {
