@@ -219,9 +219,8 @@ func configure(stdout io.Writer, period time.Duration, dir string) (setup, error
 		fmt.Fprintln(stdout, "CPU profile: recorded continuously, as suits a demo (WithCPUDutyCycle(100)); by default it records 17 % of each window, at a random offset, so a 30s run would hold about 5s of it")
 	}
 	var madeDir string // removed if Start fails
-	toFiles := os.Getenv("PPROFOTEL_EXPORTER") == "file" || os.Getenv("OTEL_PROFILES_EXPORTER") == "file" ||
-		!set("OTEL_PROFILES_EXPORTER") && !set("PPROFOTEL_EXPORTER") &&
-			!set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
+	toFiles := os.Getenv("OTEL_PROFILES_EXPORTER") == "file" ||
+		!set("OTEL_PROFILES_EXPORTER") && !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
 	if toFiles {
 		switch {
 		case set("PPROFOTEL_FILE_DIR"):

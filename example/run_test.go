@@ -70,8 +70,8 @@ func TestRun(t *testing.T) {
 	// The example writes to files only when the environment names no
 	// other exporter, and takes its flags only where the environment is
 	// silent.
-	for _, v := range []string{"OTEL_SDK_DISABLED", "PPROFOTEL_ENABLED", "OTEL_PROFILES_EXPORTER", "PPROFOTEL_EXPORTER",
-		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT", "SPLUNK_PROFILER_ENABLED",
+	for _, v := range []string{"OTEL_SDK_DISABLED", "PPROFOTEL_ENABLED", "OTEL_PROFILES_EXPORTER",
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT",
 		"PPROFOTEL_FILE_DIR", "PPROFOTEL_WINDOW", "PPROFOTEL_PROFILES", "PPROFOTEL_CPU_DUTY", "PPROFOTEL_GOROUTINELEAK_INTERVAL"} {
 		t.Setenv(v, "")
 	}
