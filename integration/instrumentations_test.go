@@ -40,9 +40,9 @@ import (
 // windows with the CPU profile recording continuously and exported over
 // OTLP/HTTP to an in-process receiver. Each service has three routes:
 // "users" and "orders", which spin instrRequestCPU each, and "slow", whose
-// one request spins for more than two windows, so that at least one
-// window ends while it runs and its samples are sent in two windows or
-// more. What the profiler sent is checked against what the handlers saw:
+// one request spins across a window's end (slowRequest), so that its
+// samples are sent in two windows. What the profiler sent is checked
+// against what the handlers saw:
 // every CPU sample linked to a request's span carries the endpoint the
 // instrumentation gives that request, and the requests counted per
 // endpoint over all windows are the requests served.
@@ -187,6 +187,13 @@ func TestInstrumentations(t *testing.T) {
 type instrHandlers struct {
 	mu    sync.Mutex
 	spans map[string]string
+
+	// firstEnd is when the profiler's first window ended, and collected
+	// returns how many windows it has collected: for slowRequest.
+	firstEnd  time.Time
+	collected func() int64
+	// slowEnded is when the slow request's work ended.
+	slowEnded time.Time
 }
 
 // serve records the span of ctx as a request of route and does the
@@ -197,12 +204,35 @@ func (h *instrHandlers) serve(ctx context.Context, route string) {
 	h.spans[sc.SpanID().String()] = route
 	h.mu.Unlock()
 	if route == routeSlow {
-		// Longer than two windows: whatever its start, a whole window
-		// lies within it, and at least a fifth of a window on one side.
-		spinRequest(2*instrWindow + instrWindow/5)
+		h.slowRequest()
 		return
 	}
 	spinRequest(instrRequestCPU)
+}
+
+// slowRequest spins across one window's end: from its start to 300ms
+// past the first window end at least 500ms away, then until the
+// profiler has collected a window or 600ms past that end, whichever
+// comes first. The windows end at fixed times, firstEnd plus whole
+// windows; the request ends well within the 1 s for which a window's end
+// waits for the requests it saw running that may still be renamed (as
+// otelhttp renames its span after the handler returns).
+func (h *instrHandlers) slowRequest() {
+	start := time.Now()
+	end := h.firstEnd
+	for end.Before(start.Add(500 * time.Millisecond)) {
+		end = end.Add(instrWindow)
+	}
+	collected := h.collected()
+	for time.Now().Before(end.Add(300 * time.Millisecond)) {
+		spinRequest(10 * time.Millisecond)
+	}
+	for h.collected() == collected && time.Now().Before(end.Add(600*time.Millisecond)) {
+		spinRequest(10 * time.Millisecond)
+	}
+	h.mu.Lock()
+	h.slowEnded = time.Now()
+	h.mu.Unlock()
 }
 
 func (h *instrHandlers) http(route string) http.HandlerFunc {
@@ -293,6 +323,8 @@ type instrRun struct {
 	spans    map[string]string // the route of each request's span, by span id
 	requests []*collectorpb.ExportProfilesServiceRequest
 	stats    profiler.Stats
+	// slowEnded is when the slow request's work ended.
+	slowEnded time.Time
 }
 
 // runInstrumented profiles c's service under its load and returns once
@@ -325,6 +357,9 @@ func runInstrumented(t *testing.T, c instrCase) *instrRun {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the first window", func() bool { return len(recv.Calls()) > 0 })
+	h.firstEnd = windowEnd(recv.Requests(t)[0])
+	h.collected = func() int64 { return p.Stats().WindowsCollected }
 	run := &instrRun{sent: sendInstrLoad(t, call)}
 	total := 0
 	for _, n := range run.sent {
@@ -341,6 +376,7 @@ func runInstrumented(t *testing.T, c instrCase) *instrRun {
 	}
 	run.stats = p.Stats()
 	run.spans = h.routes()
+	run.slowEnded = h.slowEnded
 	run.requests = recv.Requests(t)
 	t.Logf("served %v; %d spans; %d export requests; stats %+v", run.sent, len(recorded.GetSpans()), len(run.requests), run.stats)
 	return run
@@ -385,16 +421,16 @@ func sendInstrLoad(t *testing.T, call func(string, int) error) map[string]int {
 
 // checkInstrumentedCPU checks that every CPU sample linked to a request's
 // span carries that request's endpoint, that every route has samples, and
-// that the slow request's samples came in two windows or more: the
-// earlier ones sent while it still ran.
+// that some of the slow request's samples came in a window that ended
+// while it ran.
 func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 	samples := map[string]int64{} // by route
 	wrong := map[string]map[string]int64{}
-	slowWindows := 0
+	var slowRunning int64 // the slow request's samples in windows that ended while it ran
 	for _, req := range run.requests {
 		pd := &profilespb.ProfilesData{ResourceProfiles: req.GetResourceProfiles(), Dictionary: req.GetDictionary()}
 		d := dict{pd.GetDictionary()}
-		slowHere := false
+		running := windowEnd(req).Before(run.slowEnded)
 		for _, p := range profilesOf(pd, "cpu") {
 			for _, s := range p.GetSamples() {
 				span := sampleSpan(t, d, s)
@@ -408,7 +444,9 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 				}
 				n := sum(s)
 				samples[route] += n
-				slowHere = slowHere || route == routeSlow
+				if route == routeSlow && running {
+					slowRunning += n
+				}
 				if ep, _ := sampleAttr(d, s, endpointKey); ep != c.endpoints[route] {
 					if wrong[route] == nil {
 						wrong[route] = map[string]int64{}
@@ -417,11 +455,8 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 				}
 			}
 		}
-		if slowHere {
-			slowWindows++
-		}
 	}
-	t.Logf("labelled CPU samples by route: %v; the slow request's in %d windows", samples, slowWindows)
+	t.Logf("labelled CPU samples by route: %v; %d of the slow request's in windows that ended while it ran", samples, slowRunning)
 	for _, route := range []string{routeUsers, routeOrders, routeSlow} {
 		if samples[route] == 0 {
 			t.Errorf("%s: no labelled CPU sample", route)
@@ -430,8 +465,8 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 			t.Errorf("%s: of %d labelled CPU samples, these carry another endpoint than %q: %v", route, samples[route], c.endpoints[route], wrong[route])
 		}
 	}
-	if slowWindows < 2 {
-		t.Errorf("the slow request's samples came in %d windows; it spans two window ends", slowWindows)
+	if slowRunning == 0 {
+		t.Errorf("none of the slow request's samples came in a window that ended while it ran")
 	}
 }
 
@@ -465,4 +500,18 @@ func checkInstrumentedCounts(t *testing.T, c instrCase, run *instrRun) {
 			t.Errorf("%d requests counted under %q, none of the endpoints %v", n, ep, slices.Sorted(maps.Keys(want)))
 		}
 	}
+}
+
+// windowEnd returns the end of the window req carries: the latest end of
+// its profiles' time ranges.
+func windowEnd(req *collectorpb.ExportProfilesServiceRequest) time.Time {
+	var end uint64
+	for _, rp := range req.GetResourceProfiles() {
+		for _, sp := range rp.GetScopeProfiles() {
+			for _, p := range sp.GetProfiles() {
+				end = max(end, p.GetTimeUnixNano()+p.GetDurationNano())
+			}
+		}
+	}
+	return time.Unix(0, int64(end))
 }
