@@ -145,7 +145,10 @@ func TestLabelEndpoints(t *testing.T) {
 		{"unknown root", []pprofdecode.Label{str("k", "v"), root("00000000000000c3")}, []pprofdecode.Label{str("k", "v")}},
 		{"bad root", []pprofdecode.Label{root("zz")}, []pprofdecode.Label{}},
 		{"application's endpoint gives way", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000a1")}, []pprofdecode.Label{str("endpoint", "a")}},
-		{"application's endpoint kept with no root known", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "mine")}},
+		// A root the window does not remember: the endpoint its labels
+		// carry (the one it started with), bounded by the window.
+		{"labelled endpoint of a root not remembered", []pprofdecode.Label{str("endpoint", "a"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "a")}},
+		{"labelled endpoint bounded", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "_other")}},
 		{"no root", []pprofdecode.Label{str("endpoint", "mine")}, []pprofdecode.Label{str("endpoint", "mine")}},
 		{"numeric root label is the application's", []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}, []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}},
 	}
