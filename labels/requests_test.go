@@ -185,3 +185,63 @@ func TestRootOfChildOfUnwrappedSpan(t *testing.T) {
 	defer child.End()
 	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), rootOf(root)))
 }
+
+// TestEndpointLabel checks the endpoint label of the spans of a local root
+// while a tracker is installed: the root's endpoint as it started, on the
+// root and the spans below it, and no endpoint label without a tracker.
+func TestEndpointLabel(t *testing.T) {
+	route := trace.WithAttributes(attribute.String("http.route", "/users/{id}"))
+	tests := []struct {
+		name    string
+		tracked bool
+		opts    []trace.SpanStartOption
+		// rename is given to SetName after Start, "" for none.
+		rename string
+		want   string // the endpoint label of root and child, "" for none
+	}{
+		{"untracked", false, nil, "", ""},
+		{"name", true, nil, "", "GET"},
+		{"route", true, []trace.SpanStartOption{route}, "", "/users/{id}"},
+		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "GET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.tracked {
+				tracker := requests.New(requests.Config{})
+				if err := tracker.Install(); err != nil {
+					t.Fatal(err)
+				}
+				defer tracker.Stop()
+			}
+			sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+			tr := WrapTracerProvider(sdk).Tracer("test")
+			ctx, root := tr.Start(context.Background(), "GET", tt.opts...)
+			if tt.rename != "" {
+				root.SetName(tt.rename)
+			}
+			rootLabels := currentLabels(t)
+			_, child := tr.Start(ctx, "child")
+			childLabels := currentLabels(t)
+			child.End()
+			root.End()
+			for what, got := range map[string]map[string]string{"root": rootLabels, "child": childLabels} {
+				if e, ok := got[EndpointKey]; e != tt.want || ok != (tt.want != "") {
+					t.Errorf("%s: endpoint label %q, %v; want %q", what, e, ok, tt.want)
+				}
+				if got[LocalRootSpanIDKey] != root.SpanContext().SpanID().String() {
+					t.Errorf("%s: %s %q", what, LocalRootSpanIDKey, got[LocalRootSpanIDKey])
+				}
+			}
+		})
+	}
+}
+
+// TestLabelKeysShort checks that every label key the wrapper sets is read
+// whole by the OpenTelemetry eBPF profiler, which reads at most 15 bytes.
+func TestLabelKeysShort(t *testing.T) {
+	for _, k := range []string{TraceIDKey, SpanIDKey, LocalRootSpanIDKey, EndpointKey} {
+		if len(k) > 15 {
+			t.Errorf("label key %q is %d bytes, more than 15", k, len(k))
+		}
+	}
+}
