@@ -106,7 +106,7 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 
 	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID, request: request}
 	s.previous = goroutineLabelSet()
-	if parent != nil && s.previous == parent.installed {
+	if parent != nil && parent.carries(s.previous) {
 		s.parent = parent
 	}
 	pprof.SetGoroutineLabels(ctx)
@@ -207,13 +207,17 @@ func findAttributesOption() reflect.Type {
 	return v.Type()
 }
 
-// setRoute gives r the route among attrs, if there is one.
-func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
+// setRoute gives r the route among attrs, if there is one, and reports
+// whether there was.
+func setRoute(r *requests.Request, attrs []attribute.KeyValue) bool {
+	routed := false
 	for i := range attrs {
-		if isRoute(&attrs[i]) {
+		if isRoute(&attrs[i]) && attrs[i].Value.AsString() != "" {
 			r.SetRoute(attrs[i].Value.AsString())
+			routed = true
 		}
 	}
+	return routed
 }
 
 // isRoute reports whether a is the semantic conventions' http.route.

@@ -195,14 +195,20 @@ func TestEndpointLabel(t *testing.T) {
 		name    string
 		tracked bool
 		opts    []trace.SpanStartOption
-		// rename is given to SetName after Start, "" for none.
-		rename string
-		want   string // the endpoint label of root and child, "" for none
+		// rename is given to SetName after Start, and routed to
+		// SetAttributes as http.route; "" for none.
+		rename, routed string
+		// The endpoint label of root and child, "" for none.
+		wantRoot, wantChild string
 	}{
-		{"untracked", false, nil, "", ""},
-		{"name", true, nil, "", "GET"},
-		{"route", true, []trace.SpanStartOption{route}, "", "/users/{id}"},
-		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "GET"},
+		{"untracked", false, nil, "", "", "", ""},
+		{"name", true, nil, "", "", "GET", "GET"},
+		{"route", true, []trace.SpanStartOption{route}, "", "", "/users/{id}", "/users/{id}"},
+		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET"},
+		// The child, started from the context Start returned, keeps
+		// the endpoint of its root's start.
+		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "GET"},
+		{"untracked, routed", false, nil, "", "/users/{id}", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,14 +225,28 @@ func TestEndpointLabel(t *testing.T) {
 			if tt.rename != "" {
 				root.SetName(tt.rename)
 			}
+			if tt.routed != "" {
+				root.SetAttributes(attribute.String("http.route", tt.routed))
+			}
 			rootLabels := currentLabels(t)
 			_, child := tr.Start(ctx, "child")
 			childLabels := currentLabels(t)
 			child.End()
+			afterChild := currentLabels(t)
 			root.End()
-			for what, got := range map[string]map[string]string{"root": rootLabels, "child": childLabels} {
-				if e, ok := got[EndpointKey]; e != tt.want || ok != (tt.want != "") {
-					t.Errorf("%s: endpoint label %q, %v; want %q", what, e, ok, tt.want)
+			if after := currentLabels(t); len(after) != 0 {
+				t.Errorf("labels after the root ended: %v", after)
+			}
+			if !maps.Equal(afterChild, rootLabels) {
+				t.Errorf("labels after the child ended %v, want the root's %v", afterChild, rootLabels)
+			}
+			for what, want := range map[string]string{"root": tt.wantRoot, "child": tt.wantChild} {
+				got := rootLabels
+				if what == "child" {
+					got = childLabels
+				}
+				if e, ok := got[EndpointKey]; e != want || ok != (want != "") {
+					t.Errorf("%s: endpoint label %q, %v; want %q", what, e, ok, want)
 				}
 				if got[LocalRootSpanIDKey] != root.SpanContext().SpanID().String() {
 					t.Errorf("%s: %s %q", what, LocalRootSpanIDKey, got[LocalRootSpanIDKey])
