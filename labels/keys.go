@@ -4,7 +4,8 @@ package labels
 // samples that carry both TraceIDKey and SpanIDKey into a Sample.link_index
 // and removes the two labels from the sample attributes. Values are lower-case
 // hex: 32 digits for the trace id, 16 for the span ids, as in the W3C trace
-// context.
+// context. Every key is at most 15 bytes long, the longest the
+// OpenTelemetry eBPF profiler reads whole.
 const (
 	TraceIDKey = "trace_id"
 	SpanIDKey  = "span_id"
@@ -13,7 +14,13 @@ const (
 	// one descends from, or is. The profiler maps it to the root's
 	// endpoint (its http.route, else its name) and sends the endpoint as
 	// the sample attribute "endpoint" in its place.
-	LocalRootSpanIDKey = "local_root_span_id"
+	LocalRootSpanIDKey = "local_root_id"
+	// EndpointKey carries, while a profiler runs, the endpoint of the
+	// active span's local root as the root started: its http.route if
+	// Start was given one, else its name. The profiler sends the root's
+	// endpoint as it ended when it knows it, this one otherwise, bounded
+	// per window, as the sample attribute of the same name.
+	EndpointKey = "endpoint"
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that

@@ -98,21 +98,15 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		rootID = parentRootID(parent, parentCtx)
 	}
 
-	// Keys are passed in sorted order, which spares pprof.Labels a sort.
-	var set pprof.LabelSet
-	if rootID != "" {
-		set = pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
-	} else {
-		set = pprof.Labels(SpanIDKey, spanID, TraceIDKey, traceID)
-	}
-	ctx = pprof.WithLabels(ctx, set)
-
-	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID}
+	var request *requests.Request
 	if root {
-		s.request = beginRequest(span, ids, name, opts)
+		request = beginRequest(span, ids, name, opts)
 	}
+	ctx = pprof.WithLabels(ctx, labelSet(request, rootID, spanID, traceID))
+
+	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID, request: request}
 	s.previous = goroutineLabelSet()
-	if parent != nil && s.previous == parent.installed {
+	if parent != nil && parent.carries(s.previous) {
 		s.parent = parent
 	}
 	pprof.SetGoroutineLabels(ctx)
@@ -124,6 +118,19 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		return trace.ContextWithSpan(ctx, s), s
 	}
 	return s, s
+}
+
+// labelSet returns the labels of a span: its ids, its local root's, and
+// the endpoint of request, the span's when it is a followed local root.
+// Keys are passed in sorted order, which spares pprof.Labels a sort.
+func labelSet(request *requests.Request, rootID, spanID, traceID string) pprof.LabelSet {
+	switch {
+	case request != nil:
+		return pprof.Labels(EndpointKey, request.Labelled(), LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+	case rootID != "":
+		return pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+	}
+	return pprof.Labels(SpanIDKey, spanID, TraceIDKey, traceID)
 }
 
 // parentRootID returns the local root span id of the span started under
@@ -200,13 +207,17 @@ func findAttributesOption() reflect.Type {
 	return v.Type()
 }
 
-// setRoute gives r the route among attrs, if there is one.
-func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
+// setRoute gives r the route among attrs, if there is one, and reports
+// whether there was.
+func setRoute(r *requests.Request, attrs []attribute.KeyValue) bool {
+	routed := false
 	for i := range attrs {
-		if isRoute(&attrs[i]) {
+		if isRoute(&attrs[i]) && attrs[i].Value.AsString() != "" {
 			r.SetRoute(attrs[i].Value.AsString())
+			routed = true
 		}
 	}
+	return routed
 }
 
 // isRoute reports whether a is the semantic conventions' http.route.

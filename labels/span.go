@@ -3,6 +3,7 @@ package labels
 import (
 	"context"
 	"encoding/hex"
+	"runtime/pprof"
 	rtrace "runtime/trace"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,9 @@ type labeledSpan struct {
 	// values, only compared and stored back.
 	previous  unsafe.Pointer
 	installed unsafe.Pointer
+	// relabelled is the label set that relabel put in installed's place,
+	// with the request's route; nil until then.
+	relabelled atomic.Pointer[byte]
 
 	// parent is the labelled span whose labels previous is, when the span
 	// was started under it on a goroutine carrying them; nil otherwise.
@@ -56,7 +60,7 @@ type labeledSpan struct {
 // samples taken after both.
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	first := s.ended.CompareAndSwap(false, true)
-	if first && goroutineLabelSet() == s.installed {
+	if first && s.carries(goroutineLabelSet()) {
 		restore := s.previous
 		p := s.parent
 		for ; p != nil && p.ended.Load(); p = p.parent {
@@ -123,12 +127,33 @@ func (s *labeledSpan) SetName(name string) {
 }
 
 // SetAttributes sets the wrapped span's attributes and, for a local root,
-// its request's route from http.route.
+// its request's route from http.route, which relabel puts in the labels.
 func (s *labeledSpan) SetAttributes(kv ...attribute.KeyValue) {
 	s.Span.SetAttributes(kv...)
-	if s.request != nil {
-		setRoute(s.request, kv)
+	if s.request != nil && setRoute(s.request, kv) {
+		s.relabel()
 	}
+}
+
+// carries reports whether ls, a goroutine's label set, is one the span
+// installed: at Start, or by relabel.
+func (s *labeledSpan) carries(ls unsafe.Pointer) bool {
+	return ls == s.installed || ls == unsafe.Pointer(s.relabelled.Load())
+}
+
+// relabel puts the request's endpoint, now its route, in the labels of
+// the calling goroutine when it carries the span's and the span runs:
+// the samples taken there from then on name the route. Spans started
+// before keep the endpoint the root started with, as do other
+// goroutines; the window's end gives those samples the request's last
+// endpoint when it remembers the root.
+func (s *labeledSpan) relabel() {
+	if s.ended.Load() || !s.carries(goroutineLabelSet()) {
+		return
+	}
+	ctx := pprof.WithLabels(s.Context, pprof.Labels(EndpointKey, s.request.Endpoint()))
+	pprof.SetGoroutineLabels(ctx)
+	s.relabelled.Store((*byte)(goroutineLabelSet()))
 }
 
 // TracerProvider returns the wrapping provider, so spans started from it are
