@@ -264,7 +264,7 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 						case name == "cpu" && s.GetLinkIndex() != 0:
 							sid := d.GetLinkTable()[s.GetLinkIndex()].GetSpanId()
 							labelled += n
-							if len(sid) == 8 && int(sid[7]) < len(routes) && ep == routes[sid[7]] {
+							if len(sid) == 8 && ep == routeOf(sid[7]) {
 								right += n
 							} else {
 								wrong[ep] += n
@@ -290,6 +290,15 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 		float64(heapBefore)/(1<<20), float64(heapAfter)/(1<<20))
 	fmt.Printf("stats %+v\n", st)
 	return nil
+}
+
+// routeOf returns the endpoint of the requests whose span ids end in b:
+// the leaked spans' for 0xff.
+func routeOf(b byte) string {
+	if int(b) < len(routes) {
+		return routes[b]
+	}
+	return "/stream"
 }
 
 func scopeName(sp *profilespb.ScopeProfiles) string {
