@@ -260,7 +260,8 @@ func TestProductionRateEndpoints(t *testing.T) {
 
 // TestNeverEndingSpans starts 100,000 local root spans that never end (a
 // leak in the application, long-lived streams), then sends 10,000
-// requests: every one of them is counted. On main 387098c, whose tracker
+// requests: every one of them is counted, and the spans the tracker
+// stopped following are counted in Stats. On main 387098c, whose tracker
 // followed at most 65,536 running requests and never let one go, none
 // was.
 func TestNeverEndingSpans(t *testing.T) {
@@ -289,6 +290,11 @@ func TestNeverEndingSpans(t *testing.T) {
 	}
 	if got["/stream"] != 0 {
 		t.Errorf("%d of the spans that never ended counted as requests", got["/stream"])
+	}
+	// The tracker follows a bounded number of running requests and ages
+	// out the oldest beyond it: some of the 100,000, never the 10,000.
+	if a := run.stats.EndpointsAgedOut; a <= 0 || a > int64(len(leaked)) {
+		t.Errorf("Stats().EndpointsAgedOut = %d, want between 1 and the %d spans left running", a, len(leaked))
 	}
 	for _, span := range leaked {
 		span.End()
