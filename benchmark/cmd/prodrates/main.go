@@ -13,9 +13,12 @@
 // The load starts once the first window (10 s) has been collected, so
 // that a 60 s load fills one whole default window; the profiler stops
 // when the load ends. With -leak n, n local root spans that never end are
-// started first, then the load.
+// started first, then the load. With -rename the spans start without a
+// route, named "GET", and are renamed to method and route as they end, as
+// otelhttp names its spans around a ServeMux.
 //
 //	go run ./cmd/prodrates -rate 50000 -for 60s
+//	go run ./cmd/prodrates -rate 50000 -for 60s -rename
 //	go run ./cmd/prodrates -leak 100000 -requests 10000
 package main
 
@@ -53,12 +56,20 @@ import (
 // request's route index is the last byte of its span id (routeIDs).
 var routes = []string{"/users/{id}", "/orders"}
 
+// endpoints are the routes as endpoints: with -rename, the span names
+// otelhttp gives them.
+var endpoints = routes
+
+// renamed is -rename: requests named as otelhttp names them over a mux.
+var renamed bool
+
 func main() {
 	rate := flag.Int("rate", 50000, "local root spans a second, all goroutines together; 0: as fast as they go")
 	dur := flag.Duration("for", 60*time.Second, "how long the load runs")
 	requests := flag.Int("requests", 0, "send this many requests instead of running -for")
 	work := flag.Int("work", 2000, "rounds of arithmetic each request spins (about 0.7 ns each)")
 	leak := flag.Int("leak", 0, "local root spans started first that never end")
+	flag.BoolVar(&renamed, "rename", false, "start each span named GET without a route, and rename it to the method and route before it ends, as otelhttp around a ServeMux does")
 	window := flag.Duration("window", 0, "the profiler's window; 0: its default (60s)")
 	flag.Parse()
 	if err := run(*rate, *dur, *requests, *work, *leak, *window); err != nil {
@@ -73,6 +84,9 @@ func run(rate int, dur time.Duration, requests, work, leak int, window time.Dura
 		profiler.WithProcessContext(false), profiler.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
 	if window > 0 {
 		opts = append(opts, profiler.WithWindow(window))
+	}
+	if renamed {
+		endpoints = []string{"GET /users/{id}", "GET /orders"}
 	}
 	p, err := profiler.Start(opts...)
 	if err != nil {
@@ -179,9 +193,17 @@ func load(tracer trace.Tracer, rate int, dur time.Duration, requests, work int) 
 //
 //go:noinline
 func request(ctx context.Context, tracer trace.Tracer, i, work int) (x uint64) {
-	_, span := tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", routes[i])))
+	var span trace.Span
+	if renamed {
+		_, span = tracer.Start(ctx, "GET")
+	} else {
+		_, span = tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", routes[i])))
+	}
 	for range work {
 		x = x*6364136223846793005 + 1442695040888963407
+	}
+	if renamed {
+		span.SetName(endpoints[i])
 	}
 	span.End()
 	return x
@@ -282,7 +304,7 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	fmt.Printf("windows %d; labelled CPU samples %d, with their endpoint %d (%.2f %%), others by endpoint %v\n",
 		st.WindowsCollected, labelled, right, share, wrong)
 	exact := true
-	for i, r := range routes {
+	for i, r := range endpoints {
 		exact = exact && counted[r] == sent[i]
 	}
 	fmt.Printf("requests counted %v, sent %v: exact %v\n", counted, sent, exact)
@@ -295,8 +317,8 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 // routeOf returns the endpoint of the requests whose span ids end in b:
 // the leaked spans' for 0xff.
 func routeOf(b byte) string {
-	if int(b) < len(routes) {
-		return routes[b]
+	if int(b) < len(endpoints) {
+		return endpoints[b]
 	}
 	return "/stream"
 }
