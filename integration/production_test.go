@@ -58,14 +58,28 @@ func (g *routeIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID 
 	return sid
 }
 
+// prodRenamed are the endpoints of the requests of a run whose spans
+// start as "GET" and are renamed just before they end, as otelhttp names
+// its spans around a ServeMux.
+var prodRenamed = []string{"GET /users/{id}", "GET /orders"}
+
 // prodRequest is one request of route i: a local root span with the route
-// at start, spinning work rounds of the generator in it.
+// at start, or renamed before it ends, spinning work rounds of the
+// generator in it.
 //
 //go:noinline
-func prodRequest(ctx context.Context, tracer trace.Tracer, i, work int) (x uint64) {
-	_, span := tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", prodRoutes[i])))
+func prodRequest(ctx context.Context, tracer trace.Tracer, i, work int, renamed bool) (x uint64) {
+	var span trace.Span
+	if renamed {
+		_, span = tracer.Start(ctx, "GET")
+	} else {
+		_, span = tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", prodRoutes[i])))
+	}
 	for range work {
 		x = x*6364136223846793005 + 1442695040888963407
+	}
+	if renamed {
+		span.SetName(prodRenamed[i])
 	}
 	span.End()
 	return x
@@ -73,11 +87,15 @@ func prodRequest(ctx context.Context, tracer trace.Tracer, i, work int) (x uint6
 
 // prodRun is a profiled run of local root spans.
 type prodRun struct {
-	tracer   trace.Tracer
-	p        *profiler.Profiler
-	recv     *receivertest.HTTPReceiver
-	requests []*collectorpb.ExportProfilesServiceRequest
-	stats    profiler.Stats
+	// endpoints are the requests' endpoints by route: prodRoutes, or
+	// prodRenamed when renamed.
+	endpoints []string
+	renamed   bool
+	tracer    trace.Tracer
+	p         *profiler.Profiler
+	recv      *receivertest.HTTPReceiver
+	requests  []*collectorpb.ExportProfilesServiceRequest
+	stats     profiler.Stats
 }
 
 // startProdRun starts the profiler with the given options, exporting to
@@ -106,7 +124,7 @@ func startProdRun(t *testing.T, opts ...profiler.Option) *prodRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &prodRun{tracer: labels.WrapTracerProvider(sdk).Tracer(tracerID), p: p, recv: recv}
+	return &prodRun{tracer: labels.WrapTracerProvider(sdk).Tracer(tracerID), p: p, recv: recv, endpoints: prodRoutes}
 }
 
 // stop stops the profiler and keeps what it sent.
@@ -135,7 +153,7 @@ func (r *prodRun) send(n, work int) []int64 {
 			mine := make([]int64, len(prodRoutes))
 			for j := g; j < n; j += 2 {
 				i := (j / 2) % len(prodRoutes)
-				prodRequest(ctxs[i], r.tracer, i, work)
+				prodRequest(ctxs[i], r.tracer, i, work, r.renamed)
 				mine[i]++
 			}
 			mu.Lock()
@@ -186,7 +204,7 @@ func (r *prodRun) cpuEndpoints(t *testing.T) endpointShare {
 				n := sum(smp)
 				s.labelled += n
 				ep, _ := sampleAttr(d, smp, endpointKey)
-				if ep == prodRoutes[sid[7]] {
+				if ep == r.endpoints[sid[7]] {
 					s.right += n
 				} else {
 					s.wrong[ep] += n
@@ -215,9 +233,9 @@ func (r *prodRun) counted() map[string]int64 {
 
 // checkCounted checks that the requests counted are exactly sent, by
 // route, and nothing else.
-func checkCounted(t *testing.T, got map[string]int64, sent []int64) {
+func checkCounted(t *testing.T, got map[string]int64, endpoints []string, sent []int64) {
 	t.Helper()
-	for i, route := range prodRoutes {
+	for i, route := range endpoints {
 		if got[route] != sent[i] {
 			t.Errorf("%s: %d requests counted, %d sent", route, got[route], sent[i])
 		}
@@ -231,31 +249,44 @@ func checkCounted(t *testing.T, got map[string]int64, sent []int64) {
 // each spinning a few microseconds) in one window of the default 60 s, the
 // CPU profile recording all of it: at least 99 % of the CPU samples
 // linked to a request carry its endpoint, and every request is counted
-// under it. The load starts once the first window, 10 s, has been sent, so
+// under it; both with the route given at start and with spans renamed
+// just before they end, as otelhttp names its spans around a ServeMux.
+// The load starts once the first window, 10 s, has been sent, so
 // that it falls in a whole 60 s window unless the machine sends fewer
 // than 1,700 a second (the race detector's cost included); on main
 // 387098c, whose tracker remembered the endpoints of 65,536 requests a
 // window, about half of the samples carried theirs.
 func TestProductionRateEndpoints(t *testing.T) {
-	const n = 100_000
-	run := startProdRun(t, profiler.WithCPUDutyCycle(100), profiler.WithProfileTypes(profiler.CPUProfile))
-	waitFor(t, "the first window", func() bool { return run.p.Stats().WindowsCollected >= 1 })
-	start := time.Now()
-	sent := run.send(n, 10_000)
-	elapsed := time.Since(start)
-	run.stop(t)
-	s := run.cpuEndpoints(t)
-	got := run.counted()
-	t.Logf("%d requests in %v (%.0f a second), %d windows; labelled CPU samples %d, %d with their endpoint (%.2f %%), others %v; counted %v; stats %+v",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), run.stats.WindowsCollected,
-		s.labelled, s.right, 100*s.share(), s.wrong, got, run.stats)
-	if s.labelled < 50 {
-		t.Errorf("%d labelled CPU samples; the requests spun for seconds", s.labelled)
+	for _, renamed := range []bool{false, true} {
+		name := "route at start"
+		if renamed {
+			name = "renamed at end"
+		}
+		t.Run(name, func(t *testing.T) {
+			const n = 100_000
+			run := startProdRun(t, profiler.WithCPUDutyCycle(100), profiler.WithProfileTypes(profiler.CPUProfile))
+			if renamed {
+				run.renamed, run.endpoints = true, prodRenamed
+			}
+			waitFor(t, "the first window", func() bool { return run.p.Stats().WindowsCollected >= 1 })
+			start := time.Now()
+			sent := run.send(n, 10_000)
+			elapsed := time.Since(start)
+			run.stop(t)
+			s := run.cpuEndpoints(t)
+			got := run.counted()
+			t.Logf("%d requests in %v (%.0f a second), %d windows; labelled CPU samples %d, %d with their endpoint (%.2f %%), others %v; counted %v; stats %+v",
+				n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), run.stats.WindowsCollected,
+				s.labelled, s.right, 100*s.share(), s.wrong, got, run.stats)
+			if s.labelled < 50 {
+				t.Errorf("%d labelled CPU samples; the requests spun for seconds", s.labelled)
+			}
+			if s.share() < 0.99 {
+				t.Errorf("%.2f %% of the labelled CPU samples carry their request's endpoint, want at least 99 %%", 100*s.share())
+			}
+			checkCounted(t, got, run.endpoints, sent)
+		})
 	}
-	if s.share() < 0.99 {
-		t.Errorf("%.2f %% of the labelled CPU samples carry their request's endpoint, want at least 99 %%", 100*s.share())
-	}
-	checkCounted(t, got, sent)
 }
 
 // TestNeverEndingSpans starts 100,000 local root spans that never end (a
