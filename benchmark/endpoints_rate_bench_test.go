@@ -131,7 +131,7 @@ func rateRequest(tr trace.Tracer, how string, r int) {
 // sample's stack tells its route.
 var rateWork = [len(rateRoutes)]func(){spinA, spinB, spinC, spinD}
 
-const rateSpin = 3 * time.Microsecond
+const rateSpin = time.Microsecond
 
 //go:noinline
 func spinA() { spinFor(rateSpin) }
