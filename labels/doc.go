@@ -90,7 +90,8 @@
 // goroutines started under it, carry the endpoint the root starts with as
 // the label [EndpointKey]; http.route set later with SetAttributes, on the
 // goroutine that carries the root's labels, replaces that goroutine's
-// label from then on (spans and goroutines started before keep theirs). A
+// label from then on, and the spans started under the root afterwards
+// take it (spans and goroutines started before keep theirs). A
 // name set later does not change the label: instrumentation that names
 // the span as it ends would only pay for it. The profiler sends the
 // endpoint of a sample's local root as the sample attribute "endpoint",
