@@ -102,9 +102,21 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	if root {
 		request = beginRequest(span, ids, name, opts)
 	}
-	ctx = pprof.WithLabels(ctx, labelSet(request, rootID, spanID, traceID))
+	set := labelSet(request, rootID, spanID, traceID)
+	if e, ok := parent.routedEndpoint(); ok && !root {
+		// The parent's context carries the endpoint its root started
+		// with; the root's goroutine carries the route since.
+		set = pprof.Labels(EndpointKey, e, LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+	}
+	ctx = pprof.WithLabels(ctx, set)
 
 	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID, request: request}
+	switch {
+	case request != nil:
+		s.root = s
+	case parent != nil && !root:
+		s.root = parent.root
+	}
 	s.previous = goroutineLabelSet()
 	if parent != nil && parent.carries(s.previous) {
 		s.parent = parent

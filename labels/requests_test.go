@@ -205,9 +205,9 @@ func TestEndpointLabel(t *testing.T) {
 		{"name", true, nil, "", "", "GET", "GET"},
 		{"route", true, []trace.SpanStartOption{route}, "", "", "/users/{id}", "/users/{id}"},
 		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET"},
-		// The child, started from the context Start returned, keeps
-		// the endpoint of its root's start.
-		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "GET"},
+		// The child, started from the context Start returned, takes
+		// the route its root's goroutine was given.
+		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "/users/{id}"},
 		{"untracked, routed", false, nil, "", "/users/{id}", "", ""},
 	}
 	for _, tt := range tests {

@@ -34,8 +34,11 @@ type labeledSpan struct {
 	// root's span id ("" when unknown): the values of its labels.
 	ids, rootID string
 	// request is the request the span is, for a local root span while a
-	// request tracker is installed; nil otherwise.
+	// request tracker is installed; nil otherwise. root is the labelled
+	// span that is the span's request, found through its parent; nil when
+	// there is none.
 	request *requests.Request
+	root    *labeledSpan
 
 	// previous is the starting goroutine's label set before Start, and
 	// installed the one Start put in its place. Both are opaque runtime
@@ -135,6 +138,15 @@ func (s *labeledSpan) SetAttributes(kv ...attribute.KeyValue) {
 	}
 }
 
+// routedEndpoint returns the endpoint relabel gave the span's request,
+// and false if it gave none.
+func (s *labeledSpan) routedEndpoint() (string, bool) {
+	if s == nil || s.root == nil || s.root.relabelled.Load() == nil {
+		return "", false
+	}
+	return s.root.request.Endpoint(), true
+}
+
 // carries reports whether ls, a goroutine's label set, is one the span
 // installed: at Start, or by relabel.
 func (s *labeledSpan) carries(ls unsafe.Pointer) bool {
@@ -143,15 +155,16 @@ func (s *labeledSpan) carries(ls unsafe.Pointer) bool {
 
 // relabel puts the request's endpoint, now its route, in the labels of
 // the calling goroutine when it carries the span's and the span runs:
-// the samples taken there from then on name the route. Spans started
-// before keep the endpoint the root started with, as do other
-// goroutines; the window's end gives those samples the request's last
-// endpoint when it remembers the root.
+// the samples taken there from then on name the route, and so do the
+// spans started under it afterwards (routedEndpoint). Spans and
+// goroutines started before keep the endpoint the root started with; the
+// window's end gives those samples the request's last endpoint when it
+// remembers the root.
 func (s *labeledSpan) relabel() {
 	if s.ended.Load() || !s.carries(goroutineLabelSet()) {
 		return
 	}
-	ctx := pprof.WithLabels(s.Context, pprof.Labels(EndpointKey, s.request.Endpoint()))
+	ctx := pprof.WithLabels(s.Context, pprof.Labels(EndpointKey, s.request.Labelled()))
 	pprof.SetGoroutineLabels(ctx)
 	s.relabelled.Store((*byte)(goroutineLabelSet()))
 }

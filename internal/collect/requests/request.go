@@ -19,8 +19,8 @@ type Request struct {
 	// the Tracker reads them.
 	mu          sync.Mutex
 	name, route string
-	// labelled is the endpoint the span's labels carry, set once by
-	// Labelled.
+	// labelled is the endpoint the span's labels carry, set by Labelled
+	// and Relabel.
 	labelled string
 
 	// took is the request's duration in nanoseconds plus one, 0 while it
@@ -116,8 +116,9 @@ func (r *Request) Ended() (time.Time, bool) {
 }
 
 // Labelled returns the request's endpoint now, which the caller puts in
-// the span's labels: a request whose endpoint is another when it ends is
-// the one whose root the Tracker must remember first.
+// the span's labels, at Start and again once it has a route: a request
+// whose endpoint is another when it ends is one whose root the Tracker
+// remembers first.
 func (r *Request) Labelled() string {
 	if r == nil {
 		return ""
