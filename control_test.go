@@ -8,10 +8,14 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 
 	"github.com/pprofotel/profiler/internal/control"
 	"github.com/pprofotel/profiler/internal/otlpattr"
+	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+	"github.com/pprofotel/profiler/labels"
 )
 
 // sentWindow is what a request says of its window: the profiles it holds,
@@ -187,5 +191,62 @@ func TestRemoteControlDisabled(t *testing.T) {
 	}
 	if _, ok := control.Lookup((*Profiler)(nil)); ok {
 		t.Error("a nil profiler has a control target")
+	}
+}
+
+// TestRemoteChangeKeepsRequests begins requests, changes the settings
+// remotely while they run, and ends them: each is counted once, in a
+// window after the change (issue 35: the change dropped them).
+func TestRemoteChangeKeepsRequests(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("control-test")
+	exp := &memoryExporter{}
+	p, err := Start(WithExporter(exp), shortWindows(), WithWindow(20*time.Millisecond),
+		WithProfileTypes(HeapProfile), WithProcessContext(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, ok := control.Lookup(p)
+	if !ok {
+		t.Fatal("no control target for a running profiler")
+	}
+	const held = 5
+	var spans []trace.Span
+	for range held {
+		_, s := tracer.Start(context.Background(), "GET /held")
+		spans = append(spans, s)
+	}
+	for _, change := range []func(*control.Settings){
+		func(s *control.Settings) { s.Window = 30 * time.Millisecond },
+		func(s *control.Settings) { s.Enabled = false },
+		func(s *control.Settings) { s.Enabled = true },
+	} {
+		s := target.Effective()
+		change(&s)
+		applied, err := target.Apply(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-applied
+	}
+	for _, s := range spans {
+		s.End()
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	exp.mu.Lock()
+	defer exp.mu.Unlock()
+	var counted int64
+	for _, req := range exp.requests {
+		for _, s := range otlptest.Samples(req, "requests", "requests") {
+			if s.Attrs["endpoint"] == "GET /held" {
+				counted += s.Values[0]
+			}
+		}
+	}
+	if counted != held {
+		t.Errorf("%d of the %d requests running across the changes counted", counted, held)
 	}
 }

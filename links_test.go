@@ -97,7 +97,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 				t.Errorf("%s: trace_id stayed a sample attribute; it belongs in the link", tc.fn)
 			}
 			if _, ok := s.Attrs[labels.LocalRootSpanIDKey]; ok {
-				t.Errorf("%s: local_root_span_id was sent; the endpoint stands for it", tc.fn)
+				t.Errorf("%s: local_root_id was sent; the endpoint stands for it", tc.fn)
 			}
 			if s.Attrs["endpoint"] == "/work/{id}" {
 				routed += s.Values[0]

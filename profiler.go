@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pprofotel/profiler/internal/collect"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/deliver"
 	"github.com/pprofotel/profiler/internal/processctx"
@@ -37,6 +38,10 @@ var running atomic.Bool
 type Profiler struct {
 	cfg       *config
 	collector *collect.Collector
+	// tracker follows the requests from Start to Stop, handed from one
+	// collector to the next, so that a change of settings loses none;
+	// nil without endpoints, or when another tracker is installed.
+	tracker *requests.Tracker
 	// pipe converts the windows and exports them from its own goroutine,
 	// so that the loop never waits on the network.
 	pipe    *pipeline
@@ -139,7 +144,9 @@ func start(cfg *config) (*Profiler, error) {
 		cfg.logger.Warn("pprofotel: the profiler's own metrics are not reported", "error", err)
 	}
 	p.started = time.Now()
+	p.startTracker()
 	if err := p.startCollection(cfg, min(cfg.window, firstWindow), p.started); err != nil {
+		p.stopTracker()
 		p.restoreRuntime()
 		if p.metrics != nil {
 			_ = p.metrics.Unregister()
@@ -179,6 +186,29 @@ func (p *Profiler) publishProcessContext() {
 	}
 }
 
+// startTracker installs the requests tracker the collectors use, unless
+// endpoints are off. Another one installed (only one profiler runs at a
+// time) costs the windows their endpoints and request counts, said once.
+func (p *Profiler) startTracker() {
+	if p.cfg.maxEndpoints <= 0 {
+		return
+	}
+	t := requests.New(requests.Config{MaxEndpoints: p.cfg.maxEndpoints})
+	if err := t.Install(); err != nil {
+		p.cfg.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)
+		return
+	}
+	p.tracker = t
+}
+
+// stopTracker uninstalls the requests tracker, if any.
+func (p *Profiler) stopTracker() {
+	if p.tracker != nil {
+		p.tracker.Stop()
+		p.tracker = nil
+	}
+}
+
 // startCollection begins, at now, collecting the profiles cfg asks for,
 // the first window lasting first: it builds the collector, sets the
 // profiles' runtime rates (restoreRuntime puts the previous ones back),
@@ -209,6 +239,10 @@ func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Ti
 	if maxGoroutines == 0 {
 		maxGoroutines = -1 // no limit, in collect.Config's terms
 	}
+	maxEndpoints := cfg.maxEndpoints
+	if p.tracker == nil {
+		maxEndpoints = 0 // endpoints off, or another tracker installed
+	}
 	source := cfg.runtime.source
 	if source == nil {
 		source = collect.RuntimeSource
@@ -225,7 +259,8 @@ func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Ti
 		CPUDuration:   cfg.cpuDuration,
 		SlowThreshold: cfg.slowThreshold,
 		FirstWindow:   first,
-		MaxEndpoints:  cfg.maxEndpoints,
+		MaxEndpoints:  maxEndpoints,
+		Tracker:       p.tracker,
 	})
 	if err == nil {
 		p.collector = c
@@ -304,6 +339,7 @@ func (p *Profiler) loop() {
 // the pipeline down within ctx, for Stop.
 func (p *Profiler) finish(ctx context.Context) error {
 	lastErr := p.window(time.Now(), true)
+	p.stopTracker()
 	p.restoreRuntime()
 	if err := p.processContext.Withdraw(); err != nil {
 		p.cfg.logger.Warn("pprofotel: withdrawing the process context", "error", err)

@@ -94,12 +94,18 @@ type Stats struct {
 	// "_other", their window having WithMaxEndpoints others already: in
 	// the request counts and in the "endpoint" attribute of their samples.
 	EndpointsOverflowed int64
-	// EndpointsUnknown counts requests the profiler could not follow:
-	// more ran at once than it follows (65,536), which go uncounted and
-	// whose samples go without an endpoint, or more ended in one window
-	// than it remembers the endpoint of (65,536), whose samples go
-	// without one. Their samples keep their span links.
+	// EndpointsUnknown counts requests whose endpoint changed after they
+	// started (a span renamed or given its http.route later) and whose
+	// window remembered the endpoint of as many such requests as it may
+	// (262,144): their samples carry the endpoint they started with.
+	// Their samples keep their span links.
 	EndpointsUnknown int64
+	// EndpointsAgedOut counts requests the profiler stopped following
+	// before they ended: running for an hour, or beyond the 65,536 that
+	// it follows running at once (the oldest go first). They are not
+	// counted when they end; their samples keep the endpoint they
+	// started with.
+	EndpointsAgedOut int64
 	// StringsRepaired counts strings that were not valid UTF-8, which
 	// proto3 requires of every string a request carries, and were sent
 	// with U+FFFD in place of each run of invalid bytes rather than
@@ -140,6 +146,7 @@ func (p *Profiler) Stats() Stats {
 		SlowRequestsDropped:      p.omitted.OffCPU.SlowDropped.Load(),
 		EndpointsOverflowed:      p.omitted.EndpointsOverflowed.Load(),
 		EndpointsUnknown:         p.omitted.EndpointsUnknown.Load(),
+		EndpointsAgedOut:         p.omitted.EndpointsAgedOut.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
 		StringsRepaired:  p.repaired.Load(),
@@ -220,8 +227,10 @@ var statsMetrics = []statsMetric{
 		func(s Stats) float64 { return float64(s.SlowRequestsDropped) }},
 	{"pprofotel.endpoints.overflowed", "{request}", "Requests counted under the endpoint _other because their window had the most endpoints allowed.", counter,
 		func(s Stats) float64 { return float64(s.EndpointsOverflowed) }},
-	{"pprofotel.endpoints.unknown", "{request}", "Requests not followed, or whose samples went without an endpoint: more ran or ended than the profiler remembers.", counter,
+	{"pprofotel.endpoints.unknown", "{request}", "Requests renamed after they started whose samples kept the endpoint they started with: more ended than the profiler remembers.", counter,
 		func(s Stats) float64 { return float64(s.EndpointsUnknown) }},
+	{"pprofotel.endpoints.aged_out", "{request}", "Requests no longer followed before they ended: running an hour, or beyond those followed at once.", counter,
+		func(s Stats) float64 { return float64(s.EndpointsAgedOut) }},
 	{"pprofotel.strings.repaired", "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.", counter,
 		func(s Stats) float64 { return float64(s.StringsRepaired) }},
 }

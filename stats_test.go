@@ -104,6 +104,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		"pprofotel.export.bytes": "By", "pprofotel.collection.time": "s", "pprofotel.conversion.time": "s",
 		"pprofotel.goroutines.leaked": "{goroutine}", "pprofotel.files.removed": "{file}", "pprofotel.strings.repaired": "{string}",
 		"pprofotel.endpoints.overflowed": "{request}", "pprofotel.endpoints.unknown": "{request}",
+		"pprofotel.endpoints.aged_out": "{request}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]

@@ -2,8 +2,9 @@
 //
 // [WrapTracerProvider] wraps a [trace.TracerProvider]. While a sampled span
 // started through the wrapper is current on a goroutine, that goroutine
-// carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey], and
-// [LocalRootSpanIDKey] naming the span's local root, so CPU and goroutine
+// carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey],
+// [LocalRootSpanIDKey] naming the span's local root and, while a profiler
+// runs, [EndpointKey] naming the root's endpoint, so CPU and goroutine
 // profile samples taken meanwhile name the span and the request it serves.
 // The application keeps using the OpenTelemetry API as before:
 //
@@ -22,7 +23,8 @@
 //     TraceIDKey, SpanIDKey and LocalRootSpanIDKey: the span's own id for
 //     a local root span, the one its parent carries for the others (none
 //     when the parent was not started through a wrapper and the context
-//     names no root). On a key clash the span's value wins.
+//     names no root); and EndpointKey for a local root a profiler follows.
+//     On a key clash the span's value wins.
 //   - remembers the label set the calling goroutine has at that moment and
 //     replaces it with the new one.
 //   - returns a context that carries the new label set and the span, so
@@ -84,11 +86,20 @@
 // key, given to Start with [trace.WithAttributes] or set later with
 // SetAttributes) when it has one, and otherwise its name, as last set with
 // SetName: HTTP middleware often learns the route only after the span
-// started. The profiler sends the endpoint of a sample's local root as the
-// sample attribute "endpoint", at most a bounded number of distinct values
-// per window (the profiler's WithMaxEndpoints), and counts the requests
-// that ended in each window by endpoint. Span names are not labels: a
-// name with ids in it costs the bound, not one label value per request.
+// started. While a profiler runs, the root's goroutine, and the spans and
+// goroutines started under it, carry the endpoint the root starts with as
+// the label [EndpointKey]; http.route set later with SetAttributes, on the
+// goroutine that carries the root's labels, replaces that goroutine's
+// label from then on, and the spans started under the root afterwards
+// take it (spans and goroutines started before keep theirs). A
+// name set later does not change the label: instrumentation that names
+// the span as it ends would only pay for it. The profiler sends the
+// endpoint of a sample's local root as the sample attribute "endpoint",
+// the root's last endpoint when its window remembers it, else the label's,
+// at most a bounded number of distinct values per window (the profiler's
+// WithMaxEndpoints), and counts the requests that ended in each window by
+// endpoint. Without a profiler no endpoint label is set: a span name with
+// ids in it would be a label value per request.
 //
 // # Wrapped spans
 //

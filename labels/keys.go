@@ -6,7 +6,8 @@ import "github.com/pprofotel/profiler/internal/labelkey"
 // samples that carry both TraceIDKey and SpanIDKey into a Sample.link_index
 // and removes the two labels from the sample attributes. Values are lower-case
 // hex: 32 digits for the trace id, 16 for the span ids, as in the W3C trace
-// context.
+// context. Every key is at most 15 bytes long, the longest the
+// OpenTelemetry eBPF profiler reads whole.
 const (
 	TraceIDKey = labelkey.TraceID
 	SpanIDKey  = labelkey.SpanID
@@ -16,6 +17,12 @@ const (
 	// endpoint (its http.route, else its name) and sends the endpoint as
 	// the sample attribute "endpoint" in its place.
 	LocalRootSpanIDKey = labelkey.LocalRootSpanID
+	// EndpointKey carries, while a profiler runs, the endpoint of the
+	// active span's local root as the root started: its http.route if
+	// Start was given one, else its name. The profiler sends the root's
+	// endpoint as it ended when it knows it, this one otherwise, bounded
+	// per window, as the sample attribute of the same name.
+	EndpointKey = labelkey.Endpoint
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that

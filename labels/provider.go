@@ -98,24 +98,30 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		rootID = parentRootID(parent, parentCtx)
 	}
 
-	// Keys are passed in sorted order, which spares pprof.Labels a sort.
-	var set pprof.LabelSet
-	if rootID != "" {
-		set = pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
-	} else {
-		set = pprof.Labels(SpanIDKey, spanID, TraceIDKey, traceID)
+	var request *requests.Request
+	if root {
+		request = beginRequest(span, ids, name, opts)
+	}
+	set := labelSet(request, rootID, spanID, traceID)
+	if e, ok := parent.routedEndpoint(); ok && !root {
+		// The parent's context carries the endpoint its root started
+		// with; the root's goroutine carries the route since.
+		set = pprof.Labels(EndpointKey, e, LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
 	}
 	ctx = pprof.WithLabels(ctx, set)
 
-	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID}
-	if root {
-		s.request = beginRequest(span, ids, name, opts)
-		if t.provider.config.pyroscopeProfileID {
-			setPyroscopeProfileID(span, spanID)
-		}
+	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID, request: request}
+	switch {
+	case request != nil:
+		s.root = s
+	case parent != nil && !root:
+		s.root = parent.root
+	}
+	if root && t.provider.config.pyroscopeProfileID {
+		setPyroscopeProfileID(span, spanID)
 	}
 	s.previous = goroutineLabelSet()
-	if parent != nil && s.previous == parent.installed {
+	if parent != nil && parent.carries(s.previous) {
 		s.parent = parent
 	}
 	pprof.SetGoroutineLabels(ctx)
@@ -127,6 +133,19 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		return trace.ContextWithSpan(ctx, s), s
 	}
 	return s, s
+}
+
+// labelSet returns the labels of a span: its ids, its local root's, and
+// the endpoint of request, the span's when it is a followed local root.
+// Keys are passed in sorted order, which spares pprof.Labels a sort.
+func labelSet(request *requests.Request, rootID, spanID, traceID string) pprof.LabelSet {
+	switch {
+	case request != nil:
+		return pprof.Labels(EndpointKey, request.Labelled(), LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+	case rootID != "":
+		return pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+	}
+	return pprof.Labels(SpanIDKey, spanID, TraceIDKey, traceID)
 }
 
 // parentRootID returns the local root span id of the span started under
@@ -203,13 +222,17 @@ func findAttributesOption() reflect.Type {
 	return v.Type()
 }
 
-// setRoute gives r the route among attrs, if there is one.
-func setRoute(r *requests.Request, attrs []attribute.KeyValue) {
+// setRoute gives r the route among attrs, if there is one, and reports
+// whether there was.
+func setRoute(r *requests.Request, attrs []attribute.KeyValue) bool {
+	routed := false
 	for i := range attrs {
-		if isRoute(&attrs[i]) {
+		if isRoute(&attrs[i]) && attrs[i].Value.AsString() != "" {
 			r.SetRoute(attrs[i].Value.AsString())
+			routed = true
 		}
 	}
+	return routed
 }
 
 // isRoute reports whether a is the semantic conventions' http.route.

@@ -185,3 +185,83 @@ func TestRootOfChildOfUnwrappedSpan(t *testing.T) {
 	defer child.End()
 	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), rootOf(root)))
 }
+
+// TestEndpointLabel checks the endpoint label of the spans of a local root
+// while a tracker is installed: the root's endpoint as it started, on the
+// root and the spans below it, and no endpoint label without a tracker.
+func TestEndpointLabel(t *testing.T) {
+	route := trace.WithAttributes(attribute.String("http.route", "/users/{id}"))
+	tests := []struct {
+		name    string
+		tracked bool
+		opts    []trace.SpanStartOption
+		// rename is given to SetName after Start, and routed to
+		// SetAttributes as http.route; "" for none.
+		rename, routed string
+		// The endpoint label of root and child, "" for none.
+		wantRoot, wantChild string
+	}{
+		{"untracked", false, nil, "", "", "", ""},
+		{"name", true, nil, "", "", "GET", "GET"},
+		{"route", true, []trace.SpanStartOption{route}, "", "", "/users/{id}", "/users/{id}"},
+		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET"},
+		// The child, started from the context Start returned, takes
+		// the route its root's goroutine was given.
+		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "/users/{id}"},
+		{"untracked, routed", false, nil, "", "/users/{id}", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.tracked {
+				tracker := requests.New(requests.Config{})
+				if err := tracker.Install(); err != nil {
+					t.Fatal(err)
+				}
+				defer tracker.Stop()
+			}
+			sdk, _ := newSDK(t, sdktrace.AlwaysSample())
+			tr := WrapTracerProvider(sdk).Tracer("test")
+			ctx, root := tr.Start(context.Background(), "GET", tt.opts...)
+			if tt.rename != "" {
+				root.SetName(tt.rename)
+			}
+			if tt.routed != "" {
+				root.SetAttributes(attribute.String("http.route", tt.routed))
+			}
+			rootLabels := currentLabels(t)
+			_, child := tr.Start(ctx, "child")
+			childLabels := currentLabels(t)
+			child.End()
+			afterChild := currentLabels(t)
+			root.End()
+			if after := currentLabels(t); len(after) != 0 {
+				t.Errorf("labels after the root ended: %v", after)
+			}
+			if !maps.Equal(afterChild, rootLabels) {
+				t.Errorf("labels after the child ended %v, want the root's %v", afterChild, rootLabels)
+			}
+			for what, want := range map[string]string{"root": tt.wantRoot, "child": tt.wantChild} {
+				got := rootLabels
+				if what == "child" {
+					got = childLabels
+				}
+				if e, ok := got[EndpointKey]; e != want || ok != (want != "") {
+					t.Errorf("%s: endpoint label %q, %v; want %q", what, e, ok, want)
+				}
+				if got[LocalRootSpanIDKey] != root.SpanContext().SpanID().String() {
+					t.Errorf("%s: %s %q", what, LocalRootSpanIDKey, got[LocalRootSpanIDKey])
+				}
+			}
+		})
+	}
+}
+
+// TestLabelKeysShort checks that every label key the wrapper sets is read
+// whole by the OpenTelemetry eBPF profiler, which reads at most 15 bytes.
+func TestLabelKeysShort(t *testing.T) {
+	for _, k := range []string{TraceIDKey, SpanIDKey, LocalRootSpanIDKey, EndpointKey} {
+		if len(k) > 15 {
+			t.Errorf("label key %q is %d bytes, more than 15", k, len(k))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package labels
 import (
 	"context"
 	"encoding/hex"
+	"runtime/pprof"
 	rtrace "runtime/trace"
 	"sync/atomic"
 	"time"
@@ -33,14 +34,20 @@ type labeledSpan struct {
 	// root's span id ("" when unknown): the values of its labels.
 	ids, rootID string
 	// request is the request the span is, for a local root span while a
-	// request tracker is installed; nil otherwise.
+	// request tracker is installed; nil otherwise. root is the labelled
+	// span that is the span's request, found through its parent; nil when
+	// there is none.
 	request *requests.Request
+	root    *labeledSpan
 
 	// previous is the starting goroutine's label set before Start, and
 	// installed the one Start put in its place. Both are opaque runtime
 	// values, only compared and stored back.
 	previous  unsafe.Pointer
 	installed unsafe.Pointer
+	// relabelled is the label set that relabel put in installed's place,
+	// with the request's route; nil until then.
+	relabelled atomic.Pointer[byte]
 
 	// parent is the labelled span whose labels previous is, when the span
 	// was started under it on a goroutine carrying them; nil otherwise.
@@ -56,7 +63,7 @@ type labeledSpan struct {
 // samples taken after both.
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	first := s.ended.CompareAndSwap(false, true)
-	if first && goroutineLabelSet() == s.installed {
+	if first && s.carries(goroutineLabelSet()) {
 		restore := s.previous
 		p := s.parent
 		for ; p != nil && p.ended.Load(); p = p.parent {
@@ -123,12 +130,43 @@ func (s *labeledSpan) SetName(name string) {
 }
 
 // SetAttributes sets the wrapped span's attributes and, for a local root,
-// its request's route from http.route.
+// its request's route from http.route, which relabel puts in the labels.
 func (s *labeledSpan) SetAttributes(kv ...attribute.KeyValue) {
 	s.Span.SetAttributes(kv...)
-	if s.request != nil {
-		setRoute(s.request, kv)
+	if s.request != nil && setRoute(s.request, kv) {
+		s.relabel()
 	}
+}
+
+// routedEndpoint returns the endpoint relabel gave the span's request,
+// and false if it gave none.
+func (s *labeledSpan) routedEndpoint() (string, bool) {
+	if s == nil || s.root == nil || s.root.relabelled.Load() == nil {
+		return "", false
+	}
+	return s.root.request.Endpoint(), true
+}
+
+// carries reports whether ls, a goroutine's label set, is one the span
+// installed: at Start, or by relabel.
+func (s *labeledSpan) carries(ls unsafe.Pointer) bool {
+	return ls == s.installed || ls == unsafe.Pointer(s.relabelled.Load())
+}
+
+// relabel puts the request's endpoint, now its route, in the labels of
+// the calling goroutine when it carries the span's and the span runs:
+// the samples taken there from then on name the route, and so do the
+// spans started under it afterwards (routedEndpoint). Spans and
+// goroutines started before keep the endpoint the root started with; the
+// window's end gives those samples the request's last endpoint when it
+// remembers the root.
+func (s *labeledSpan) relabel() {
+	if s.ended.Load() || !s.carries(goroutineLabelSet()) {
+		return
+	}
+	ctx := pprof.WithLabels(s.Context, pprof.Labels(EndpointKey, s.request.Labelled()))
+	pprof.SetGoroutineLabels(ctx)
+	s.relabelled.Store((*byte)(goroutineLabelSet()))
 }
 
 // TracerProvider returns the wrapping provider, so spans started from it are

@@ -97,11 +97,16 @@ type Omissions struct {
 	// endpoint (requests.Overflow) because their window had
 	// Config.MaxEndpoints others already.
 	EndpointsOverflowed atomic.Int64
-	// EndpointsUnknown counts requests the tracker could not follow (more
-	// ran at once than it tracks, requests.DefaultMaxRequests: uncounted)
-	// or whose endpoint their window's samples could not be given (more
-	// ended in the window than it remembers).
+	// EndpointsUnknown counts requests whose endpoint changed after they
+	// started and that their window could not remember (more than
+	// requests.DefaultMaxRoots): their samples carry the endpoint they
+	// started with.
 	EndpointsUnknown atomic.Int64
+	// EndpointsAgedOut counts requests the tracker stopped following,
+	// running for requests.DefaultMaxAge or beyond the
+	// requests.DefaultMaxRequests running at once: not counted when they
+	// end.
+	EndpointsAgedOut atomic.Int64
 }
 
 // OffCPUOmissions counts what the off-CPU recorder left out. The fields
@@ -191,9 +196,14 @@ type Collector struct {
 	// slowThreshold is Config.SlowThreshold.
 	slowThreshold time.Duration
 	// maxEndpoints is Config.MaxEndpoints, and tracker the requests
-	// tracker installed from Start to Stop; nil when another one is.
+	// tracker the collector uses from Start to Stop; nil when another one
+	// is installed. ownTracker says the collector installed it, and stops
+	// it at Stop; otherwise it is Config.Tracker, which outlives it.
 	maxEndpoints int
 	tracker      *requests.Tracker
+	ownTracker   bool
+	// settle is Config.Settle.
+	settle time.Duration
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -236,6 +246,16 @@ type Config struct {
 	// (requests.Config.MaxEndpoints). 0 follows no requests: no tracker is
 	// installed, and samples go without endpoints.
 	MaxEndpoints int
+	// Tracker, when set, is the installed requests tracker the collector
+	// uses, configured at Start, and leaves running at Stop: the
+	// requests running when one collector hands over to the next are
+	// counted when they end. Nil installs one from Start to Stop.
+	Tracker *requests.Tracker
+	// Settle is how long the end of a window that starts another waits,
+	// at most, for the requests its samples name that may still be
+	// renamed (requests.Requests.Settle); 0 takes
+	// requests.DefaultSettle, a negative value does not wait.
+	Settle time.Duration
 }
 
 // New returns a collector for the named profiles. It reads nothing until
@@ -262,6 +282,11 @@ func New(cfg Config) (*Collector, error) {
 		slowThreshold: cfg.SlowThreshold,
 		cpuOffset:     cfg.CPUOffset,
 		maxEndpoints:  cfg.MaxEndpoints,
+		tracker:       cfg.Tracker,
+		settle:        cfg.Settle,
+	}
+	if c.settle == 0 {
+		c.settle = requests.DefaultSettle
 	}
 	if cfg.CPUDuration > 0 && cfg.CPUDuration < cfg.Window {
 		c.cpuDuration = cfg.CPUDuration
@@ -318,6 +343,7 @@ func New(cfg Config) (*Collector, error) {
 // and request counts, and say so once.
 func (c *Collector) startTracker() {
 	if c.maxEndpoints <= 0 {
+		c.tracker = nil
 		return
 	}
 	cfg := requests.Config{MaxEndpoints: c.maxEndpoints}
@@ -338,38 +364,52 @@ func (c *Collector) startTracker() {
 			}
 		}
 	}
+	if c.tracker != nil {
+		c.tracker.Configure(cfg)
+		return
+	}
 	t := requests.New(cfg)
 	if err := t.Install(); err != nil {
 		c.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)
 		return
 	}
-	c.tracker = t
+	c.tracker, c.ownTracker = t, true
 }
 
 // Abandon undoes what a Start that failed midway (a panic, which the
 // profiler turns into Start's error) left installed for the process: the
 // request tracker. The Collector is not used afterwards.
 func (c *Collector) Abandon() {
-	if c.tracker != nil {
+	if c.tracker != nil && c.ownTracker {
 		c.tracker.Stop()
-		c.tracker = nil
 	}
+	c.tracker = nil
 }
 
 // endRequests ends the window of the requests tracker at now: it gives the
 // samples of w's profiles their request's endpoint in place of its root
-// span id, and adds the request counts profile. When next is not set the
-// tracker is stopped.
+// span id, and adds the request counts profile. When next is set, it
+// first waits, up to the settle time, for the requests the samples name
+// that may still be renamed; otherwise a tracker the collector installed
+// is stopped.
 func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
 	var q requests.Requests
 	if c.tracker != nil {
 		q = c.tracker.Window(now)
 		if !next {
-			c.tracker.Stop()
+			if c.ownTracker {
+				c.tracker.Stop()
+			}
 			c.tracker = nil
 		}
 		c.stats.EndpointsOverflowed.Add(q.Overflowed)
 		c.stats.EndpointsUnknown.Add(q.Dropped)
+		c.stats.EndpointsAgedOut.Add(q.AgedOut)
+		if next && c.settle > 0 {
+			if ids := unsettled(w, &q); len(ids) > 0 {
+				q.Settle(ids, c.settle)
+			}
+		}
 	}
 	for _, p := range w.Profiles {
 		labelEndpoints(p.Data, &q)

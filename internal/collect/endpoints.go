@@ -18,24 +18,28 @@ const Requests = "requests"
 var RequestsType = pprofdecode.ValueType{Type: "requests", Unit: "count"}
 
 // labelEndpoints replaces each sample's local root span id label with the
-// root's endpoint under requests.EndpointKey, as q knows it, and removes
-// the label when q does not know the root (more roots than the window
-// remembers, or no tracker). The span stays linked through its own ids; a
-// label of the application under the endpoint's key gives way to ours, as
-// the span's labels win over the application's (package labels).
+// root's endpoint under requests.EndpointKey: as q knows it, else as the
+// span's labels carry it (the endpoint the root started with), bounded by
+// the window; it removes the label when neither tells it. The span stays
+// linked through its own ids; a label of the application under the
+// endpoint's key gives way to ours, as the span's labels win over the
+// application's (package labels).
 func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
 	if p == nil {
 		return
 	}
 	for i := range p.Samples {
 		s := &p.Samples[i]
-		root := slices.IndexFunc(s.Labels, func(l pprofdecode.Label) bool {
-			return l.Key == labelkey.LocalRootSpanID && !l.IsNum
-		})
+		root := labelIndex(s.Labels, labelkey.LocalRootSpanID)
 		if root < 0 {
 			continue
 		}
 		e, ok := q.Endpoint(s.Labels[root].Str)
+		if !ok {
+			if j := labelIndex(s.Labels, requests.EndpointKey); j >= 0 {
+				e, ok = q.Admit(s.Labels[j].Str), true
+			}
+		}
 		kept := s.Labels[:0]
 		for j, l := range s.Labels {
 			switch {
@@ -52,6 +56,31 @@ func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
 		}
 		s.Labels = kept
 	}
+}
+
+// labelIndex returns the index of the string label key among ls, -1 if
+// there is none.
+func labelIndex(ls []pprofdecode.Label, key string) int {
+	return slices.IndexFunc(ls, func(l pprofdecode.Label) bool { return l.Key == key && !l.IsNum })
+}
+
+// unsettled returns the local root span ids that w's samples name and that
+// q says may still be renamed (requests.Requests.Unsettled).
+func unsettled(w *Window, q *requests.Requests) []string {
+	var ids []string
+	for _, p := range w.Profiles {
+		if p.Data == nil {
+			continue
+		}
+		for i := range p.Data.Samples {
+			ls := p.Data.Samples[i].Labels
+			if j := labelIndex(ls, labelkey.LocalRootSpanID); j >= 0 && q.Unsettled(ls[j].Str) {
+				ids = append(ids, ls[j].Str)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // requestsProfile returns the request counts of a window as a profile: one

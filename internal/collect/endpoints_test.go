@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -145,7 +146,10 @@ func TestLabelEndpoints(t *testing.T) {
 		{"unknown root", []pprofdecode.Label{str("k", "v"), root("00000000000000c3")}, []pprofdecode.Label{str("k", "v")}},
 		{"bad root", []pprofdecode.Label{root("zz")}, []pprofdecode.Label{}},
 		{"application's endpoint gives way", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000a1")}, []pprofdecode.Label{str("endpoint", "a")}},
-		{"application's endpoint kept with no root known", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "mine")}},
+		// A root the window does not remember: the endpoint its labels
+		// carry (the one it started with), bounded by the window.
+		{"labelled endpoint of a root not remembered", []pprofdecode.Label{str("endpoint", "a"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "a")}},
+		{"labelled endpoint bounded", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "_other")}},
 		{"no root", []pprofdecode.Label{str("endpoint", "mine")}, []pprofdecode.Label{str("endpoint", "mine")}},
 		{"numeric root label is the application's", []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}, []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}},
 	}
@@ -156,6 +160,67 @@ func TestLabelEndpoints(t *testing.T) {
 			if got := p.Samples[0].Labels; !slices.Equal(got, tt.want) {
 				t.Errorf("labels %v, want %v", got, tt.want)
 			}
+		})
+	}
+}
+
+// TestSettle ends a window whose sample names a request still running
+// under the name it started with, as otelhttp's are until the handler
+// returns: the window waits, up to its settle time, for the request to be
+// renamed and end, and gives the sample the request's last endpoint.
+func TestSettle(t *testing.T) {
+	tests := []struct {
+		name string
+		next bool
+		// endAfter is when the request is renamed and ends, 0 for never.
+		endAfter time.Duration
+		want     string
+		waited   time.Duration
+	}{
+		{"renamed within the settle time", true, 300 * time.Millisecond, "GET /users/{id}", 300 * time.Millisecond},
+		{"still running after it", true, 0, "GET", requests.DefaultSettle},
+		{"renamed too late", true, 2 * requests.DefaultSettle, "GET", requests.DefaultSettle},
+		{"the last window does not wait", false, 300 * time.Millisecond, "GET", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, err := New(Config{MaxEndpoints: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.startTracker()
+				defer c.Abandon()
+				const root = "00000000000000a1"
+				r := requests.Begin("0af7651916cd43dd8448eb211c80319c"+root, "GET", time.Now())
+				labelled := r.Labelled()
+				done := make(chan struct{})
+				if tt.endAfter == 0 {
+					close(done)
+				} else {
+					go func() {
+						defer close(done)
+						time.Sleep(tt.endAfter)
+						r.SetName("GET /users/{id}")
+						r.End(time.Now())
+					}()
+				}
+				w := Window{Profiles: []Profile{{Name: CPU, Data: &pprofdecode.Profile{Samples: []pprofdecode.Sample{{Labels: []pprofdecode.Label{
+					{Key: requests.EndpointKey, Str: labelled},
+					{Key: labels.LocalRootSpanIDKey, Str: root},
+				}}}}}}}
+				start := time.Now()
+				c.endRequests(&w, start, tt.next)
+				if waited := time.Since(start); waited != tt.waited {
+					t.Errorf("waited %v, want %v", waited, tt.waited)
+				}
+				want := []pprofdecode.Label{{Key: requests.EndpointKey, Str: tt.want}}
+				if got := w.Profiles[0].Data.Samples[0].Labels; !slices.Equal(got, want) {
+					t.Errorf("labels %v, want %v", got, want)
+				}
+				<-done
+				r.End(time.Now())
+			})
 		})
 	}
 }

@@ -5,11 +5,12 @@
 package labelkey
 
 // The pprof label keys that carry the active span; package labels
-// documents them (TraceIDKey, SpanIDKey, LocalRootSpanIDKey).
+// documents them (TraceIDKey, SpanIDKey, LocalRootSpanIDKey, EndpointKey).
 const (
 	TraceID         = "trace_id"
 	SpanID          = "span_id"
-	LocalRootSpanID = "local_root_span_id"
+	LocalRootSpanID = "local_root_id"
+	Endpoint        = "endpoint"
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that

@@ -19,6 +19,9 @@ type Request struct {
 	// the Tracker reads them.
 	mu          sync.Mutex
 	name, route string
+	// labelled is the endpoint the span's labels carry, set by Labelled
+	// and Relabel.
+	labelled string
 
 	// took is the request's duration in nanoseconds plus one, 0 while it
 	// runs: one atomic store ends it.
@@ -31,8 +34,7 @@ type Request struct {
 // Begin starts a request for the local root span whose trace and span ids
 // are ids (the trace id's 32 hex digits followed by the span id's 16),
 // started at start under name. It returns nil, at the cost of one atomic
-// load, while no Tracker is installed, and nil when the installed one
-// tracks as many requests as it may (counted in Window's Dropped).
+// load, while no Tracker is installed.
 func Begin(ids, name string, start time.Time) *Request {
 	t := installed.Load()
 	if t == nil {
@@ -113,6 +115,40 @@ func (r *Request) Ended() (time.Time, bool) {
 	return r.start.Add(time.Duration(d - 1)), true
 }
 
+// Labelled returns the request's endpoint now, which the caller puts in
+// the span's labels, at Start and again once it has a route: a request
+// whose endpoint is another when it ends is one whose root the Tracker
+// remembers first.
+func (r *Request) Labelled() string {
+	if r == nil {
+		return ""
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.labelled = r.endpoint()
+	return r.labelled
+}
+
+// outcome returns the request's endpoint now, and whether it is not the
+// one its labels carry.
+func (r *Request) outcome() (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.endpoint()
+	return e, e != r.labelled
+}
+
+// unsettled reports whether the request runs and has no route, and
+// whether its name is the one it started with (its labels' endpoint).
+func (r *Request) unsettled() bool {
+	if r.took.Load() != 0 {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.route == "" && r.name == r.labelled
+}
+
 // Endpoint returns the request's endpoint now: its route if it has one,
 // otherwise its span's name.
 func (r *Request) Endpoint() string {
@@ -121,6 +157,11 @@ func (r *Request) Endpoint() string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.endpoint()
+}
+
+// endpoint is Endpoint, with r.mu held.
+func (r *Request) endpoint() string {
 	if r.route != "" {
 		return r.route
 	}

@@ -31,11 +31,24 @@ const (
 	// unbounded, and the bound keeps them from multiplying the samples
 	// (each distinct endpoint is a distinct sample per stack).
 	DefaultMaxEndpoints = 100
-	// DefaultMaxRequests bounds both the requests tracked at once (running,
-	// or ended and not yet swept) and the root span ids a window remembers
-	// the endpoint of: a Request is 96 bytes, a root 16 (1 MiB at most
-	// per window, two windows kept).
+	// DefaultMaxRequests bounds the requests running at once that the
+	// Tracker follows: beyond it, the sweep ages out the oldest. A
+	// Request is about 100 bytes (6.5 MiB at most).
 	DefaultMaxRequests = 1 << 16
+	// DefaultMaxAge is how long a request runs before the sweep ages it
+	// out: a span that never ends (a leak, a stream that lives as long as
+	// the process) is no longer followed, nor counted when it ends.
+	DefaultMaxAge = time.Hour
+	// DefaultMaxRoots bounds the root span ids a window remembers the
+	// endpoint of, for the samples whose labels cannot tell it (see
+	// Tracker): a root is 16 bytes (4 MiB at most per window, two
+	// windows kept).
+	DefaultMaxRoots = 1 << 18
+	// DefaultSettle is how long a window's end waits, at most, for the
+	// requests its samples name that still run under the name they
+	// started with: instrumentation that learns the route at the end
+	// (otelhttp over a ServeMux) renames the span just before ending it.
+	DefaultSettle = time.Second
 )
 
 // sweepEvery bounds the time between two sweeps while requests are
@@ -51,9 +64,15 @@ type Config struct {
 	// requests of others are counted under Overflow. 0 takes
 	// DefaultMaxEndpoints.
 	MaxEndpoints int
-	// MaxRequests bounds the requests tracked at once and the root span
-	// ids a window maps to their endpoint. 0 takes DefaultMaxRequests.
+	// MaxRequests bounds the running requests followed at once; 0 takes
+	// DefaultMaxRequests.
 	MaxRequests int
+	// MaxAge is how long a request is followed before it is aged out; 0
+	// takes DefaultMaxAge.
+	MaxAge time.Duration
+	// MaxRoots bounds the root span ids a window maps to their endpoint;
+	// 0 takes DefaultMaxRoots.
+	MaxRoots int
 	// LongAfter is how long a request runs before OnLong is called for
 	// it. OnLong is called once per request, from the Tracker's sweep
 	// (never on the request's goroutine), at most a sweep period late.
@@ -65,6 +84,31 @@ type Config struct {
 	OnEnd func(*Request)
 }
 
+// withDefaults returns cfg with its zero bounds set to the defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.MaxEndpoints <= 0 {
+		cfg.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.MaxRoots <= 0 {
+		cfg.MaxRoots = DefaultMaxRoots
+	}
+	return cfg
+}
+
+// sweepPeriod returns the time between two sweeps under cfg.
+func (cfg Config) sweepPeriod() time.Duration {
+	if cfg.OnLong != nil && cfg.LongAfter > 0 {
+		return min(max(cfg.LongAfter/2, minSweep), sweepEvery)
+	}
+	return sweepEvery
+}
+
 // installed is the Tracker Begin reports to: process-wide, as the
 // runtime's profiles are.
 var installed atomic.Pointer[Tracker]
@@ -73,33 +117,39 @@ var installed atomic.Pointer[Tracker]
 var ErrInstalled = errors.New("requests: another tracker is installed")
 
 // Tracker follows the requests of the process: it counts those that end
-// in each window by endpoint, remembers the endpoint of each root span id
-// for the window's samples, and watches the running ones for OnLong. The
-// request path only appends a request to a list and stores its end; a
-// sweep, run by the Tracker's own goroutine while requests are tracked and
-// by Window, does the rest.
+// in each window by endpoint, remembers the endpoint of root span ids for
+// the window's samples, and watches the running ones for OnLong.
+//
+// The label wrapper puts a request's endpoint as it starts (its route,
+// else its name) in the labels of its goroutines, so a sample names its
+// endpoint without the Tracker. The Tracker remembers, up to MaxRoots a
+// window, the roots whose endpoint changed after they started (first)
+// and the others while the window has room for half as many (for the
+// off-CPU profile, whose samples carry no endpoint label).
+//
+// The request path appends a request to the list of its P and stores its
+// end; a sweep, run by the Tracker's own goroutine while requests are
+// tracked and by Window, does the rest.
 type Tracker struct {
-	cfg   Config
-	sweep time.Duration
+	shards   []shard
+	sweeping atomic.Bool // the sweeper goroutine runs
 
-	// mu guards what Begin touches.
-	mu       sync.Mutex
-	fresh    []*Request // begun since the last sweep
-	tracked  int        // len(fresh) + len(live)
-	dropped  int64      // requests not tracked: MaxRequests were
-	sweeping bool       // the sweeper goroutine runs
-	stopped  bool
-	wake     chan struct{} // closed by Stop
-	exited   chan struct{} // closed by the sweeper when it returns
+	// mu guards the sweeper's start and end.
+	mu      sync.Mutex
+	stopped bool
+	wake    chan struct{} // closed by Stop
+	exited  chan struct{} // closed by the sweeper when it returns
+	period  atomic.Int64  // between sweeps, in nanoseconds
 
 	// sweepMu serialises sweeps and guards the rest.
 	sweepMu sync.Mutex
-	spare   []*Request
+	cfg     Config
 	live    []*Request
-	win     windowState
+	agedOut int64
+	win     *windowState
 	// prev is the window before, whose roots the samples of the current
 	// one may still name.
-	prev windowState
+	prev *windowState
 }
 
 // windowState is what a sweep gathers for the current window. Endpoints
@@ -122,7 +172,7 @@ type windowState struct {
 	// roots holds the roots that ended, with their endpoint: appended by
 	// the sweeps in the order they ended, sorted by span id when the
 	// window ends. An append costs a sweep a few nanoseconds a request; a
-	// map insert cost it about 300 (a table of up to MaxRequests entries,
+	// map insert cost it about 300 (a table of up to MaxRoots entries,
 	// grown and missed in the cache), most of the tracker's time.
 	roots      []root
 	overflowed int64
@@ -157,24 +207,27 @@ func (rs sortedRoots) endpointOf(id uint64) (uint16, bool) {
 
 // New returns a Tracker; Begin reports to it once it is installed.
 func New(cfg Config) *Tracker {
-	if cfg.MaxEndpoints <= 0 {
-		cfg.MaxEndpoints = DefaultMaxEndpoints
+	cfg = cfg.withDefaults()
+	t := &Tracker{
+		cfg:    cfg,
+		shards: newShards(),
+		wake:   make(chan struct{}),
+		win:    new(windowState),
+		prev:   new(windowState),
 	}
-	if cfg.MaxRequests <= 0 {
-		cfg.MaxRequests = DefaultMaxRequests
-	}
-	t := &Tracker{cfg: cfg, sweep: sweepEvery, wake: make(chan struct{})}
-	if cfg.OnLong != nil && cfg.LongAfter > 0 {
-		t.sweep = min(max(cfg.LongAfter/2, minSweep), sweepEvery)
-	}
-	t.win.reset()
+	t.period.Store(int64(cfg.sweepPeriod()))
 	return t
 }
 
-// reset empties w for the next window. Its maps are made when first
-// needed, so that a window without requests allocates nothing.
-func (w *windowState) reset() {
-	*w = windowState{}
+// Configure gives t a new configuration from the next sweep on. The
+// requests it follows, and the current window's, are kept: a profiler
+// hands its Tracker from one collector to the next.
+func (t *Tracker) Configure(cfg Config) {
+	cfg = cfg.withDefaults()
+	t.sweepMu.Lock()
+	t.cfg = cfg
+	t.sweepMu.Unlock()
+	t.period.Store(int64(cfg.sweepPeriod()))
 }
 
 // Install makes t the Tracker Begin reports to, until Stop. Only one
@@ -206,28 +259,34 @@ func (t *Tracker) Stop() {
 
 func (t *Tracker) begin(ids, name string, start time.Time) *Request {
 	r := &Request{ids: ids, name: name, start: start}
-	t.mu.Lock()
-	if t.tracked >= t.cfg.MaxRequests {
-		t.dropped++
-		t.mu.Unlock()
-		return nil
+	s := mine(t.shards)
+	s.mu.Lock()
+	s.fresh = append(s.fresh, r)
+	s.mu.Unlock()
+	if !t.sweeping.Load() {
+		t.startSweeper()
 	}
-	t.fresh = append(t.fresh, r)
-	t.tracked++
-	if !t.sweeping && !t.stopped {
-		t.sweeping = true
-		t.exited = make(chan struct{})
-		go t.sweeper(t.exited)
-	}
-	t.mu.Unlock()
 	return r
+}
+
+// startSweeper starts the sweeper unless it runs or t is stopped.
+func (t *Tracker) startSweeper() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped || t.sweeping.Load() {
+		return
+	}
+	t.sweeping.Store(true)
+	t.exited = make(chan struct{})
+	go t.sweeper(t.exited)
 }
 
 // sweeper sweeps every sweep period while requests are tracked, and ends
 // once none has been for a whole period, or at Stop.
 func (t *Tracker) sweeper(exited chan struct{}) {
 	defer close(exited)
-	tick := time.NewTicker(t.sweep)
+	period := time.Duration(t.period.Load())
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	idle := false
 	for {
@@ -235,76 +294,111 @@ func (t *Tracker) sweeper(exited chan struct{}) {
 		case <-t.wake:
 			return
 		case now := <-tick.C:
-			t.sweepNow(now)
-		}
-		t.mu.Lock()
-		if t.tracked == 0 {
-			if idle {
-				t.sweeping = false
-				t.mu.Unlock()
+			if t.sweepNow(now) {
+				idle = false
+			} else if idle && t.idle() {
 				return
+			} else {
+				idle = true
 			}
-			idle = true
-		} else {
-			idle = false
 		}
-		t.mu.Unlock()
+		if p := time.Duration(t.period.Load()); p != period {
+			period = p
+			tick.Reset(p)
+		}
 	}
 }
 
+// idle marks the sweeper as ended and reports true, unless a request
+// began meanwhile (Begin appends before it reads sweeping, the sweeper
+// clears sweeping before it looks).
+func (t *Tracker) idle() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweeping.Store(false)
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		n := len(s.fresh)
+		s.mu.Unlock()
+		if n > 0 {
+			t.sweeping.Store(true)
+			return false
+		}
+	}
+	return true
+}
+
 // sweepNow takes in the requests begun since the last sweep, counts those
-// that ended, and calls OnLong for those that have run LongAfter.
-func (t *Tracker) sweepNow(now time.Time) {
+// that ended, calls OnLong for those that have run LongAfter, and ages out
+// those that ran MaxAge or exceed MaxRequests, the oldest first. It
+// reports whether any request is followed.
+func (t *Tracker) sweepNow(now time.Time) bool {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 
-	t.mu.Lock()
-	fresh := t.fresh
-	t.fresh = t.spare[:0]
-	t.mu.Unlock()
-	t.live = append(t.live, fresh...)
-	clear(fresh)
-	t.spare = fresh[:0]
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		fresh := s.fresh
+		s.fresh = s.spare[:0]
+		s.mu.Unlock()
+		t.live = append(t.live, fresh...)
+		clear(fresh)
+		s.spare = fresh[:0]
+	}
 
-	kept := t.live[:0]
-	ended := 0
+	running := t.live[:0]
 	for _, r := range t.live {
 		if r.took.Load() != 0 {
 			t.ended(r)
-			ended++
 			continue
 		}
-		if !r.long && t.cfg.OnLong != nil && t.cfg.LongAfter > 0 && now.Sub(r.start) >= t.cfg.LongAfter {
+		running = append(running, r)
+	}
+	clear(t.live[len(running):])
+	cfg := &t.cfg
+	excess := len(running) - cfg.MaxRequests
+	kept := running[:0]
+	for i, r := range running {
+		if i < excess || now.Sub(r.start) >= cfg.MaxAge {
+			t.agedOut++
+			continue
+		}
+		if !r.long && cfg.OnLong != nil && cfg.LongAfter > 0 && now.Sub(r.start) >= cfg.LongAfter {
 			r.long = true
-			t.cfg.OnLong(r)
+			cfg.OnLong(r)
 		}
 		kept = append(kept, r)
 	}
 	clear(t.live[len(kept):])
 	t.live = kept
-
-	t.mu.Lock()
-	t.tracked -= ended
-	t.mu.Unlock()
+	return len(kept) > 0
 }
 
-// ended counts r, which ended, in the current window.
+// ended counts r, which ended, in the current window, and remembers its
+// root's endpoint: first those whose endpoint is not the one their labels
+// carry, then, while the window has room for half as many, the others.
 func (t *Tracker) ended(r *Request) {
-	e := t.win.admit(r.Endpoint(), t.cfg.MaxEndpoints)
-	t.win.counts[e]++
-	if t.win.names[e] == Overflow {
-		t.win.overflowed++
+	w := t.win
+	endpoint, renamed := r.outcome()
+	e := w.admit(endpoint, t.cfg.MaxEndpoints)
+	w.counts[e]++
+	if w.names[e] == Overflow {
+		w.overflowed++
 	}
 	if id, ok := rootKey(r.RootID()); ok {
-		if t.win.roots == nil {
+		if w.roots == nil {
 			// As many as the window before had, to spare the copies
 			// of growing: windows are alike.
-			t.win.roots = make([]root, 0, max(len(t.prev.roots), 64))
+			w.roots = make([]root, 0, max(len(t.prev.roots), 64))
 		}
-		if len(t.win.roots) < t.cfg.MaxRequests {
-			t.win.roots = append(t.win.roots, root{id: id, endpoint: e})
-		} else {
-			t.win.rootsFull++
+		switch {
+		case renamed && len(w.roots) < t.cfg.MaxRoots,
+			len(w.roots) < t.cfg.MaxRoots/2:
+			w.roots = append(w.roots, root{id: id, endpoint: e})
+		case renamed:
+			w.rootsFull++
 		}
 	}
 	if r.long && t.cfg.OnEnd != nil {
@@ -370,83 +464,134 @@ func rootKey(id string) (uint64, bool) {
 	return binary.BigEndian.Uint64(k[:]), true
 }
 
-// Requests is what a Tracker saw of one window's requests.
+// Requests is what a Tracker saw of one window's requests. Its methods
+// are for one goroutine, before the Tracker's next Window.
 type Requests struct {
 	// Counts holds the requests that ended in the window, by endpoint:
 	// at most MaxEndpoints endpoints, and Overflow. Its keys are the
 	// window's endpoints; one seen only on requests still running at the
-	// window's end counts 0.
+	// window's end, or only in samples' labels, counts 0.
 	Counts map[string]int64
 	// Overflowed counts the window's requests counted under Overflow.
 	Overflowed int64
-	// Dropped counts the requests of the window not followed at all,
-	// MaxRequests being tracked when they began, and the root span ids
-	// whose endpoint the window could not remember, MaxRequests being
-	// remembered already: their samples carry no endpoint.
+	// Dropped counts the roots of the window whose endpoint changed after
+	// they started and that the window could not remember, MaxRoots being
+	// remembered already: their samples carry the endpoint they started
+	// with.
 	Dropped int64
+	// AgedOut counts the requests the window's sweeps stopped following,
+	// MaxAge old or more than MaxRequests running: they are not counted
+	// when they end.
+	AgedOut int64
 
-	// roots holds the roots that ended in the window, with the index of
-	// their endpoint in names, prevRoots those that ended in the window
-	// before, with theirs in prevNames; liveRoots maps the span id of one
-	// running at the window's end to its endpoint's index in names.
+	// w is the window's state, whose names the samples' endpoints are
+	// admitted to; roots its roots, prevRoots those that ended in the
+	// window before, with their endpoints' indexes in prevNames; live
+	// maps the span id of one running at the window's end to it.
+	w                *windowState
+	maxEndpoints     int
 	roots, prevRoots sortedRoots
-	liveRoots        map[uint64]uint16
-	names, prevNames []string
+	prevNames        []string
+	live             map[uint64]*Request
 }
 
 // Endpoint returns the endpoint of the local root span with hex span id
-// rootID, and false when the window does not know it.
+// rootID, and false when the window does not know it. A request running
+// at the window's end is given its endpoint now, which it keeps once it
+// ended.
 func (q *Requests) Endpoint(rootID string) (string, bool) {
 	k, ok := rootKey(rootID)
-	if !ok {
+	if !ok || q.w == nil {
 		return "", false
 	}
-	if i, ok := q.liveRoots[k]; ok {
-		return q.names[i], true
+	if r, ok := q.live[k]; ok {
+		e, _ := r.outcome()
+		return q.Admit(e), true
 	}
 	if i, ok := q.roots.endpointOf(k); ok {
-		return q.names[i], true
+		return q.w.names[i], true
 	}
 	if i, ok := q.prevRoots.endpointOf(k); ok {
-		// One of the window's endpoints, unless it did not fit.
-		if e := q.prevNames[i]; q.Counts != nil {
-			if _, in := q.Counts[e]; in {
-				return e, true
-			}
-		}
-		return Overflow, true
+		return q.Admit(q.prevNames[i]), true
 	}
 	return "", false
 }
 
+// Admit returns endpoint e as the window sends it: cut to MaxEndpointLen
+// and valid UTF-8, or Overflow when the window has MaxEndpoints others.
+// An endpoint admitted is among Counts' keys. Without a Tracker, e is
+// returned as is.
+func (q *Requests) Admit(e string) string {
+	if q.w == nil {
+		return e
+	}
+	n := len(q.w.names)
+	i := q.w.admit(e, q.maxEndpoints)
+	name := q.w.names[i]
+	if len(q.w.names) > n && q.Counts != nil {
+		q.Counts[name] = 0
+	}
+	return name
+}
+
+// Unsettled reports whether the local root span with hex span id rootID
+// ran at the window's end, still runs and still has the name it started
+// with, and no route: a span instrumentation may yet rename.
+func (q *Requests) Unsettled(rootID string) bool {
+	k, ok := rootKey(rootID)
+	if !ok {
+		return false
+	}
+	r, ok := q.live[k]
+	return ok && r.unsettled()
+}
+
+// Settle waits, for at most wait, until none of the root span ids given
+// is Unsettled, and reports whether none is. It polls: what it waits for
+// is the end of requests, which the request path must not pay to signal.
+func (q *Requests) Settle(rootIDs []string, wait time.Duration) bool {
+	deadline := time.Now().Add(wait)
+	for {
+		rootIDs = slices.DeleteFunc(rootIDs, func(id string) bool { return !q.Unsettled(id) })
+		if len(rootIDs) == 0 {
+			return true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		time.Sleep(min(left, settlePoll))
+	}
+}
+
+// settlePoll is the period at which Settle looks at the requests.
+const settlePoll = 5 * time.Millisecond
+
 // Window sweeps, ends the current window at now and returns what it saw.
 // A request that ended by now is counted in this window or in an earlier
-// one, exactly once. What it returns is not changed afterwards.
+// one, exactly once.
 func (t *Tracker) Window(now time.Time) Requests {
 	t.sweepNow(now)
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 
 	w := t.win
-	t.win.reset()
+	t.win = new(windowState)
 	// Sorted once, by the collector's goroutine as it ends the window
-	// (a few milliseconds for MaxRequests roots), before anything reads
+	// (a few milliseconds for MaxRoots roots), before anything reads
 	// them: the next window's Requests reads them too, as prevRoots.
 	slices.SortFunc(w.roots, func(a, b root) int { return cmp.Compare(a.id, b.id) })
-	var live map[uint64]uint16
+	var live map[uint64]*Request
 	if len(t.live) > 0 {
-		live = make(map[uint64]uint16, len(t.live))
+		live = make(map[uint64]*Request, len(t.live))
 	}
 	for _, r := range t.live {
-		id, ok := rootKey(r.RootID())
-		if !ok {
-			continue
+		if id, ok := rootKey(r.RootID()); ok {
+			live[id] = r
+			// Admitted in the order they started, as their samples were
+			// taken: a request's endpoint may still change (Endpoint).
+			w.admit(r.Endpoint(), t.cfg.MaxEndpoints)
 		}
-		if len(live) >= t.cfg.MaxRequests {
-			w.rootsFull++
-			continue
-		}
-		live[id] = w.admit(r.Endpoint(), t.cfg.MaxEndpoints)
 	}
 	// The roots that ended in the window before keep their endpoint when
 	// there is room for it.
@@ -455,24 +600,21 @@ func (t *Tracker) Window(now time.Time) Requests {
 			w.admit(e, t.cfg.MaxEndpoints)
 		}
 	}
-	t.mu.Lock()
-	dropped := t.dropped
-	t.dropped = 0
-	t.mu.Unlock()
 	q := Requests{
-		Overflowed: w.overflowed,
-		Dropped:    dropped + w.rootsFull,
-		roots:      w.roots,
-		liveRoots:  live,
-		names:      w.names,
-		prevRoots:  t.prev.roots,
-		prevNames:  t.prev.names,
+		Overflowed:   w.overflowed,
+		Dropped:      w.rootsFull,
+		AgedOut:      t.agedOut,
+		w:            w,
+		maxEndpoints: t.cfg.MaxEndpoints,
+		roots:        w.roots,
+		live:         live,
+		prevRoots:    t.prev.roots,
+		prevNames:    t.prev.names,
 	}
-	if len(w.names) > 0 {
-		q.Counts = make(map[string]int64, len(w.names))
-		for i, e := range w.names {
-			q.Counts[e] = w.counts[i]
-		}
+	t.agedOut = 0
+	q.Counts = make(map[string]int64, len(w.names))
+	for i, e := range w.names {
+		q.Counts[e] = w.counts[i]
 	}
 	t.prev = w
 	return q

@@ -3,9 +3,11 @@ package requests
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -201,45 +203,105 @@ func TestEndpointOfBadID(t *testing.T) {
 	}
 }
 
-func TestMaxRequests(t *testing.T) {
-	tr := install(t, Config{MaxRequests: 3})
-	start := time.Now()
-	var reqs []*Request
-	for n := range 5 {
-		reqs = append(reqs, Begin(ids(n+1), "a", start))
+// TestAgedOut begins requests that never end, then requests that do:
+// those beyond MaxRequests, and those older than MaxAge, are aged out and
+// counted as such, and never keep a later request from being counted.
+func TestAgedOut(t *testing.T) {
+	tests := []struct {
+		name          string
+		cfg           Config
+		never, ending int
+		// sweep sweeps after the requests that never end; later is how
+		// long after them the others begin.
+		sweep   bool
+		later   time.Duration
+		agedOut int64
+	}{
+		{"beyond MaxRequests, one sweep", Config{}, 100_000, 10_000, false, 0, 100_000 - DefaultMaxRequests},
+		{"beyond MaxRequests, swept between", Config{}, 100_000, 10_000, true, 0, 100_000 - DefaultMaxRequests},
+		{"older than MaxAge", Config{MaxAge: time.Second}, 100_000, 10_000, true, time.Second, 100_000},
+		{"small bounds", Config{MaxRequests: 3, MaxAge: time.Minute}, 5, 4, true, 30 * time.Second, 2},
+		{"small bounds, aged", Config{MaxRequests: 3, MaxAge: time.Minute}, 5, 4, true, time.Minute, 5},
 	}
-	for i, r := range reqs {
-		if (r == nil) != (i >= 3) {
-			t.Errorf("request %d: %v", i, r)
-		}
-		r.End(start) // nil-safe
-	}
-	q := tr.Window(start.Add(time.Second))
-	if q.Counts["a"] != 3 || q.Dropped != 2 {
-		t.Errorf("counts %v, dropped %d; want a:3, 2 dropped", q.Counts, q.Dropped)
-	}
-	// Swept, they make room again.
-	if Begin(ids(9), "b", start) == nil {
-		t.Error("no room after the sweep")
-	}
-	if q := tr.Window(start.Add(2 * time.Second)); q.Dropped != 0 {
-		t.Errorf("dropped %d in the next window", q.Dropped)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := install(t, tt.cfg)
+				start := time.Now()
+				for n := range tt.never {
+					Begin(ids(n+1), "stream", start)
+				}
+				if tt.sweep {
+					tr.sweepNow(start)
+				}
+				time.Sleep(tt.later)
+				for n := range tt.ending {
+					Begin(ids(tt.never+n+1), "/work", time.Now()).End(time.Now())
+				}
+				q := tr.Window(time.Now())
+				if got := q.Counts["/work"]; got != int64(tt.ending) {
+					t.Errorf("%d of %d requests counted", got, tt.ending)
+				}
+				if q.AgedOut != tt.agedOut {
+					t.Errorf("%d aged out, want %d", q.AgedOut, tt.agedOut)
+				}
+				if q.Counts["stream"] != 0 {
+					t.Errorf("%d requests that never ended counted", q.Counts["stream"])
+				}
+				if q := tr.Window(time.Now()); q.AgedOut != 0 {
+					t.Errorf("%d aged out again in the next window", q.AgedOut)
+				}
+			})
+		})
 	}
 }
 
-func TestRootsBounded(t *testing.T) {
-	tr := install(t, Config{MaxRequests: 2})
-	start := time.Now()
-	for n := range 3 {
-		Begin(ids(n+1), "a", start).End(start)
-		tr.sweepNow(start) // one at a time, so that all three are tracked
+// TestRootsRemembered checks which roots a window remembers: those whose
+// endpoint is not the one their labels carry, up to MaxRoots, and the
+// others while the window holds fewer than half of MaxRoots.
+func TestRootsRemembered(t *testing.T) {
+	tests := []struct {
+		name            string
+		renamed, others int
+		// known are the roots remembered, by number; dropped counts the
+		// renamed ones not remembered.
+		known   []int
+		dropped int64
+	}{
+		{"none", 0, 0, nil, 0},
+		{"renamed only", 6, 0, []int{1, 2, 3, 4}, 2},
+		{"others beyond half", 0, 6, []int{1, 2}, 0},
+		{"others then renamed", 2, 3, []int{1, 2, 4, 5}, 0},
 	}
-	q := tr.Window(start.Add(time.Second))
-	if q.Counts["a"] != 3 || q.Dropped != 1 {
-		t.Errorf("counts %v, dropped %d; want a:3, 1 dropped", q.Counts, q.Dropped)
-	}
-	if _, ok := q.Endpoint(rootID(3)); ok {
-		t.Error("the third root is known")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := install(t, Config{MaxRoots: 4})
+			start := time.Now()
+			n := 0
+			for range tt.others {
+				n++
+				r := Begin(ids(n), "/a", start)
+				r.Labelled()
+				r.End(start)
+			}
+			for range tt.renamed {
+				n++
+				r := Begin(ids(n), "GET", start)
+				r.Labelled()
+				r.SetName("GET /b")
+				r.End(start)
+			}
+			q := tr.Window(start)
+			var known []int
+			for i := 1; i <= n; i++ {
+				if _, ok := q.Endpoint(rootID(i)); ok {
+					known = append(known, i)
+				}
+			}
+			if !slices.Equal(known, tt.known) || q.Dropped != tt.dropped {
+				t.Errorf("roots known %v, dropped %d; want %v, %d", known, q.Dropped, tt.known, tt.dropped)
+			}
+		})
 	}
 }
 
@@ -247,6 +309,7 @@ func TestLongRequests(t *testing.T) {
 	var mu sync.Mutex
 	var long, ended []string
 	tr := install(t, Config{
+		MaxAge:    3 * time.Hour,
 		LongAfter: time.Second,
 		OnLong:    func(r *Request) { mu.Lock(); long = append(long, r.Endpoint()); mu.Unlock() },
 		OnEnd: func(r *Request) {
@@ -310,7 +373,7 @@ func TestSweeperEndsWhenIdle(t *testing.T) {
 	tr := install(t, Config{})
 	r := Begin(ids(1), "a", time.Now())
 	tr.mu.Lock()
-	exited, sweeping := tr.exited, tr.sweeping
+	exited, sweeping := tr.exited, tr.sweeping.Load()
 	tr.mu.Unlock()
 	if !sweeping {
 		t.Fatal("no sweeper while a request runs")
@@ -327,9 +390,7 @@ func TestSweeperEndsWhenIdle(t *testing.T) {
 	}
 	// A new request starts it again.
 	Begin(ids(2), "b", time.Now())
-	tr.mu.Lock()
-	sweeping = tr.sweeping
-	tr.mu.Unlock()
+	sweeping = tr.sweeping.Load()
 	if !sweeping {
 		t.Error("no sweeper for a new request")
 	}
