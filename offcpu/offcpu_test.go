@@ -95,8 +95,8 @@ func checkExecutableMapped(t *testing.T, req *collectorpb.ExportProfilesServiceR
 }
 
 // checkConvertedNamesBinary checks that the off-CPU profile converted to
-// pprof names the main binary, which go tool pprof needs. (pprof's BuildID
-// is the GNU one, which a test binary lacks.)
+// pprof names the main binary, which go tool pprof needs (its build id:
+// TestOffCPUAndSlowRequestsShareTheExecutableMapping).
 func checkConvertedNamesBinary(t *testing.T, dir string) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
@@ -239,8 +239,6 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	// tracer can take a hundred milliseconds and more.
 	slow, slowTook := serve("GET /lock", 400*time.Millisecond)
 	fast, _ := serve("GET /fast", time.Millisecond)
-	// The tracker reports the end at its next sweep.
-	time.Sleep(100 * time.Millisecond)
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,6 @@ func TestSlowRequestsAroundStretchStarts(t *testing.T) {
 		slow[sc.TraceID().String()+"/"+sc.SpanID().String()] = served{start, time.Since(start)}
 		time.Sleep(90 * time.Millisecond)
 	}
-	// The tracker reports the last end at its next sweep.
-	time.Sleep(100 * time.Millisecond)
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}

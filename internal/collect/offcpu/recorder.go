@@ -759,6 +759,8 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 // accumulates in the other buffer, so the returned profile stays valid
 // until the next flush.
 func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
+	// The tracker's last reports may have come with the collection.
+	r.drain()
 	w := r.windows[r.cur]
 	length := now.Sub(r.windowStart)
 	scale := 1.0
