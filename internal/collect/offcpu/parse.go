@@ -549,7 +549,7 @@ func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdeco
 	p.DurationNanos = int64(end.Sub(start))
 	p.Locations = w.locations
 	p.Functions = w.functions
-	p.Mappings = append(p.Mappings[:0], executableMapping())
+	p.Mappings = append(p.Mappings[:0], executableMappings()...)
 	p.Samples = p.Samples[:0]
 
 	// Lay the events out kind by kind: count, then place.
