@@ -61,9 +61,12 @@ func burn(d time.Duration) (n int) {
 
 // TestOffCPUAndSlowRequestsShareTheExecutableMapping checks that the
 // off-CPU and slow-request profiles' locations in the executable point at
-// the mapping the CPU and heap profiles use, with its GNU build id, in the
-// OTLP output and after pprofconv (pprofotel pprof). They used to point at
-// a second mapping of the executable that carried no GNU build id.
+// a mapping the runtime's own profiles (CPU, heap) use, with its GNU build
+// id, in the OTLP output and after pprofconv (pprofotel pprof). They used
+// to point at a second mapping of the executable that carried no GNU build
+// id. (The runtime marks a mapping HasFunctions only when every location
+// of the profile in it was symbolized, so the CPU and heap profiles may
+// state the executable's mapping twice, alike but for that flag.)
 func TestOffCPUAndSlowRequestsShareTheExecutableMapping(t *testing.T) {
 	tracer, p, dir := startToFiles(t,
 		profiler.WithProfileTypes(profiler.CPUProfile, profiler.HeapProfile, profiler.OffCPUProfile),
@@ -82,13 +85,24 @@ func TestOffCPUAndSlowRequestsShareTheExecutableMapping(t *testing.T) {
 	}
 	for _, req := range otlptest.ReadDir(t, dir) {
 		byProfile, gnu := executableMappings(req, exe)
-		cpu := byProfile["cpu"]
-		if len(cpu) != 1 || gnu[cpu[0]] == "" {
-			t.Fatalf("the CPU profile's executable mappings are %v, GNU build ids %v; want one, with a build id", cpu, gnu)
+		runtimes := append(slices.Clone(byProfile["cpu"]), byProfile["heap"]...)
+		if len(runtimes) == 0 {
+			t.Fatalf("neither the CPU nor the heap profile has a location in the executable: %v", byProfile)
 		}
-		for _, name := range []string{"heap", "offcpu", "slowrequests"} {
-			if got := byProfile[name]; !slices.Equal(got, cpu) {
-				t.Errorf("the %s profile's executable mappings are %v (GNU build ids %v), want the CPU profile's %v", name, got, gnu, cpu)
+		for _, mi := range runtimes {
+			if gnu[mi] == "" {
+				t.Fatalf("the runtime's profiles' executable mapping %d has no GNU build id: %v", mi, gnu)
+			}
+		}
+		for _, name := range []string{"offcpu", "slowrequests"} {
+			got := byProfile[name]
+			if len(got) == 0 {
+				t.Errorf("the %s profile has no location in the executable", name)
+			}
+			for _, mi := range got {
+				if !slices.Contains(runtimes, mi) {
+					t.Errorf("the %s profile's executable mappings are %v (GNU build ids %v), want the CPU and heap profiles' %v", name, got, gnu, runtimes)
+				}
 			}
 		}
 	}
@@ -106,9 +120,9 @@ func TestOffCPUAndSlowRequestsShareTheExecutableMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := profiles["cpu"]
-	if cpu == nil || len(cpu.Mapping) == 0 || cpu.Mapping[0].BuildID == "" {
-		t.Fatalf("the converted CPU profile's main mapping has no build id: %v", cpu)
+	heap := profiles["heap"]
+	if heap == nil || len(heap.Mapping) == 0 || heap.Mapping[0].BuildID == "" {
+		t.Fatalf("the converted heap profile's main mapping has no build id: %v", heap)
 	}
 	for _, name := range []string{"offcpu", "slowrequests"} {
 		cp := profiles[name]
@@ -116,8 +130,8 @@ func TestOffCPUAndSlowRequestsShareTheExecutableMapping(t *testing.T) {
 			t.Errorf("no converted %s profile, or it has no mapping", name)
 			continue
 		}
-		if m := cp.Mapping[0]; m.File != exe || m.BuildID != cpu.Mapping[0].BuildID {
-			t.Errorf("the converted %s profile's main mapping is %q with build id %q, want %q with %q", name, m.File, m.BuildID, exe, cpu.Mapping[0].BuildID)
+		if m := cp.Mapping[0]; m.File != exe || m.BuildID != heap.Mapping[0].BuildID {
+			t.Errorf("the converted %s profile's main mapping is %q with build id %q, want %q with %q", name, m.File, m.BuildID, exe, heap.Mapping[0].BuildID)
 		}
 	}
 }

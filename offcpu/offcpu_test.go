@@ -247,7 +247,7 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	if s := p.Stats(); s.SlowRequestsExplained != 1 || s.SlowRequestsDropped != 0 {
 		t.Errorf("explained %d, dropped %d; want 1, 0", s.SlowRequestsExplained, s.SlowRequestsDropped)
 	}
-	var all, mutex, untraced time.Duration
+	var all, mutex, elsewhere time.Duration
 	for _, req := range otlptest.ReadDir(t, dir) {
 		for _, s := range otlptest.Samples(req, "slowrequests", "wall") {
 			ids := s.TraceID + "/" + s.SpanID
@@ -263,10 +263,13 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 			for _, v := range s.Values {
 				all += time.Duration(v)
 				switch {
-				case s.Attrs["goroutine_state"] == "untraced":
-					untraced += time.Duration(v)
-				case s.Attrs["goroutine_state"] == "off_cpu" && s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler"):
+				case s.Attrs["goroutine_state"] != "off_cpu":
+				case s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler"):
 					mutex += time.Duration(v)
+				case s.Attrs["before_trace"] == "true" && s.Attrs["wait_reason"] == "":
+					// Found waiting, place unknown.
+				default:
+					elsewhere += time.Duration(v)
 				}
 			}
 		}
@@ -276,8 +279,9 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	}
 	// Until its watch trace starts (the request runs half the threshold,
 	// the tracker's sweep reports it, the tracer stops the world to start:
-	// tens of milliseconds on a loaded machine) the request is untraced.
-	if traced := all - untraced; traced-mutex > slowTook*20/100 || untraced > slowTook/2 {
-		t.Errorf("%v of the slow request's %v traced, %v of it waiting on the mutex under lockHandler; want at least half traced, all of it the mutex wait but for at most 20%% of the duration", traced, slowTook, mutex)
+	// tens of milliseconds on a loaded machine) the request is untraced,
+	// and it may wait for a CPU before it reaches the mutex.
+	if mutex < slowTook/3 || elsewhere > slowTook*20/100 {
+		t.Errorf("%v of the slow request's %v waiting on the mutex under lockHandler, %v off CPU elsewhere; want at least a third, at most 20%%", mutex, slowTook, elsewhere)
 	}
 }

@@ -17,18 +17,19 @@ import (
 // cycles start with a traced stretch of 100 ms: the requests start at every
 // phase of the cycle, some just before a stretch starts, waiting into it.
 // Every request explained must be explained as it was: its values adding
-// up to its duration within 10 %, what was traced of it the mutex wait
-// under the handler but for at most 20 % of its duration. Issue 29's proof
+// up to its duration within 10 %, and no more than 20 % of it off CPU
+// elsewhere than in the mutex wait under the handler. Issue 29's proof
 // (integration/endpoints_test.go) found requests that began about 20 ms
 // before a stretch, at the 10 s cycles of the default window, explained by
 // the last 30–60 µs of their span only (on_cpu, in labels' End).
 //
-// What no trace covered is explained as untraced: on a loaded machine
-// starting the tracer stops the world for tens of milliseconds, and a
-// request that turns long while no trace runs is untraced until its watch
-// trace starts. That is a matter of load, not of explaining: the test
-// bounds what is traced and not the mutex wait, and asks only that most
-// of the requests' time, all together, was traced.
+// On a loaded machine a request also spends time runnable or running
+// before it reaches the mutex, and starting the tracer stops the world for
+// tens of milliseconds: what no trace covered is explained as untraced,
+// and the time before a trace found the request as the state it found,
+// without a place when the short trace could not give its stack. Those
+// are matters of load, not wrong explanations; the test asks that, all
+// requests together, at least a third of their time is the mutex wait.
 func TestSlowRequestsAroundStretchStarts(t *testing.T) {
 	t.Setenv("PPROFOTEL_PROFILES", "cpu,offcpu")
 	tracer, p, dir := startToFiles(t, profiler.WithWindow(time.Second))
@@ -53,6 +54,7 @@ func TestSlowRequestsAroundStretchStarts(t *testing.T) {
 	all := make(map[string]time.Duration)
 	mutex := make(map[string]time.Duration)
 	untraced := make(map[string]time.Duration)
+	elsewhere := make(map[string]time.Duration)
 	parts := make(map[string][]string)
 	for _, req := range otlptest.ReadDir(t, dir) {
 		for _, s := range otlptest.Samples(req, "slowrequests", "wall") {
@@ -63,15 +65,20 @@ func TestSlowRequestsAroundStretchStarts(t *testing.T) {
 				switch {
 				case s.Attrs["goroutine_state"] == "untraced":
 					untraced[ids] += time.Duration(v)
-				case s.Attrs["goroutine_state"] == "off_cpu" && s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler"):
+				case s.Attrs["goroutine_state"] != "off_cpu":
+				case s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler"):
 					mutex[ids] += time.Duration(v)
+				case s.Attrs["before_trace"] == "true" && s.Attrs["wait_reason"] == "":
+					// Found waiting, place unknown.
+				default:
+					elsewhere[ids] += time.Duration(v)
 				}
 			}
 		}
 	}
 	var (
-		explained            int
-		allTook, allUntraced time.Duration
+		explained                      int
+		allTook, allUntraced, allMutex time.Duration
 	)
 	for ids, r := range slow {
 		got, ok := all[ids]
@@ -81,18 +88,18 @@ func TestSlowRequestsAroundStretchStarts(t *testing.T) {
 		explained++
 		allTook += r.took
 		allUntraced += untraced[ids]
-		traced := got - untraced[ids]
-		if got < r.took*90/100 || got > r.took*110/100 || traced-mutex[ids] > r.took*20/100 {
-			t.Errorf("request %s, %v into the run (phase %v of its second): explained %v of its %v, %v of it traced, %v the mutex wait under lockHandler; want its duration ± 10 %%, what was traced the mutex wait but for at most 20 %% of the duration; its samples (values, timestamps in Unix ns; the request started at %d):\n%s",
-				ids, r.start.Sub(begin), r.start.Sub(begin)%time.Second, got, r.took, traced, mutex[ids], r.start.UnixNano(), strings.Join(parts[ids], "\n"))
+		allMutex += mutex[ids]
+		if got < r.took*90/100 || got > r.took*110/100 || elsewhere[ids] > r.took*20/100 {
+			t.Errorf("request %s, %v into the run (phase %v of its second): explained %v of its %v, %v of it the mutex wait under lockHandler, %v off CPU elsewhere; want its duration ± 10 %%, at most 20 %% off CPU elsewhere; its samples (values, timestamps in Unix ns; the request started at %d):\n%s",
+				ids, r.start.Sub(begin), r.start.Sub(begin)%time.Second, got, r.took, mutex[ids], elsewhere[ids], r.start.UnixNano(), strings.Join(parts[ids], "\n"))
 		}
 	}
-	t.Logf("%d of %d slow requests explained, %v of their %v untraced; Stats: %d explained, %d dropped",
-		explained, len(slow), allUntraced, allTook, p.Stats().SlowRequestsExplained, p.Stats().SlowRequestsDropped)
+	t.Logf("%d of %d slow requests explained, %v of their %v the mutex wait, %v untraced; Stats: %d explained, %d dropped",
+		explained, len(slow), allMutex, allTook, allUntraced, p.Stats().SlowRequestsExplained, p.Stats().SlowRequestsDropped)
 	if explained == 0 {
 		t.Fatal("no slow request explained")
 	}
-	if allUntraced > allTook/2 {
-		t.Errorf("%v of the explained requests' %v untraced, want less than half", allUntraced, allTook)
+	if allMutex < allTook/3 {
+		t.Errorf("%v of the explained requests' %v the mutex wait under lockHandler, want at least a third", allMutex, allTook)
 	}
 }

@@ -630,7 +630,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// stretch's trace the goroutines went on unseen, and the
 		// stretch's trace states them again as it finds them.
 		rd.finishSlow()
-		rd.cross()
+		if !st.watch {
+			rd.cross()
+		}
 	}
 	rd.noWaits = st.watch
 	parse := func() {
