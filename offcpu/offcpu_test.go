@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	"github.com/pprofotel/profiler/internal/testutil/waittest"
 	"github.com/pprofotel/profiler/labels"
 	_ "github.com/pprofotel/profiler/offcpu" // what this package is for
@@ -95,8 +97,8 @@ func checkExecutableMapped(t *testing.T, req *collectorpb.ExportProfilesServiceR
 }
 
 // checkConvertedNamesBinary checks that the off-CPU profile converted to
-// pprof names the main binary, which go tool pprof needs. (pprof's BuildID
-// is the GNU one, which a test binary lacks.)
+// pprof names the main binary, which go tool pprof needs (its build id:
+// TestOffCPUAndSlowRequestsShareTheExecutableMapping).
 func checkConvertedNamesBinary(t *testing.T, dir string) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
@@ -226,7 +228,7 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	tracer, p, dir := startToFiles(t)
 	// The first stretch traces at most a second; after it the recorder
 	// rests, and the slow request's watch starts the tracer.
-	time.Sleep(1500 * time.Millisecond)
+	polltest.Until(t, "the first stretch's end", func() bool { return !trace.IsEnabled() })
 	serve := func(name string, d time.Duration) (ids string, took time.Duration) {
 		start := time.Now()
 		_, span := tracer.Start(context.Background(), name)
@@ -239,15 +241,13 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	// tracer can take a hundred milliseconds and more.
 	slow, slowTook := serve("GET /lock", 400*time.Millisecond)
 	fast, _ := serve("GET /fast", time.Millisecond)
-	// The tracker reports the end at its next sweep.
-	time.Sleep(100 * time.Millisecond)
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.SlowRequestsExplained != 1 || s.SlowRequestsDropped != 0 {
 		t.Errorf("explained %d, dropped %d; want 1, 0", s.SlowRequestsExplained, s.SlowRequestsDropped)
 	}
-	var all, mutex time.Duration
+	var all, mutex, elsewhere time.Duration
 	for _, req := range otlptest.ReadDir(t, dir) {
 		for _, s := range otlptest.Samples(req, "slowrequests", "wall") {
 			ids := s.TraceID + "/" + s.SpanID
@@ -262,8 +262,14 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 			}
 			for _, v := range s.Values {
 				all += time.Duration(v)
-				if s.Attrs["goroutine_state"] == "off_cpu" && s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler") {
+				switch {
+				case s.Attrs["goroutine_state"] != "off_cpu":
+				case s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler"):
 					mutex += time.Duration(v)
+				case s.Attrs["before_trace"] == "true" && s.Attrs["wait_reason"] == "":
+					// Found waiting, place unknown.
+				default:
+					elsewhere += time.Duration(v)
 				}
 			}
 		}
@@ -271,7 +277,11 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	if all < slowTook*90/100 || all > slowTook*110/100 {
 		t.Errorf("the slow request's samples add up to %v, want its duration %v ± 10%%", all, slowTook)
 	}
-	if mutex < slowTook*80/100 {
-		t.Errorf("%v of the slow request's %v waiting on the mutex under lockHandler, want at least 80%%", mutex, slowTook)
+	// Until its watch trace starts (the request runs half the threshold,
+	// the tracker's sweep reports it, the tracer stops the world to start:
+	// tens of milliseconds on a loaded machine) the request is untraced,
+	// and it may wait for a CPU before it reaches the mutex.
+	if mutex < slowTook/3 || elsewhere > slowTook*20/100 {
+		t.Errorf("%v of the slow request's %v waiting on the mutex under lockHandler, %v off CPU elsewhere; want at least a third, at most 20%%", mutex, slowTook, elsewhere)
 	}
 }

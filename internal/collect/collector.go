@@ -482,6 +482,11 @@ func (c *Collector) Stop(now time.Time) Window {
 func (c *Collector) collect(now time.Time, next bool) Window {
 	w := Window{Start: c.windowStart, End: now, Profiles: make([]Profile, 0, len(c.names)+1)}
 	var slow *pprofdecode.Profile
+	if c.tracker != nil {
+		// The slow-request recorder explains in this window the requests
+		// that ended in it.
+		c.tracker.Sweep(now)
+	}
 	for _, name := range c.names {
 		var (
 			p   *pprofdecode.Profile

@@ -63,7 +63,8 @@ func TestStretchLength(t *testing.T) {
 		wantLen, wantRes time.Duration
 	}{
 		{"default, rate low", 10 * time.Second, 10, 100_000, time.Second, 9 * time.Second},
-		{"first stretch", 10 * time.Second, 100, 0, time.Second, 0},
+		{"first stretch", 10 * time.Second, 10, 0, time.Second, 9 * time.Second},
+		{"first stretch, always: the cycle, the sink's budget ends it early", 10 * time.Second, 100, 0, 10 * time.Second, 0},
 		{"always, rate low", 10 * time.Second, 100, 100_000, 10 * time.Second, 0},
 		{"rate over the bound", 10 * time.Second, 10, 32 * MiB, 250 * time.Millisecond, 2250 * time.Millisecond},
 		{"always, rate over the bound", 10 * time.Second, 100, 16 * MiB, 500 * time.Millisecond, 0},

@@ -1,79 +1,64 @@
 package offcpu
 
 import (
-	"bufio"
 	"bytes"
 	"os"
-	"strconv"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
-// executableMapping is the main executable's text, as the runtime's own
-// profiles name it: the off-CPU profile's locations point at it, so that
-// readers find the binary (go tool pprof's "Main binary filename not
-// available" otherwise) and the OTLP builder adds its build id, as for
-// every other profile type. It is read once: the executable's mappings do
+// executableMappings are the main executable's mappings exactly as the
+// runtime's own profiles state them (range, offset, file, GNU build id,
+// HasFunctions): the off-CPU and slow-request profiles' locations point at
+// them, so that the OTLP builder finds one mapping of the executable in a
+// window, with its build ids, whatever the profile, and readers find the
+// binary (go tool pprof's "Main binary filename not available" otherwise).
+// They are read once, from a threadcreate profile, which runtime/pprof
+// writes with every mapping of the process: the executable's mappings do
 // not move while the process runs.
-var executableMapping = sync.OnceValue(func() pprofdecode.Mapping {
+var executableMappings = sync.OnceValue(func() []pprofdecode.Mapping {
 	path, err := os.Executable()
 	if err != nil {
 		path = ""
 	}
-	m := pprofdecode.Mapping{
-		File:         path,
-		HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true,
+	var buf bytes.Buffer
+	if err := pprof.Lookup("threadcreate").WriteTo(&buf, 0); err == nil && path != "" {
+		if p, err := pprofdecode.Parse(buf.Bytes()); err == nil {
+			if ms := mappingsOf(p.Mappings, path); len(ms) > 0 {
+				return ms
+			}
+		}
 	}
-	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil || path == "" {
-		// No /proc (not Linux): the whole address space, so that every
-		// frame maps to the executable, which a Go program mostly is.
-		m.Limit = ^uint64(0)
-		return m
-	}
-	if start, limit, offset, ok := textRange(maps, path); ok {
-		m.Start, m.Limit, m.Offset = start, limit, offset
-	} else {
-		m.Limit = ^uint64(0)
-	}
-	return m
+	// No mapping of the executable (no /proc, not Linux): the whole
+	// address space, so that every frame maps to the executable, which a
+	// Go program mostly is.
+	return []pprofdecode.Mapping{{File: path, Limit: ^uint64(0), HasFunctions: true}}
 })
 
-// textRange returns the address range of path's executable mappings in
-// maps, the text of /proc/self/maps, and the file offset of the first.
-func textRange(maps []byte, path string) (start, limit, offset uint64, ok bool) {
-	sc := bufio.NewScanner(bytes.NewReader(maps))
-	for sc.Scan() {
-		// address perms offset dev inode path
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) < 6 || bytes.IndexByte(fields[1], 'x') < 0 || string(fields[5]) != path {
-			continue
+// mappingsOf returns the mappings of file among ms, each marked as having
+// functions: every location the trace gives is symbolized, as the
+// runtime's CPU and heap profiles mark the executable's mapping.
+func mappingsOf(ms []pprofdecode.Mapping, file string) []pprofdecode.Mapping {
+	var out []pprofdecode.Mapping
+	for _, m := range ms {
+		if m.File == file && m.Limit > m.Start {
+			m.HasFunctions = true
+			out = append(out, m)
 		}
-		lo, hi, found := bytes.Cut(fields[0], []byte("-"))
-		if !found {
-			continue
-		}
-		s, err1 := strconv.ParseUint(string(lo), 16, 64)
-		l, err2 := strconv.ParseUint(string(hi), 16, 64)
-		off, err3 := strconv.ParseUint(string(fields[2]), 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil || l <= s {
-			continue
-		}
-		if !ok || s < start {
-			start, offset = s, off
-		}
-		limit = max(limit, l)
-		ok = true
 	}
-	return start, limit, offset, ok
+	return out
 }
 
-// exeMappingIndex is the mapping of a location at pc: 0, the executable's,
-// when pc is in its text; -1, none, for a frame of a shared library.
+// exeMappingIndex is the mapping of a location at pc: the index of the
+// executable's mapping that holds pc, or -1, none, for a frame of a shared
+// library.
 func exeMappingIndex(pc uint64) int32 {
-	if m := executableMapping(); pc >= m.Start && pc < m.Limit {
-		return 0
+	for i, m := range executableMappings() {
+		if pc >= m.Start && pc < m.Limit {
+			return int32(i)
+		}
 	}
 	return -1
 }

@@ -1,52 +1,72 @@
 package offcpu
 
 import (
+	"bytes"
 	"reflect"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 )
 
-func TestTextRange(t *testing.T) {
+func TestMappingsOf(t *testing.T) {
 	const exe = "/srv/app"
+	text := pprofdecode.Mapping{Start: 0x400000, Limit: 0xb40000, File: exe, BuildID: "ab12"}
+	second := pprofdecode.Mapping{Start: 0x55d000200000, Limit: 0x55d000300000, Offset: 0x200000, File: exe, BuildID: "ab12"}
+	libc := pprofdecode.Mapping{Start: 0x7f0000000000, Limit: 0x7f0000021000, File: "/usr/lib/libc.so.6", BuildID: "cd34"}
+	withFuncs := func(m pprofdecode.Mapping) pprofdecode.Mapping { m.HasFunctions = true; return m }
 	tests := []struct {
-		name                 string
-		maps                 string
-		start, limit, offset uint64
-		ok                   bool
+		name string
+		ms   []pprofdecode.Mapping
+		want []pprofdecode.Mapping
 	}{
-		{
-			name: "text, rodata and data of the executable",
-			maps: "00400000-00b40000 r-xp 00000000 fd:01 42 /srv/app\n" +
-				"00b40000-01200000 r--p 00740000 fd:01 42 /srv/app\n" +
-				"01200000-01240000 rw-p 00e00000 fd:01 42 /srv/app\n" +
-				"7f0000000000-7f0000021000 r-xp 00000000 fd:01 7 /usr/lib/libc.so.6\n",
-			start: 0x400000, limit: 0xb40000, offset: 0, ok: true,
-		},
-		{
-			name: "two executable segments: their union, the first's offset",
-			maps: "55d000002000-55d000100000 r-xp 00002000 fd:01 42 /srv/app\n" +
-				"55d000200000-55d000300000 r-xp 00200000 fd:01 42 /srv/app\n",
-			start: 0x55d000002000, limit: 0x55d000300000, offset: 0x2000, ok: true,
-		},
-		{
-			name: "another file of the same prefix is not the executable",
-			maps: "00400000-00b40000 r-xp 00000000 fd:01 42 /srv/app.old\n",
-		},
-		{
-			name: "malformed lines are passed over",
-			maps: "zz-00b40000 r-xp 00000000 fd:01 42 /srv/app\n00b40000-00400000 r-xp 0 fd:01 42 /srv/app\nshort\n",
-		},
+		{"the executable's text, its build id kept", []pprofdecode.Mapping{text, libc}, []pprofdecode.Mapping{withFuncs(text)}},
+		{"two executable segments, each its own", []pprofdecode.Mapping{libc, text, second}, []pprofdecode.Mapping{withFuncs(text), withFuncs(second)}},
+		{"another file of the same prefix is not the executable", []pprofdecode.Mapping{{Start: 1, Limit: 2, File: exe + ".old"}}, nil},
+		{"an empty range is passed over", []pprofdecode.Mapping{{Start: 2, Limit: 2, File: exe}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			start, limit, offset, ok := textRange([]byte(tt.maps), exe)
-			if start != tt.start || limit != tt.limit || offset != tt.offset || ok != tt.ok {
-				t.Errorf("textRange = %#x, %#x, %#x, %v; want %#x, %#x, %#x, %v",
-					start, limit, offset, ok, tt.start, tt.limit, tt.offset, tt.ok)
+			if got := mappingsOf(tt.ms, exe); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("mappingsOf = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
+}
+
+// TestExecutableMappingsAreTheRuntimes checks that the locations of the
+// recorder's own code map to a mapping of the executable that is, field
+// for field, one the runtime's CPU profile states, build id included.
+func TestExecutableMappingsAreTheRuntimes(t *testing.T) {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 0); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pprofdecode.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := uint64(reflect.ValueOf(exeMappingIndex).Pointer())
+	i := exeMappingIndex(pc)
+	if i < 0 {
+		t.Fatalf("the recorder's code at %#x maps to no mapping of the executable: %+v", pc, executableMappings())
+	}
+	got := executableMappings()[i]
+	if got.BuildID == "" {
+		t.Errorf("the executable's mapping %+v has no build id", got)
+	}
+	for _, m := range p.Mappings {
+		if m.Start == got.Start {
+			m.HasFunctions = true
+			if m != got {
+				t.Errorf("mapping %+v, the runtime's is %+v", got, m)
+			}
+			return
+		}
+	}
+	t.Errorf("mapping %+v is none of the runtime's: %+v", got, p.Mappings)
 }
 
 // TestRecorderFuncNamesTheRecorder checks that recorderFunc, by which the

@@ -43,8 +43,11 @@ type window struct {
 	sampleType pprofdecode.ValueType
 	period     int64
 	// traced is the time the trace covered in the window, which the
-	// Recorder adds up.
-	traced time.Duration
+	// Recorder adds up; partial is set when a stretch traced into it at
+	// a duty cycle below 100 %, and its values are then scaled by the
+	// window's length over traced. At 100 % they are the waits seen.
+	traced  time.Duration
+	partial bool
 
 	kinds  []kind
 	byKind map[kindKey]int32
@@ -107,7 +110,7 @@ func newWindow(maxWaits int, sampleType pprofdecode.ValueType) *window {
 
 // reset empties w for the next window, keeping its memory.
 func (w *window) reset() {
-	w.traced = 0
+	w.traced, w.partial = 0, false
 	w.kinds = w.kinds[:0]
 	clear(w.byKind)
 	w.events = w.events[:0]
@@ -137,6 +140,14 @@ type goroutine struct {
 	// pending are the window's events (indexes into window.events) of
 	// the waits recorded before the span was known.
 	pending []int32
+	// startWall, when not 0, is when the wait began, in Unix
+	// nanoseconds, for a wait that crossed from one trace into the next
+	// (carry, cross); then start is not used. until is where the trace
+	// before was read to, and confirm is set until the goroutine's first
+	// transition in the next trace says whether the wait went on between
+	// the two traces (confirm).
+	startWall, until int64
+	confirm          bool
 
 	// For the slow-request timelines: the state since when, with its
 	// reason and stack; root is the local root span id of the span now
@@ -255,7 +266,7 @@ func (s *reading) finish() time.Duration {
 	for _, g := range s.goroutines {
 		if g.waiting && !s.w.full() {
 			g.waiting = false
-			s.add(g, s.last)
+			s.addAt(g, s.wall(s.last))
 		}
 	}
 	if s.seen {
@@ -327,6 +338,9 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 	if s.slow != nil {
 		s.slowTransition(ev, st, id, t)
 	}
+	if g := s.goroutines[id]; g != nil && g.confirm {
+		s.confirm(g, from, to, st.Stack)
+	}
 	switch {
 	case from == trace.GoNotExist && to == trace.GoRunnable:
 		// Created: the new goroutine starts in its creator's span.
@@ -362,18 +376,29 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 	case to == trace.GoRunning:
 		if g, ok := s.goroutines[id]; ok && g.waiting {
 			g.waiting = false
-			s.add(g, t)
+			s.addAt(g, s.wall(t))
 		}
 	}
 }
 
-// add records g's wait, which ended at end.
-func (s *reading) add(g *goroutine, end trace.Time) {
+// addAt records g's wait, which ended at end, Unix nanoseconds. A wait
+// carried from the trace before is recorded even in a reading that leaves
+// waits out: the short trace that starts a stretch.
+func (s *reading) addAt(g *goroutine, end int64) {
 	w := s.w
-	if w.full() || s.noWaits {
+	carried := g.startWall != 0
+	if w.full() || s.noWaits && !carried {
 		return
 	}
-	start, dur := s.wall(g.start), int64(end.Sub(g.start))
+	start := g.startWall
+	if !carried {
+		start = s.wall(g.start)
+	}
+	g.startWall = 0
+	dur := end - start
+	if dur <= 0 {
+		return
+	}
 	if s.waitsUntil != 0 {
 		if start >= s.waitsUntil {
 			return
@@ -391,8 +416,17 @@ func (s *reading) add(g *goroutine, end trace.Time) {
 	if w.full() {
 		// Reading stops here, as though the stretch had ended now.
 		s.truncated = true
-		s.last = end
+		s.last = s.traceTime(end)
 	}
+}
+
+// traceTime converts wall, Unix nanoseconds, to trace time; the inverse
+// of wall.
+func (s *reading) traceTime(wall int64) trace.Time {
+	if s.haveClock {
+		return s.clockTrace + trace.Time(wall-s.clockWall)
+	}
+	return s.first + trace.Time(wall-s.wallStart)
 }
 
 // wall converts trace time t to Unix nanoseconds.
@@ -549,7 +583,7 @@ func (w *window) build(b *built, start, end time.Time, scale float64) *pprofdeco
 	p.DurationNanos = int64(end.Sub(start))
 	p.Locations = w.locations
 	p.Functions = w.functions
-	p.Mappings = append(p.Mappings[:0], executableMapping())
+	p.Mappings = append(p.Mappings[:0], executableMappings()...)
 	p.Samples = p.Samples[:0]
 
 	// Lay the events out kind by kind: count, then place.

@@ -148,6 +148,11 @@ type Recorder struct {
 	handover *stretch
 	// reach is where the last trace read ended, Unix nanoseconds.
 	reach int64
+	// carried are the waits open where the last stretch was read to,
+	// which the handover stretch's reading carries on (handOver).
+	carried []openWait
+	// bridged is set while a window ends with the trace going on.
+	bridged bool
 }
 
 // settleUntraced explains the watched requests that ended, with no trace
@@ -155,7 +160,7 @@ type Recorder struct {
 // that ended before the last trace read ended; the others are explained
 // from the handover trace's reading.
 func (r *Recorder) settleUntraced(now time.Time) {
-	if r.handover != nil {
+	if r.handover != nil || r.bridged {
 		r.slow.settle(r.reach, true, now)
 		return
 	}
@@ -411,7 +416,7 @@ func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64)
 	length = cycle * d / 100
 	if rate > 0 {
 		length = min(length, time.Duration(float64(maxBytes)/rate*float64(time.Second)))
-	} else {
+	} else if duty < 100 {
 		length = min(length, firstStretch)
 	}
 	length = max(length, minStretch)
@@ -611,6 +616,13 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// one lives.
 		idleSince time.Time
 	)
+	if !st.watch {
+		rd.carry(r.carried)
+		if st.rest > 0 {
+			w.partial = true
+		}
+	}
+	r.carried = nil
 	if st.first != nil {
 		rd.noWaits = true
 		_ = rd.read(bytes.NewReader(st.first))
@@ -618,6 +630,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// stretch's trace the goroutines went on unseen, and the
 		// stretch's trace states them again as it finds them.
 		rd.finishSlow()
+		if !st.watch {
+			rd.cross()
+		}
 	}
 	rd.noWaits = st.watch
 	parse := func() {
@@ -647,6 +662,13 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 			r.charge(offered - charged)
 			charged = offered
 		}
+		// At 100 % the trace goes on: a collection ends the window, not
+		// the stretch, and the stretch's end begins another cycle.
+		whole := !st.watch && st.rest == 0 && err == nil && !rd.truncated && !st.sink.isFull()
+		if whole && q != nil && !q.last && r.bridgeWindow(q, rd, &st, func() bool { parse(); return err == nil }) {
+			w, q, end = r.windows[r.cur], nil, st.start.Add(r.cycle)
+			continue
+		}
 		if q != nil || st.sink.isFull() || err != nil || rd.truncated {
 			break
 		}
@@ -655,6 +677,15 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 			idleSince = time.Time{}
 		} else if idleSince.IsZero() {
 			idleSince = now
+		}
+		if whole && !now.Before(end) {
+			// The watched requests are traced along, and the cycle has a
+			// byte budget of its own.
+			w.traced += now.Sub(st.start)
+			rd.retarget(w)
+			st.sink.renew()
+			st.start, end = now, now.Add(r.cycle)
+			continue
 		}
 		if !now.Before(end) || st.watch && r.slow.live == 0 {
 			lingering := st.watch && now.Sub(idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
@@ -675,8 +706,11 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	stopTrace()
 	stopped := time.Now()
 	sinkCut, offered := st.sink.close()
-	if q != nil && !q.last && r.slow.live > 0 {
-		// A collection with watched requests live: the next stretch's
+	// At 100 % the next stretch follows at once, whatever ended this one
+	// (its byte budget, the tracer's bridge not had).
+	chain := !st.watch && st.rest == 0 && (q == nil || !q.last)
+	if q != nil && !q.last && r.slow.live > 0 || chain {
+		// A collection with watched requests live, or 100 %: the next stretch's
 		// trace starts now, before this one's last generations are read
 		// (tens of milliseconds on a busy machine), so that what the
 		// requests do meanwhile is traced, and a wait open across the
@@ -707,6 +741,12 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	}
 	if !abandon {
 		parse()
+		if next := r.handover; next != nil && !next.watch && next.sink != nil && !extended && err == nil {
+			// The next stretch's trace began as this one's ended: its
+			// reading carries on the waits still open, split at the
+			// window's end when a collection ended this one.
+			r.carried = rd.handOver(q != nil)
+		}
 	}
 	if st.watch || extended {
 		r.charge(offered - charged)
@@ -759,10 +799,12 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 // accumulates in the other buffer, so the returned profile stays valid
 // until the next flush.
 func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
+	// The tracker's last reports may have come with the collection.
+	r.drain()
 	w := r.windows[r.cur]
 	length := now.Sub(r.windowStart)
 	scale := 1.0
-	if w.traced > 0 && length > w.traced {
+	if w.partial && w.traced > 0 && length > w.traced {
 		scale = float64(length) / float64(w.traced)
 	}
 	p := w.build(&r.built, r.windowStart, now, scale)
@@ -780,4 +822,59 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 	r.cur ^= 1
 	r.windows[r.cur].reset()
 	return p
+}
+
+// bridgeWindow ends the window at q's collection while st's trace goes
+// on, at 100 %: what the trace holds up to now is read (parse), the
+// waits still open count into the window up to the last event read and
+// on from there into the next, and the reading goes on into the next
+// window, whose cycle starts now. It reports false, having done nothing
+// but maybe parse (false when the parse failed), when the trace cannot be
+// read up to now: the stretch
+// then ends as at a duty cycle below 100 %.
+func (r *Recorder) bridgeWindow(q *request, rd *reading, st *stretch, parse func() (ok bool)) bool {
+	if !r.bridge(st.sink) {
+		return false
+	}
+	if !parse() || rd.truncated || rd.w.full() {
+		return false
+	}
+	rd.split()
+	rd.w.traced += time.Since(st.start)
+	r.reach, r.bridged = rd.wall(rd.last), true
+	q.reply <- r.flush(q.now)
+	r.bridged = false
+	rd.retarget(r.windows[r.cur])
+	st.sink.renew()
+	st.start = time.Now()
+	return true
+}
+
+// bridgeWait bounds the wait for the generation a bridge ends.
+const bridgeWait = time.Second
+
+// bridge ends the trace's generation under way without ending the
+// stretch's trace, and waits until sink holds it: every event up to now
+// can then be read while the trace goes on. The runtime ends a
+// generation whenever a subscriber comes or goes, so a flight recorder is
+// started and stopped at once; false when the application's flight
+// recorder has the slot, or the generation did not come in time (the
+// stretch then ends as before).
+func (r *Recorder) bridge(sink *traceSink) bool {
+	before := sink.generations()
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MaxBytes: 1 << 20})
+	if err := fr.Start(); err != nil {
+		return false
+	}
+	fr.Stop()
+	timer := time.NewTimer(bridgeWait)
+	defer timer.Stop()
+	for sink.generations() <= before {
+		select {
+		case <-sink.ready:
+		case <-timer.C:
+			return false
+		}
+	}
+	return true
 }

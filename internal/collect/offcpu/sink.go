@@ -46,6 +46,8 @@ type traceSink struct {
 	// dropping is set from the generation that crossed the limit on.
 	dropping bool
 	full     bool
+	// gens counts the generations completed, kept or not.
+	gens int
 }
 
 // newTraceSink returns a sink that keeps at most limit bytes and asks to
@@ -68,6 +70,7 @@ func (s *traceSink) Write(b []byte) (int, error) {
 	}
 	s.offered += len(b)
 	if len(b) == 1 && b[0] == evEndOfGeneration {
+		s.gens++
 		if !s.dropping {
 			s.buf = append(s.buf, b...)
 			s.kept++
@@ -150,4 +153,19 @@ func (s *traceSink) offeredBytes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.offered
+}
+
+// generations returns the number of generations completed so far.
+func (s *traceSink) generations() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gens
+}
+
+// renew gives the stretch, which goes on, a new byte budget, from what
+// the sink holds now.
+func (s *traceSink) renew() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kept = len(s.buf)
 }

@@ -329,6 +329,13 @@ func (t *Tracker) idle() bool {
 	return true
 }
 
+// Sweep does at now what the sweeper's next sweep would: the requests
+// that ended are counted and reported to OnEnd, those that have run
+// LongAfter to OnLong. The collector calls it before its recorders end a
+// window, so that a request ended before the window's end is reported to
+// them within it, not a sweep period later.
+func (t *Tracker) Sweep(now time.Time) { t.sweepNow(now) }
+
 // sweepNow takes in the requests begun since the last sweep, counts those
 // that ended, calls OnLong for those that have run LongAfter, and ages out
 // those that ran MaxAge or exceed MaxRequests, the oldest first. It
