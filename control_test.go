@@ -85,7 +85,7 @@ func TestRemoteSettings(t *testing.T) {
 	} {
 		s := target.Local()
 		tt.change(&s)
-		if _, err := target.Apply(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := target.Apply(s); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Apply error %v, want one containing %q", tt.name, err, tt.want)
 		}
 	}
@@ -98,7 +98,7 @@ func TestRemoteSettings(t *testing.T) {
 	change.ProfileTypes = []string{"mutex", "heap", "goroutine"}
 	change.MutexFraction = 3
 	change.Window = 30 * time.Millisecond
-	applied, err := target.Apply(change)
+	_, applied, err := target.Apply(change)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestRemoteSettings(t *testing.T) {
 
 	pause := target.Effective()
 	pause.Enabled = false
-	applied, err = target.Apply(pause)
+	_, applied, err = target.Apply(pause)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestRemoteSettings(t *testing.T) {
 	paused := p.Stats().WindowsCollected
 	resume := target.Effective()
 	resume.Enabled = true
-	applied, err = target.Apply(resume)
+	_, applied, err = target.Apply(resume)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRemoteSettings(t *testing.T) {
 	if err := stopWithin(t, p, context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.Apply(target.Local()); err == nil {
+	if _, _, err := target.Apply(target.Local()); err == nil {
 		t.Error("Apply after Stop succeeded")
 	}
 	checkAccounting(t, p)

@@ -73,9 +73,10 @@ type Profiler struct {
 	processContext *processctx.Context
 
 	// boundary points, once remote control has looked the profiler up
-	// (control.go), to the func(now time.Time) (window time.Duration)
-	// that ends each window in place of p.window: it makes the change of
-	// settings waiting, if any, and returns the window length. Nil
+	// (control.go), to the func(due, now time.Time) time.Duration that
+	// the loop calls at each tick in place of p.window: it ends the window
+	// when due, or at once with the change of settings waiting, and
+	// returns the time to the next tick. Nil
 	// otherwise. An unsafe.Pointer loaded atomically, rather than an
 	// atomic.Value or an atomic.Pointer of its own type, because it is
 	// all a program that does not import package opamp links of remote
@@ -282,7 +283,7 @@ func (p *Profiler) loop() {
 			// CPU recording it stops must end within the window.
 			now := time.Now()
 			if boundary := atomic.LoadPointer(&p.boundary); boundary != nil {
-				window = (*(*func(time.Time) time.Duration)(boundary))(now)
+				window = (*(*func(due, now time.Time) time.Duration)(boundary))(next, now)
 			} else {
 				p.window(now, false)
 			}

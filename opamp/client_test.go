@@ -43,10 +43,25 @@ func (f *fakeTarget) Effective() control.Settings {
 	return f.effective
 }
 
-// Apply refuses a window under a second, as the profiler's options do.
-func (f *fakeTarget) Apply(s control.Settings) (<-chan struct{}, error) {
+// Apply refuses a window under a second, as the profiler's options do,
+// and spells the profile types as the profiler does: in lower case, each
+// once, in order.
+func (f *fakeTarget) Apply(s control.Settings) (control.Settings, <-chan struct{}, error) {
 	if s.Window < time.Second {
-		return nil, errors.New("profiler: WithWindow(" + s.Window.String() + "): window must be at least 1s")
+		return control.Settings{}, nil, errors.New("profiler: WithWindow(" + s.Window.String() + "): window must be at least 1s")
+	}
+	var names []string
+	for _, n := range s.ProfileTypes {
+		for f := range strings.SplitSeq(n, ",") {
+			names = append(names, strings.ToLower(strings.TrimSpace(f)))
+		}
+	}
+	order := []string{"cpu", "heap", "goroutine", "mutex", "block", "offcpu", "goroutineleak"}
+	s.ProfileTypes = nil
+	for _, n := range order {
+		if slices.Contains(names, n) {
+			s.ProfileTypes = append(s.ProfileTypes, n)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -55,7 +70,7 @@ func (f *fakeTarget) Apply(s control.Settings) (<-chan struct{}, error) {
 	}
 	f.pending, f.applied = &s, make(chan struct{})
 	f.applies++
-	return f.applied, nil
+	return s, f.applied, nil
 }
 
 // boundary ends a window: the change waiting takes effect.
@@ -308,7 +323,7 @@ func TestProfilerRefusal(t *testing.T) {
 	} {
 		change, err := parseRemote(configMap(map[string]string{"pprofotel": tt.body}), target.Local(), defaultBounds)
 		if err == nil {
-			_, err = target.Apply(change.settings)
+			_, _, err = target.Apply(change.settings)
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.reason) {
 			t.Errorf("%s: error %v, want one containing %q", tt.body, err, tt.reason)

@@ -275,9 +275,12 @@ func (c *Client) receive(st *loopState, rc *protobufs.AgentRemoteConfig) {
 	r := &remote{hash: rc.GetConfigHash()}
 	st.last = r
 	change, err := parseRemote(rc.GetConfig(), c.target.Local(), c.cfg.options.bounds)
-	var applied <-chan struct{}
+	var (
+		canonical control.Settings
+		applied   <-chan struct{}
+	)
 	if err == nil {
-		applied, err = c.target.Apply(change.settings)
+		canonical, applied, err = c.target.Apply(change.settings)
 	}
 	if err != nil {
 		r.status, r.reason = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, err.Error()
@@ -300,21 +303,21 @@ func (c *Client) receive(st *loopState, rc *protobufs.AgentRemoteConfig) {
 			}
 		})
 	}
-	st.waiting, st.waitingFor = applied, change.settings
+	st.waiting, st.waitingFor = applied, canonical
 	c.setStatus(r)
 }
 
 // apply makes s the settings at the next window boundary, waiting for it
 // in the run loop.
 func (c *Client) apply(st *loopState, s control.Settings) {
-	applied, err := c.target.Apply(s)
+	canonical, applied, err := c.target.Apply(s)
 	if err != nil {
 		// The local settings passed the same validation at Start;
 		// only a stopped profiler refuses them.
 		c.cfg.logger.Debug("pprofotel: the local settings were not restored", "error", err)
 		return
 	}
-	st.waiting, st.waitingFor = applied, s
+	st.waiting, st.waitingFor = applied, canonical
 }
 
 // applied reports that the settings last applied took effect: the
@@ -322,7 +325,7 @@ func (c *Client) apply(st *loopState, s control.Settings) {
 // that asked for them.
 func (c *Client) applied(st *loopState) {
 	eff := c.target.Effective()
-	if !reflect.DeepEqual(normalize(eff), normalize(st.waitingFor)) {
+	if !equal(eff, st.waitingFor) {
 		return // the profiler stopped first
 	}
 	if r := st.accepted; r != nil && r.status == protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLYING {
@@ -359,11 +362,13 @@ func (c *Client) setStatus(r *remote) {
 	})
 }
 
-// normalize makes settings comparable whatever order their profile types
-// were given in: the profiler keeps them in its own order.
-func normalize(s control.Settings) control.Settings {
-	s.ProfileTypes = slices.Sorted(slices.Values(s.ProfileTypes))
-	return s
+// equal reports whether a and b are the same settings. Both are as the
+// profiler spells them (control.Target.Apply): the server's spelling of the
+// profile types is never compared.
+func equal(a, b control.Settings) bool {
+	ta, tb := a.ProfileTypes, b.ProfileTypes
+	a.ProfileTypes, b.ProfileTypes = nil, nil
+	return reflect.DeepEqual(a, b) && slices.Equal(ta, tb)
 }
 
 // effectiveConfig is the effective configuration reported: the settings as
