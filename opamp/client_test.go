@@ -317,9 +317,8 @@ func TestProfilerRefusal(t *testing.T) {
 		t.Fatal("no control target")
 	}
 	for _, tt := range []struct{ body, reason string }{
-		{`{"cpu_duty_cycle":0}`, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{`{"profiles":["wall"]}`, `unknown profile type "wall"`},
-		{`{"max_goroutines":-1}`, "WithMaxGoroutines(-1)"},
+		{`{"profiles":[]}`, "profiler: WithProfileTypes: no profile type named"},
 	} {
 		change, err := parseRemote(configMap(map[string]string{"pprofotel": tt.body}), target.Local(), defaultBounds)
 		if err == nil {
