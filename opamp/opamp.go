@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +47,8 @@ type Client struct {
 
 	// effective is what GetEffectiveConfig returns, kept by the run loop.
 	effective atomic.Pointer[protobufs.EffectiveConfig]
+	// refused is the location of the last redirect refused.
+	refused atomic.Pointer[string]
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -168,12 +173,82 @@ func (c *Client) connect(ctx context.Context) error {
 			GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
 				return c.effective.Load(), nil
 			},
+			CheckRedirect: c.checkRedirect,
 		},
 	}
 	if err := c.opamp.Start(ctx, settings); err != nil {
 		return fmt.Errorf("opamp: %s: %w", c.cfg, err)
 	}
 	return nil
+}
+
+// maxRedirects is how many redirects in a row the client follows, as
+// net/http's default.
+const maxRedirects = 10
+
+// checkRedirect lets the client follow a redirect only to the endpoint's
+// own scheme and host: never from TLS to cleartext, never with the
+// headers (an Authorization) to another host, and, over WebSocket, where
+// opamp-go keeps a redirect's URL for every later connection, never to a
+// server the application did not name. A refused redirect fails the
+// attempt, which is retried at the endpoint, and is logged once per
+// location.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request, _ []*http.Response) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	err := sameOrigin(c.cfg.endpoint, req.URL)
+	if err == nil {
+		return nil
+	}
+	to := req.URL.Scheme + "://" + req.URL.Host
+	if prev := c.refused.Swap(&to); prev == nil || *prev != to {
+		c.cfg.logger.Warn("pprofotel: redirect from the OpAMP server refused; the client stays with its endpoint",
+			"server", c.cfg.String(), "location", to, "reason", err.Error())
+	}
+	return err
+}
+
+// sameOrigin reports whether to has the scheme and the host of endpoint,
+// http and ws, https and wss counting as one (opamp-go turns one into the
+// other), and no user information.
+func sameOrigin(endpoint, to *url.URL) error {
+	secure := func(scheme string) (bool, bool) {
+		switch strings.ToLower(scheme) {
+		case "wss", "https":
+			return true, true
+		case "ws", "http":
+			return false, true
+		}
+		return false, false
+	}
+	want, _ := secure(endpoint.Scheme)
+	got, ok := secure(to.Scheme)
+	switch {
+	case !ok:
+		return fmt.Errorf("scheme %q is not one of ws, wss, http, https", to.Scheme)
+	case want && !got:
+		return errors.New("a redirect from TLS to cleartext")
+	case got != want:
+		return errors.New("a redirect to another scheme")
+	case to.User != nil:
+		return errors.New("a redirect carrying user information")
+	case !strings.EqualFold(hostPort(endpoint, want), hostPort(to, got)):
+		return errors.New("a redirect to another host")
+	}
+	return nil
+}
+
+// hostPort is u's host and port, the scheme's default port when u has
+// none.
+func hostPort(u *url.URL, secure bool) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if secure {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // offer hands a remote configuration to the run loop, replacing one it has
