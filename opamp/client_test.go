@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -357,5 +358,47 @@ func TestDisabledProfiler(t *testing.T) {
 	}
 	if _, err := Start(context.Background(), nil); err == nil {
 		t.Error("Start with a nil profiler succeeded")
+	}
+}
+
+// TestHealthAtStop: a profiler stopped by its application is reported
+// stopped and healthy; one whose last windows failed, stopped and
+// unhealthy, with the reason.
+func TestHealthAtStop(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		failedAtEnd int64
+		healthy     bool
+	}{
+		{"normal stop", 0, true},
+		{"last windows failed", 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := newConfig([]Option{WithLogger(slog.New(slog.DiscardHandler))}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := newFakeTarget()
+			var stopped atomic.Bool
+			stats := func() profiler.Stats {
+				if stopped.Load() {
+					return profiler.Stats{WindowsCollected: 5, WindowsExported: 5 - tt.failedAtEnd, WindowsFailed: tt.failedAtEnd}
+				}
+				return profiler.Stats{WindowsCollected: 3, WindowsExported: 3}
+			}
+			c := newClient(cfg, target, stats)
+			fake := &fakeOpAMP{statuses: make(chan *protobufs.RemoteConfigStatus, 10), effective: make(chan struct{}, 10)}
+			c.opamp = fake
+			go c.run()
+			stopped.Store(true)
+			close(target.done)
+			<-c.done
+			fake.mu.Lock()
+			h := fake.health
+			fake.mu.Unlock()
+			if h.Status != "stopped" || h.Healthy != tt.healthy {
+				t.Errorf("health at stop %q healthy=%v, want stopped healthy=%v", h.Status, h.Healthy, tt.healthy)
+			}
+		})
 	}
 }
