@@ -145,41 +145,47 @@ func (c *Client) connect(ctx context.Context) error {
 		// Only then: opamp-go turns a ws URL into wss when given one.
 		tlsConfig = c.cfg.tls
 	}
-	var failing atomic.Bool
 	settings := types.StartSettings{
 		OpAMPServerURL:    c.cfg.endpoint.String(),
 		Header:            header,
 		TLSConfig:         tlsConfig,
 		InstanceUid:       types.InstanceUid(uid),
 		HeartbeatInterval: &heartbeat,
-		Callbacks: types.Callbacks{
-			OnConnect: func(context.Context) {
-				if failing.Swap(false) {
-					c.cfg.logger.Info("pprofotel: connected to the OpAMP server", "server", c.cfg.String())
-				}
-			},
-			OnConnectFailed: func(_ context.Context, err error) {
-				// Once per outage, not once per attempt.
-				if !failing.Swap(true) {
-					c.cfg.logger.Warn("pprofotel: cannot reach the OpAMP server; retrying with backoff",
-						"server", c.cfg.String(), "error", err)
-				}
-			},
-			OnMessage: func(_ context.Context, msg *types.MessageData) {
-				if msg.RemoteConfig != nil {
-					c.offer(msg.RemoteConfig)
-				}
-			},
-			GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
-				return c.effective.Load(), nil
-			},
-			CheckRedirect: c.checkRedirect,
-		},
+		Callbacks:         c.callbacks(),
 	}
 	if err := c.opamp.Start(ctx, settings); err != nil {
 		return fmt.Errorf("opamp: %s: %w", c.cfg, err)
 	}
 	return nil
+}
+
+// callbacks are what the client does on opamp-go's events: what the
+// server sends, and the connection made, lost and redirected.
+func (c *Client) callbacks() types.Callbacks {
+	var failing atomic.Bool
+	return types.Callbacks{
+		OnConnect: func(context.Context) {
+			if failing.Swap(false) {
+				c.cfg.logger.Info("pprofotel: connected to the OpAMP server", "server", c.cfg.String())
+			}
+		},
+		OnConnectFailed: func(_ context.Context, err error) {
+			// Once per outage, not once per attempt.
+			if !failing.Swap(true) {
+				c.cfg.logger.Warn("pprofotel: cannot reach the OpAMP server; retrying with backoff",
+					"server", c.cfg.String(), "error", err)
+			}
+		},
+		OnMessage: func(_ context.Context, msg *types.MessageData) {
+			if msg.RemoteConfig != nil {
+				c.offer(msg.RemoteConfig)
+			}
+		},
+		GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
+			return c.effective.Load(), nil
+		},
+		CheckRedirect: c.checkRedirect,
+	}
 }
 
 // maxRedirects is how many redirects in a row the client follows, as
