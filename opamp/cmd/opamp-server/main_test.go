@@ -44,7 +44,7 @@ func TestServer(t *testing.T) {
 	out := &lockedBuffer{}
 	addrs := make(chan string, 1)
 	served := make(chan error, 1)
-	go func() { served <- run(ctx, "127.0.0.1:0", in, out, func(a string) { addrs <- a }) }()
+	go func() { served <- run(ctx, "127.0.0.1:0", in, out, func(a string) { addrs <- a }, func() {}) }()
 	addr := <-addrs
 
 	p, err := profiler.Start(profiler.WithExporter(nopExporter{}), profiler.WithServiceName("try-remote"),
