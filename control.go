@@ -30,7 +30,7 @@ func lookupTarget(v any) (control.Target, bool) {
 	if !ok || p == nil || p.done == nil {
 		return nil, false // disabled: nothing runs to control
 	}
-	st, loaded := controls.LoadOrStore(p, &controlState{p: p, window: p.cfg.window})
+	st, loaded := controls.LoadOrStore(p, &controlState{p: p, local: p.cfg.window, window: p.cfg.window})
 	s := st.(*controlState)
 	if !loaded {
 		boundary := s.boundary
@@ -49,9 +49,15 @@ var controls sync.Map
 // controlState is the remote control of a Profiler.
 type controlState struct {
 	p *Profiler
-	// window is the window length, touched only by the loop (boundary)
-	// once the loop holds the boundary func.
+	// local is the window length Start resolved: the loop looks for a
+	// change at least that often, whatever the window length in effect.
+	local time.Duration
+	// window is the window length in effect and end the time the current
+	// window is due to end, zero until a change took effect; both are
+	// touched only by the loop (boundary) once it holds the boundary
+	// func.
 	window time.Duration
+	end    time.Time
 	// effective is the settings the current window runs with, nil while
 	// they are the local ones.
 	effective atomic.Pointer[control.Settings]
@@ -67,16 +73,22 @@ type settingsChange struct {
 	applied  chan struct{}
 }
 
-// boundary ends the window at now, in the loop: with the change waiting,
-// if any (reconfigure), else as the loop does without remote control. It
-// returns the window length from now on.
-func (s *controlState) boundary(now time.Time) time.Duration {
+// boundary is the loop's tick due at due, run at now. It ends the window
+// at now with the change waiting, if any (reconfigure), or when the window
+// in effect is due to end, as the loop does without remote control. It
+// returns the time from due to the next tick: the end of the window in
+// effect, or one local window when that is sooner, so that a change (an
+// expiry, a correction, the client's Shutdown) waits for no more than one
+// local window whatever the window in effect.
+func (s *controlState) boundary(due, now time.Time) time.Duration {
 	if c := s.pending.Swap(nil); c != nil {
 		s.window = s.reconfigure(now, c)
-	} else {
+		s.end = due.Add(s.window)
+	} else if !due.Before(s.end) {
 		s.p.window(now, false)
+		s.end = due.Add(s.window)
 	}
-	return s.window
+	return min(s.local, s.end.Sub(due))
 }
 
 // reconfigure ends the window at now with the settings it began with,
@@ -130,10 +142,13 @@ func (c *config) settings(enabled bool) control.Settings {
 	}
 }
 
-// configFor validates s exactly as Start validates its options: s is
-// turned into the options that set each of its values, which resolve, over
-// an empty environment, into the configuration the collector is built
-// from. The errors are the options' own.
+// configFor validates s exactly as Start validates its options, and
+// returns the profiler's configuration with the values s holds in place of
+// its own: s is turned into the options that set each of its values, which
+// resolve, over an empty environment, into a scratch configuration whose
+// values of s are copied over. Every other setting (the endpoints' bound,
+// the slow-request threshold, whether from an option or the environment)
+// stays as Start resolved it. The errors are the options' own.
 func (p *Profiler) configFor(s control.Settings) (*config, error) {
 	types, err := parseProfileList(strings.Join(s.ProfileTypes, ","))
 	if err != nil {
@@ -153,16 +168,24 @@ func (p *Profiler) configFor(s control.Settings) (*config, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	c := *p.cfg
+	r := *p.cfg
 	env := envconfig.New(func(string) string { return "" }, "profiler: ")
-	c.resolveSampling(&o, env)
-	c.resolveCollect(&o, env)
+	r.resolveSampling(&o, env)
+	r.resolveCollect(&o, env)
 	if len(o.errs) > 0 {
 		return nil, errors.Join(o.errs...)
 	}
-	if err := checkAvailable(c.profileTypes); err != nil {
+	if err := checkAvailable(r.profileTypes); err != nil {
 		return nil, err
 	}
+	c := *p.cfg
+	c.window, c.profileTypes = r.window, r.profileTypes
+	c.cpuDuty, c.cpuDuration = r.cpuDuty, r.cpuDuration
+	for _, t := range []ProfileType{OffCPUProfile, MutexProfile, BlockProfile} {
+		c.rates[t] = r.rates[t]
+	}
+	c.maxGoroutines = r.maxGoroutines
+	c.intervals[GoroutineLeakProfile] = r.intervals[GoroutineLeakProfile]
 	return &c, nil
 }
 
@@ -178,24 +201,24 @@ func (t controlTarget) Effective() control.Settings {
 	return t.Local()
 }
 
-func (t controlTarget) Apply(s control.Settings) (<-chan struct{}, error) {
+func (t controlTarget) Apply(s control.Settings) (control.Settings, <-chan struct{}, error) {
 	s = clone(s)
 	cfg, err := t.s.p.configFor(s)
 	if err != nil {
-		return nil, err
+		return control.Settings{}, nil, err
 	}
 	// The names as the profiler spells them, in its order.
 	s.ProfileTypes = cfg.settings(s.Enabled).ProfileTypes
 	c := &settingsChange{settings: s, cfg: cfg, applied: make(chan struct{})}
 	select {
 	case <-t.s.p.done:
-		return nil, errors.New("profiler: stopped")
+		return control.Settings{}, nil, errors.New("profiler: stopped")
 	default:
 	}
 	if prev := t.s.pending.Swap(c); prev != nil {
 		close(prev.applied) // replaced before it took effect
 	}
-	return c.applied, nil
+	return clone(s), c.applied, nil
 }
 
 func (t controlTarget) Resource() []attribute.KeyValue { return t.s.p.cfg.resource.Attributes() }

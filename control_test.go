@@ -89,7 +89,7 @@ func TestRemoteSettings(t *testing.T) {
 	} {
 		s := target.Local()
 		tt.change(&s)
-		if _, err := target.Apply(s); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := target.Apply(s); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: Apply error %v, want one containing %q", tt.name, err, tt.want)
 		}
 	}
@@ -102,7 +102,7 @@ func TestRemoteSettings(t *testing.T) {
 	change.ProfileTypes = []string{"mutex", "heap", "goroutine"}
 	change.MutexFraction = 3
 	change.Window = 30 * time.Millisecond
-	applied, err := target.Apply(change)
+	_, applied, err := target.Apply(change)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestRemoteSettings(t *testing.T) {
 
 	pause := target.Effective()
 	pause.Enabled = false
-	applied, err = target.Apply(pause)
+	_, applied, err = target.Apply(pause)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestRemoteSettings(t *testing.T) {
 	paused := p.Stats().WindowsCollected
 	resume := target.Effective()
 	resume.Enabled = true
-	applied, err = target.Apply(resume)
+	_, applied, err = target.Apply(resume)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestRemoteSettings(t *testing.T) {
 	if err := stopWithin(t, p, context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.Apply(target.Local()); err == nil {
+	if _, _, err := target.Apply(target.Local()); err == nil {
 		t.Error("Apply after Stop succeeded")
 	}
 	checkAccounting(t, p)
@@ -224,7 +224,7 @@ func TestRemoteChangeKeepsRequests(t *testing.T) {
 	} {
 		s := target.Effective()
 		change(&s)
-		applied, err := target.Apply(s)
+		_, applied, err := target.Apply(s)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,10 +77,11 @@ type Profiler struct {
 	processContext *processctx.Context
 
 	// boundary, once remote control has looked the profiler up
-	// (control.go), ends each window in place of p.window: it makes the
-	// change of settings waiting, if any, and returns the window length.
-	// Nil otherwise.
-	boundary atomic.Pointer[func(now time.Time) (window time.Duration)]
+	// (control.go), is what the loop calls at each tick in place of
+	// p.window: it ends the window when due, or at once with the change of
+	// settings waiting, and returns the time to the next tick. Nil
+	// otherwise.
+	boundary atomic.Pointer[func(due, now time.Time) time.Duration]
 }
 
 // Start starts profiling with the given options, which win over the
@@ -311,7 +312,7 @@ func (p *Profiler) loop() {
 			// CPU recording it stops must end within the window.
 			now := time.Now()
 			if boundary := p.boundary.Load(); boundary != nil {
-				window = (*boundary)(now)
+				window = (*boundary)(next, now)
 			} else {
 				p.window(now, false)
 			}

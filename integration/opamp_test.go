@@ -3,13 +3,16 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,8 +385,13 @@ func TestOpAMPPlainHTTP(t *testing.T) {
 		ws := exp.snapshot()
 		return len(ws) > 0 && slices.Contains(ws[len(ws)-1].profiles, "mutex")
 	})
+	srv.send("long-window", `{"window":"1000h"}`)
+	st := srv.waitStatus("long-window", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED)
+	if want := "window 1000h0m0s is above 5m0s, the local bound (opamp.WithMaxWindow)"; !strings.Contains(st.ErrorMessage, want) {
+		t.Errorf("refused for %q, want %q", st.ErrorMessage, want)
+	}
 	srv.send("cpu-hog", `{"cpu_duty_cycle":100}`)
-	st := srv.waitStatus("cpu-hog", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED)
+	st = srv.waitStatus("cpu-hog", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED)
 	if want := "cpu_duty_cycle 100 is above 50"; !strings.Contains(st.ErrorMessage, want) {
 		t.Errorf("refused for %q, want %q", st.ErrorMessage, want)
 	}
@@ -425,6 +433,93 @@ func TestOpAMPMutualTLS(t *testing.T) {
 		defer srv.mu.Unlock()
 		return srv.health.GetStatus() == "paused"
 	})
+	if err := c.Shutdown(ctx); err != nil {
+		t.Error(err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOpAMPHostileServer: what a broken or hostile server sends changes
+// nothing it must not. A wss endpoint redirecting to a ws server is not
+// followed (the ws server never sees the agent, nor its Authorization
+// header), and the client keeps trying its own endpoint. A configuration
+// that touches one setting changes that one only, and the local settings
+// come back whole at its expiry; a 1,000 h window (allowed here by the
+// application's WithMaxWindow) is cut short by its expiry within one local
+// window, and the windows go on.
+func TestOpAMPHostileServer(t *testing.T) {
+	cleartext := startOpAMPServer(t, "127.0.0.1:0")
+	cleartext.send("hostile", `{"enabled":false}`)
+	var attempts atomic.Int64
+	redirecting := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		http.Redirect(w, r, "ws://"+cleartext.addr+"/v1/opamp", http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(redirecting.Certificate())
+
+	exp := &windowExporter{}
+	p, err := profiler.Start(profiler.WithExporter(exp), profiler.WithServiceName("opamp-hostile"),
+		profiler.WithWindow(time.Second), profiler.WithProcessContext(false),
+		profiler.WithProfileTypes(profiler.HeapProfile, profiler.GoroutineProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	quiet := opamp.WithLogger(slog.New(slog.DiscardHandler))
+	c, err := opamp.Start(ctx, p, opamp.WithEndpointURL("wss"+strings.TrimPrefix(redirecting.URL, "https")+"/v1/opamp"),
+		opamp.WithHeaders(map[string]string{"Authorization": "Bearer secret"}),
+		opamp.WithTLSClientConfig(&tls.Config{RootCAs: roots}), opamp.WithHeartbeatInterval(time.Second), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a second attempt at the endpoint", func() bool { return attempts.Load() >= 2 })
+	cleartext.mu.Lock()
+	connected := cleartext.connected
+	cleartext.mu.Unlock()
+	if connected != 0 {
+		t.Errorf("the cleartext server saw %d connections", connected)
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Error(err)
+	}
+
+	srv := startOpAMPServer(t, "127.0.0.1:0")
+	c, err = opamp.Start(ctx, p, opamp.WithEndpointURL("ws://"+srv.addr+"/v1/opamp"),
+		opamp.WithHeartbeatInterval(time.Second), quiet, opamp.WithMinWindow(time.Second), opamp.WithMaxWindow(2000*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the effective configuration", func() bool { return srv.effectiveFile("pprofotel") != nil })
+	local := srv.effectiveFile("pprofotel")
+
+	srv.send("one-setting", `{"cpu_duty_cycle":20,"expires_in":"3s"}`)
+	srv.waitStatus("one-setting", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+	waitFor(t, "the effective configuration with the change", func() bool {
+		return srv.effectiveFile("pprofotel")["cpu_duty_cycle"] == 20.0
+	})
+	changed := srv.effectiveFile("pprofotel")
+	for k, v := range local {
+		if k != "cpu_duty_cycle" && fmt.Sprint(changed[k]) != fmt.Sprint(v) {
+			t.Errorf("a change of cpu_duty_cycle changed %s from %v to %v", k, v, changed[k])
+		}
+	}
+	waitFor(t, "the local settings back at the expiry", func() bool {
+		return fmt.Sprint(srv.effectiveFile("pprofotel")) == fmt.Sprint(local)
+	})
+
+	srv.send("long-window", `{"window":"1000h","expires_in":"2s"}`)
+	srv.waitStatus("long-window", protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLIED)
+	waitFor(t, "the 1000h window expired and the local settings back", func() bool {
+		r := srv.effectiveFile("pprofotel.remote")
+		return r["expired"] == true && r["config_hash"] == fmt.Sprintf("%x", "long-window") &&
+			fmt.Sprint(srv.effectiveFile("pprofotel")) == fmt.Sprint(local)
+	})
+	back := len(exp.snapshot())
+	waitFor(t, "two windows of the local length after the expiry", func() bool { return len(exp.snapshot()) >= back+2 })
 	if err := c.Shutdown(ctx); err != nil {
 		t.Error(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,10 +44,25 @@ func (f *fakeTarget) Effective() control.Settings {
 	return f.effective
 }
 
-// Apply refuses a window under a second, as the profiler's options do.
-func (f *fakeTarget) Apply(s control.Settings) (<-chan struct{}, error) {
+// Apply refuses a window under a second, as the profiler's options do,
+// and spells the profile types as the profiler does: in lower case, each
+// once, in order.
+func (f *fakeTarget) Apply(s control.Settings) (control.Settings, <-chan struct{}, error) {
 	if s.Window < time.Second {
-		return nil, errors.New("profiler: WithWindow(" + s.Window.String() + "): window must be at least 1s")
+		return control.Settings{}, nil, errors.New("profiler: WithWindow(" + s.Window.String() + "): window must be at least 1s")
+	}
+	var names []string
+	for _, n := range s.ProfileTypes {
+		for f := range strings.SplitSeq(n, ",") {
+			names = append(names, strings.ToLower(strings.TrimSpace(f)))
+		}
+	}
+	order := []string{"cpu", "heap", "goroutine", "mutex", "block", "offcpu", "goroutineleak"}
+	s.ProfileTypes = nil
+	for _, n := range order {
+		if slices.Contains(names, n) {
+			s.ProfileTypes = append(s.ProfileTypes, n)
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -55,7 +71,7 @@ func (f *fakeTarget) Apply(s control.Settings) (<-chan struct{}, error) {
 	}
 	f.pending, f.applied = &s, make(chan struct{})
 	f.applies++
-	return f.applied, nil
+	return s, f.applied, nil
 }
 
 // boundary ends a window: the change waiting takes effect.
@@ -302,13 +318,12 @@ func TestProfilerRefusal(t *testing.T) {
 		t.Fatal("no control target")
 	}
 	for _, tt := range []struct{ body, reason string }{
-		{`{"cpu_duty_cycle":0}`, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{`{"profiles":["wall"]}`, `unknown profile type "wall"`},
-		{`{"max_goroutines":-1}`, "WithMaxGoroutines(-1)"},
+		{`{"profiles":[]}`, "profiler: WithProfileTypes: no profile type named"},
 	} {
 		change, err := parseRemote(configMap(map[string]string{"pprofotel": tt.body}), target.Local(), defaultBounds)
 		if err == nil {
-			_, err = target.Apply(change.settings)
+			_, _, err = target.Apply(change.settings)
 		}
 		if err == nil || !strings.Contains(err.Error(), tt.reason) {
 			t.Errorf("%s: error %v, want one containing %q", tt.body, err, tt.reason)
@@ -343,5 +358,47 @@ func TestDisabledProfiler(t *testing.T) {
 	}
 	if _, err := Start(context.Background(), nil); err == nil {
 		t.Error("Start with a nil profiler succeeded")
+	}
+}
+
+// TestHealthAtStop: a profiler stopped by its application is reported
+// stopped and healthy; one whose last windows failed, stopped and
+// unhealthy, with the reason.
+func TestHealthAtStop(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		failedAtEnd int64
+		healthy     bool
+	}{
+		{"normal stop", 0, true},
+		{"last windows failed", 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := newConfig([]Option{WithLogger(slog.New(slog.DiscardHandler))}, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := newFakeTarget()
+			var stopped atomic.Bool
+			stats := func() profiler.Stats {
+				if stopped.Load() {
+					return profiler.Stats{WindowsCollected: 5, WindowsExported: 5 - tt.failedAtEnd, WindowsFailed: tt.failedAtEnd}
+				}
+				return profiler.Stats{WindowsCollected: 3, WindowsExported: 3}
+			}
+			c := newClient(cfg, target, stats)
+			fake := &fakeOpAMP{statuses: make(chan *protobufs.RemoteConfigStatus, 10), effective: make(chan struct{}, 10)}
+			c.opamp = fake
+			go c.run()
+			stopped.Store(true)
+			close(target.done)
+			<-c.done
+			fake.mu.Lock()
+			h := fake.health
+			fake.mu.Unlock()
+			if h.Status != "stopped" || h.Healthy != tt.healthy {
+				t.Errorf("health at stop %q healthy=%v, want stopped healthy=%v", h.Status, h.Healthy, tt.healthy)
+			}
+		})
 	}
 }

@@ -21,6 +21,8 @@
 // or "stopped", with a component "exporter" that counts the windows
 // collected, exported, failed, dropped and queued (profiler.Stats) and is
 // unhealthy when windows failed or were dropped since the previous report.
+// A profiler stopped by its application is "stopped" and healthy, unless
+// its last windows failed.
 //
 // # Remote configuration
 //
@@ -58,22 +60,34 @@
 // A change takes effect at the profiler's next window boundary: the window
 // that ends there is sent whole with the settings it began with, the next
 // begins at the same instant with the new ones, and the exporter is not
-// restarted. The off-CPU profile can be turned on only in a program that
+// restarted. A change, an expiry and Shutdown wait for no more than one
+// window of the local length, whatever the window in effect: a longer one
+// is cut short. A configuration changes only the settings it names; every
+// other setting, those it cannot reach (profiler.WithMaxEndpoints,
+// profiler.WithSlowRequestThreshold...) included, keeps the value the
+// application gave by option or environment, and the local settings come
+// back exactly at its expiry and at Shutdown. The off-CPU profile can be turned on only in a program that
 // links it (import _ "github.com/pprofotel/profiler/offcpu").
 //
 // # Local bounds
 //
 // Values a remote configuration may not exceed, whatever the server, so
-// that a careless or compromised one cannot take over a service's CPU:
-// CPU and off-CPU duty cycles at most 50 % (WithMaxCPUDutyCycle,
-// WithMaxOffCPUDutyCycle), a window of at least 10s (WithMinWindow), a
-// mutex profile fraction of at least 5 (WithMinMutexProfileFraction), a
-// block profile rate of at least 1µs (WithMinBlockProfileRate), a
-// goroutine guard of at most 10,000 and never "no limit"
-// (WithMaxGoroutineGuard), a goroutine-leak interval of at least a minute
-// (WithMinGoroutineLeakInterval), and an expiry of at most 24h
-// (WithMaxExpiry). They bound what the server sets, not the local
-// configuration.
+// that a careless or compromised one cannot take over a service's CPU or
+// hold its windows back: CPU and off-CPU duty cycles from 1 to 50 %
+// (WithMaxCPUDutyCycle, WithMaxOffCPUDutyCycle), a window from 10s
+// (WithMinWindow) to 5m (WithMaxWindow), a mutex profile fraction from 5
+// (WithMinMutexProfileFraction) to 1,000,000, a block profile rate from
+// 1µs (WithMinBlockProfileRate) to 1s, a goroutine guard from 1 to 10,000
+// and never "no limit" (WithMaxGoroutineGuard), a goroutine-leak interval
+// from a minute (WithMinGoroutineLeakInterval) to 24h, and an expiry above
+// 0 and at most 24h (WithMaxExpiry). They bound what the server sets, not
+// the local configuration.
+//
+// A redirect from the server is followed only to the endpoint's own scheme
+// and host (ws and http, wss and https counting as one): never from TLS to
+// cleartext, never to another host, so that the headers go nowhere else.
+// A refused redirect fails the attempt and is logged; the client tries its
+// endpoint again.
 //
 // # A server down, slow or hostile
 //

@@ -51,6 +51,9 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 			opt.apply(&o)
 		}
 	}
+	if b := o.bounds; b.minWindow > b.maxWindow {
+		o.fail("WithMaxWindow", b.maxWindow, fmt.Sprintf("must be at least the shortest window, %s (WithMinWindow)", b.minWindow))
+	}
 	if len(o.errs) > 0 {
 		return nil, errors.Join(o.errs...)
 	}

@@ -17,6 +17,7 @@ func FuzzParseRemote(f *testing.F) {
 	f.Add("pprofotel", "application/json", `{"cpu_duty_cycle":80,"unknown":1}`)
 	f.Add("other", "text/yaml", "window: 10s")
 	f.Add("pprofotel", "application/json", `{"max_goroutines":0} {}`)
+	f.Add("pprofotel", "application/json", `{"window":"1000h","expires_in":"2s"}`)
 	f.Fuzz(func(t *testing.T, name, contentType, body string) {
 		cm := &protobufs.AgentConfigMap{ConfigMap: map[string]*protobufs.AgentConfigFile{
 			name: {Body: []byte(body), ContentType: contentType},
@@ -28,11 +29,14 @@ func FuzzParseRemote(f *testing.F) {
 		s, b := got.settings, defaultBounds
 		if s.CPUDuty > max(b.maxCPUDuty, testLocal.CPUDuty) ||
 			s.OffCPUDuty > max(b.maxOffCPUDuty, testLocal.OffCPUDuty) ||
-			s.Window < min(b.minWindow, testLocal.Window) ||
+			s.CPUDuty < 1 || s.OffCPUDuty < 1 ||
+			s.Window < min(b.minWindow, testLocal.Window) || s.Window > max(b.maxWindow, testLocal.Window) ||
 			s.MutexFraction < min(b.minMutexFraction, testLocal.MutexFraction) ||
-			s.BlockRate < min(b.minBlockRate, testLocal.BlockRate) ||
-			s.MaxGoroutines == 0 || s.MaxGoroutines > max(b.maxGoroutines, testLocal.MaxGoroutines) ||
-			s.LeakInterval < min(b.minLeakInterval, testLocal.LeakInterval) {
+			s.MutexFraction > max(maxMutexFraction, testLocal.MutexFraction) ||
+			s.BlockRate < min(b.minBlockRate, testLocal.BlockRate) || s.BlockRate > max(maxBlockRate, testLocal.BlockRate) ||
+			s.MaxGoroutines < 1 || s.MaxGoroutines > max(b.maxGoroutines, testLocal.MaxGoroutines) ||
+			s.LeakInterval < min(b.minLeakInterval, testLocal.LeakInterval) ||
+			s.LeakInterval > max(maxLeakInterval, testLocal.LeakInterval) {
 			t.Fatalf("accepted settings beyond the local bounds: %+v from %q", s, body)
 		}
 		if got.expiresIn < 0 || got.expiresIn > b.maxExpiry {

@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +47,8 @@ type Client struct {
 
 	// effective is what GetEffectiveConfig returns, kept by the run loop.
 	effective atomic.Pointer[protobufs.EffectiveConfig]
+	// refused is the location of the last redirect refused.
+	refused atomic.Pointer[string]
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -140,40 +145,116 @@ func (c *Client) connect(ctx context.Context) error {
 		// Only then: opamp-go turns a ws URL into wss when given one.
 		tlsConfig = c.cfg.tls
 	}
-	var failing atomic.Bool
 	settings := types.StartSettings{
 		OpAMPServerURL:    c.cfg.endpoint.String(),
 		Header:            header,
 		TLSConfig:         tlsConfig,
 		InstanceUid:       types.InstanceUid(uid),
 		HeartbeatInterval: &heartbeat,
-		Callbacks: types.Callbacks{
-			OnConnect: func(context.Context) {
-				if failing.Swap(false) {
-					c.cfg.logger.Info("pprofotel: connected to the OpAMP server", "server", c.cfg.String())
-				}
-			},
-			OnConnectFailed: func(_ context.Context, err error) {
-				// Once per outage, not once per attempt.
-				if !failing.Swap(true) {
-					c.cfg.logger.Warn("pprofotel: cannot reach the OpAMP server; retrying with backoff",
-						"server", c.cfg.String(), "error", err)
-				}
-			},
-			OnMessage: func(_ context.Context, msg *types.MessageData) {
-				if msg.RemoteConfig != nil {
-					c.offer(msg.RemoteConfig)
-				}
-			},
-			GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
-				return c.effective.Load(), nil
-			},
-		},
+		Callbacks:         c.callbacks(),
 	}
 	if err := c.opamp.Start(ctx, settings); err != nil {
 		return fmt.Errorf("opamp: %s: %w", c.cfg, err)
 	}
 	return nil
+}
+
+// callbacks are what the client does on opamp-go's events: what the
+// server sends, and the connection made, lost and redirected.
+func (c *Client) callbacks() types.Callbacks {
+	var failing atomic.Bool
+	return types.Callbacks{
+		OnConnect: func(context.Context) {
+			if failing.Swap(false) {
+				c.cfg.logger.Info("pprofotel: connected to the OpAMP server", "server", c.cfg.String())
+			}
+		},
+		OnConnectFailed: func(_ context.Context, err error) {
+			// Once per outage, not once per attempt.
+			if !failing.Swap(true) {
+				c.cfg.logger.Warn("pprofotel: cannot reach the OpAMP server; retrying with backoff",
+					"server", c.cfg.String(), "error", err)
+			}
+		},
+		OnMessage: func(_ context.Context, msg *types.MessageData) {
+			if msg.RemoteConfig != nil {
+				c.offer(msg.RemoteConfig)
+			}
+		},
+		GetEffectiveConfig: func(context.Context) (*protobufs.EffectiveConfig, error) {
+			return c.effective.Load(), nil
+		},
+		CheckRedirect: c.checkRedirect,
+	}
+}
+
+// maxRedirects is how many redirects in a row the client follows, as
+// net/http's default.
+const maxRedirects = 10
+
+// checkRedirect lets the client follow a redirect only to the endpoint's
+// own scheme and host: never from TLS to cleartext, never with the
+// headers (an Authorization) to another host, and, over WebSocket, where
+// opamp-go keeps a redirect's URL for every later connection, never to a
+// server the application did not name. A refused redirect fails the
+// attempt, which is retried at the endpoint, and is logged once per
+// location.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request, _ []*http.Response) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	err := sameOrigin(c.cfg.endpoint, req.URL)
+	if err == nil {
+		return nil
+	}
+	to := req.URL.Scheme + "://" + req.URL.Host
+	if prev := c.refused.Swap(&to); prev == nil || *prev != to {
+		c.cfg.logger.Warn("pprofotel: redirect from the OpAMP server refused; the client stays with its endpoint",
+			"server", c.cfg.String(), "location", to, "reason", err.Error())
+	}
+	return err
+}
+
+// sameOrigin reports whether to has the scheme and the host of endpoint,
+// http and ws, https and wss counting as one (opamp-go turns one into the
+// other), and no user information.
+func sameOrigin(endpoint, to *url.URL) error {
+	secure := func(scheme string) (bool, bool) {
+		switch strings.ToLower(scheme) {
+		case "wss", "https":
+			return true, true
+		case "ws", "http":
+			return false, true
+		}
+		return false, false
+	}
+	want, _ := secure(endpoint.Scheme)
+	got, ok := secure(to.Scheme)
+	switch {
+	case !ok:
+		return fmt.Errorf("scheme %q is not one of ws, wss, http, https", to.Scheme)
+	case want && !got:
+		return errors.New("a redirect from TLS to cleartext")
+	case got != want:
+		return errors.New("a redirect to another scheme")
+	case to.User != nil:
+		return errors.New("a redirect carrying user information")
+	case !strings.EqualFold(hostPort(endpoint, want), hostPort(to, got)):
+		return errors.New("a redirect to another host")
+	}
+	return nil
+}
+
+// hostPort is u's host and port, the scheme's default port when u has
+// none.
+func hostPort(u *url.URL, secure bool) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if secure {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // offer hands a remote configuration to the run loop, replacing one it has
@@ -275,9 +356,12 @@ func (c *Client) receive(st *loopState, rc *protobufs.AgentRemoteConfig) {
 	r := &remote{hash: rc.GetConfigHash()}
 	st.last = r
 	change, err := parseRemote(rc.GetConfig(), c.target.Local(), c.cfg.options.bounds)
-	var applied <-chan struct{}
+	var (
+		canonical control.Settings
+		applied   <-chan struct{}
+	)
 	if err == nil {
-		applied, err = c.target.Apply(change.settings)
+		canonical, applied, err = c.target.Apply(change.settings)
 	}
 	if err != nil {
 		r.status, r.reason = protobufs.RemoteConfigStatuses_RemoteConfigStatuses_FAILED, err.Error()
@@ -300,21 +384,21 @@ func (c *Client) receive(st *loopState, rc *protobufs.AgentRemoteConfig) {
 			}
 		})
 	}
-	st.waiting, st.waitingFor = applied, change.settings
+	st.waiting, st.waitingFor = applied, canonical
 	c.setStatus(r)
 }
 
 // apply makes s the settings at the next window boundary, waiting for it
 // in the run loop.
 func (c *Client) apply(st *loopState, s control.Settings) {
-	applied, err := c.target.Apply(s)
+	canonical, applied, err := c.target.Apply(s)
 	if err != nil {
 		// The local settings passed the same validation at Start;
 		// only a stopped profiler refuses them.
 		c.cfg.logger.Debug("pprofotel: the local settings were not restored", "error", err)
 		return
 	}
-	st.waiting, st.waitingFor = applied, s
+	st.waiting, st.waitingFor = applied, canonical
 }
 
 // applied reports that the settings last applied took effect: the
@@ -322,7 +406,7 @@ func (c *Client) apply(st *loopState, s control.Settings) {
 // that asked for them.
 func (c *Client) applied(st *loopState) {
 	eff := c.target.Effective()
-	if !reflect.DeepEqual(normalize(eff), normalize(st.waitingFor)) {
+	if !equal(eff, st.waitingFor) {
 		return // the profiler stopped first
 	}
 	if r := st.accepted; r != nil && r.status == protobufs.RemoteConfigStatuses_RemoteConfigStatuses_APPLYING {
@@ -359,11 +443,13 @@ func (c *Client) setStatus(r *remote) {
 	})
 }
 
-// normalize makes settings comparable whatever order their profile types
-// were given in: the profiler keeps them in its own order.
-func normalize(s control.Settings) control.Settings {
-	s.ProfileTypes = slices.Sorted(slices.Values(s.ProfileTypes))
-	return s
+// equal reports whether a and b are the same settings. Both are as the
+// profiler spells them (control.Target.Apply): the server's spelling of the
+// profile types is never compared.
+func equal(a, b control.Settings) bool {
+	ta, tb := a.ProfileTypes, b.ProfileTypes
+	a.ProfileTypes, b.ProfileTypes = nil, nil
+	return reflect.DeepEqual(a, b) && slices.Equal(ta, tb)
 }
 
 // effectiveConfig is the effective configuration reported: the settings as

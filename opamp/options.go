@@ -162,6 +162,14 @@ func WithMinWindow(d time.Duration) Option {
 	return positive("WithMinWindow", d, func(b *bounds) *time.Duration { return &b.minWindow })
 }
 
+// WithMaxWindow sets the longest window a remote configuration may set.
+// The default is 5m. Whatever the window, a change (an expiry, a
+// correction, the client's Shutdown) takes effect within one window of the
+// local length.
+func WithMaxWindow(d time.Duration) Option {
+	return positive("WithMaxWindow", d, func(b *bounds) *time.Duration { return &b.maxWindow })
+}
+
 // WithMinGoroutineLeakInterval sets the shortest goroutine-leak interval a
 // remote configuration may set: every read of that profile runs a full
 // garbage collection. The default is 1m.

@@ -171,7 +171,7 @@ func documentOf(s control.Settings) document {
 // or compromised server from taking a service's CPU.
 type bounds struct {
 	maxCPUDuty, maxOffCPUDuty int
-	minWindow                 time.Duration
+	minWindow, maxWindow      time.Duration
 	minMutexFraction          int
 	minBlockRate              int
 	maxGoroutines             int
@@ -184,12 +184,21 @@ var defaultBounds = bounds{
 	maxCPUDuty:       50,
 	maxOffCPUDuty:    50,
 	minWindow:        10 * time.Second,
+	maxWindow:        5 * time.Minute,
 	minMutexFraction: 5,
 	minBlockRate:     1000,
 	maxGoroutines:    10_000,
 	minLeakInterval:  time.Minute,
 	maxExpiry:        24 * time.Hour,
 }
+
+// The bounds no option sets: beyond them a remote configuration records
+// too little to be of use. They keep every value bounded on both sides.
+const (
+	maxMutexFraction = 1_000_000
+	maxBlockRate     = int(time.Second)
+	maxLeakInterval  = 24 * time.Hour
+)
 
 // check reports every value of d beyond the bounds, each naming the key,
 // its value, the bound and the option that sets it.
@@ -198,8 +207,17 @@ func (b bounds) check(d *document) error {
 	beyond := func(key string, v any, what string, bound any, option string) {
 		errs = append(errs, fmt.Sprintf("%s %v is %s %v, the local bound (opamp.%s)", key, v, what, bound, option))
 	}
+	fixed := func(key string, v any, what string, bound any) {
+		errs = append(errs, fmt.Sprintf("%s %v is %s %v, the remote configuration's limit", key, v, what, bound))
+	}
+	if v := d.CPUDutyCycle; v != nil && *v < 1 {
+		fixed("cpu_duty_cycle", *v, "below", 1)
+	}
 	if v := d.CPUDutyCycle; v != nil && *v > b.maxCPUDuty {
 		beyond("cpu_duty_cycle", *v, "above", b.maxCPUDuty, "WithMaxCPUDutyCycle")
+	}
+	if v := d.OffCPUDutyCycle; v != nil && *v < 1 {
+		fixed("offcpu_duty_cycle", *v, "below", 1)
 	}
 	if v := d.OffCPUDutyCycle; v != nil && *v > b.maxOffCPUDuty {
 		beyond("offcpu_duty_cycle", *v, "above", b.maxOffCPUDuty, "WithMaxOffCPUDutyCycle")
@@ -207,17 +225,29 @@ func (b bounds) check(d *document) error {
 	if v := d.Window; v != nil && time.Duration(*v) < b.minWindow {
 		beyond("window", time.Duration(*v), "below", b.minWindow, "WithMinWindow")
 	}
+	if v := d.Window; v != nil && time.Duration(*v) > b.maxWindow {
+		beyond("window", time.Duration(*v), "above", b.maxWindow, "WithMaxWindow")
+	}
 	if v := d.MutexProfileFraction; v != nil && *v < b.minMutexFraction {
 		beyond("mutex_profile_fraction", *v, "below", b.minMutexFraction, "WithMinMutexProfileFraction")
+	}
+	if v := d.MutexProfileFraction; v != nil && *v > maxMutexFraction {
+		fixed("mutex_profile_fraction", *v, "above", maxMutexFraction)
 	}
 	if v := d.BlockProfileRate; v != nil && *v < b.minBlockRate {
 		beyond("block_profile_rate", *v, "below", b.minBlockRate, "WithMinBlockProfileRate")
 	}
-	if v := d.MaxGoroutines; v != nil && (*v == 0 || *v > b.maxGoroutines) {
+	if v := d.BlockProfileRate; v != nil && *v > maxBlockRate {
+		fixed("block_profile_rate", *v, "above", maxBlockRate)
+	}
+	if v := d.MaxGoroutines; v != nil && (*v < 1 || *v > b.maxGoroutines) {
 		beyond("max_goroutines", *v, "beyond", b.maxGoroutines, "WithMaxGoroutineGuard")
 	}
 	if v := d.GoroutineLeakInterval; v != nil && time.Duration(*v) < b.minLeakInterval {
 		beyond("goroutineleak_interval", time.Duration(*v), "below", b.minLeakInterval, "WithMinGoroutineLeakInterval")
+	}
+	if v := d.GoroutineLeakInterval; v != nil && time.Duration(*v) > maxLeakInterval {
+		fixed("goroutineleak_interval", time.Duration(*v), "above", maxLeakInterval)
 	}
 	if v := d.ExpiresIn; v != nil && (*v <= 0 || time.Duration(*v) > b.maxExpiry) {
 		beyond("expires_in", time.Duration(*v), "not positive or above", b.maxExpiry, "WithMaxExpiry")

@@ -80,6 +80,20 @@ func TestParseRemote(t *testing.T) {
 			err: "max_goroutines 20000 is beyond 10000"},
 		{name: "leak interval below the bound", files: map[string]string{"pprofotel": `{"goroutineleak_interval":"1s"}`},
 			err: "goroutineleak_interval 1s is below 1m0s"},
+		{name: "window above the bound", files: map[string]string{"pprofotel": `{"window":"1000h","expires_in":"2s"}`},
+			err: "window 1000h0m0s is above 5m0s, the local bound (opamp.WithMaxWindow)"},
+		{name: "CPU duty 0", files: map[string]string{"pprofotel": `{"cpu_duty_cycle":0}`},
+			err: "cpu_duty_cycle 0 is below 1, the remote configuration's limit"},
+		{name: "off-CPU duty negative", files: map[string]string{"pprofotel": `{"offcpu_duty_cycle":-5}`},
+			err: "offcpu_duty_cycle -5 is below 1"},
+		{name: "negative goroutine guard", files: map[string]string{"pprofotel": `{"max_goroutines":-1}`},
+			err: "max_goroutines -1 is beyond 10000"},
+		{name: "mutex fraction above the limit", files: map[string]string{"pprofotel": `{"mutex_profile_fraction":1000000000}`},
+			err: "mutex_profile_fraction 1000000000 is above 1000000, the remote configuration's limit"},
+		{name: "block rate above the limit", files: map[string]string{"pprofotel": `{"block_profile_rate":10000000000}`},
+			err: "block_profile_rate 10000000000 is above 1000000000"},
+		{name: "leak interval above the limit", files: map[string]string{"pprofotel": `{"goroutineleak_interval":"48h"}`},
+			err: "goroutineleak_interval 48h0m0s is above 24h0m0s"},
 		{name: "expiry too long", files: map[string]string{"pprofotel": `{"expires_in":"48h"}`},
 			err: "expires_in 48h0m0s is not positive or above 24h0m0s"},
 		{name: "negative expiry", files: map[string]string{"pprofotel": `{"expires_in":"-1s"}`}, err: "expires_in -1s"},
@@ -123,7 +137,7 @@ func TestEffectiveDocumentRoundTrip(t *testing.T) {
 	c := &Client{}
 	eff := c.effectiveConfig(testLocal, nil)
 	got, err := parseRemote(eff.ConfigMap, control.Settings{}, bounds{
-		maxCPUDuty: 100, maxOffCPUDuty: 100, minWindow: 1, minMutexFraction: 1, minBlockRate: 1,
+		maxCPUDuty: 100, maxOffCPUDuty: 100, minWindow: 1, maxWindow: time.Hour, minMutexFraction: 1, minBlockRate: 1,
 		maxGoroutines: 1 << 30, minLeakInterval: 1, maxExpiry: 1,
 	})
 	if err != nil {

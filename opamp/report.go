@@ -60,10 +60,10 @@ func anyValue(v attribute.Value) *protobufs.AnyValue {
 	}
 }
 
-// health is the health the client reports: the profiler is healthy while
-// it runs; its "exporter" component is healthy unless windows failed or
-// were dropped since the previous report (prev), and its status counts the
-// windows.
+// health is the health the client reports. Its "exporter" component is
+// healthy unless windows failed or were dropped since the previous report
+// (prev, nil for none), and its status counts the windows. The profiler is
+// healthy while it runs, paused or not, and once stopped as its exporter.
 func (c *Client) health(prev *profiler.Stats) *protobufs.ComponentHealth {
 	now := uint64(c.clock.Now().UnixNano())
 	s := c.stats()
@@ -83,14 +83,17 @@ func (c *Client) health(prev *profiler.Stats) *protobufs.ComponentHealth {
 		Status: fmt.Sprintf("windows collected %d, exported %d, failed %d, dropped %d, queued %d",
 			s.WindowsCollected, s.WindowsExported, s.WindowsFailed, s.WindowsDropped, s.WindowsQueued),
 	}
-	if prev != nil {
-		if failed, dropped := s.WindowsFailed-prev.WindowsFailed, s.WindowsDropped-prev.WindowsDropped; failed+dropped > 0 {
-			exporter.Healthy = false
-			exporter.LastError = fmt.Sprintf("%d windows failed and %d dropped since the previous report", failed, dropped)
-		}
+	if prev == nil {
+		prev = &profiler.Stats{} // the first report: since the start
+	}
+	if failed, dropped := s.WindowsFailed-prev.WindowsFailed, s.WindowsDropped-prev.WindowsDropped; failed+dropped > 0 {
+		exporter.Healthy = false
+		exporter.LastError = fmt.Sprintf("%d windows failed and %d dropped since the previous report", failed, dropped)
 	}
 	return &protobufs.ComponentHealth{
-		Healthy:            status != "stopped",
+		// A profiler stopped by its application is healthy, unless
+		// its last windows failed.
+		Healthy:            status != "stopped" || exporter.Healthy,
 		StartTimeUnixNano:  uint64(c.start.UnixNano()),
 		StatusTimeUnixNano: now,
 		Status:             status,

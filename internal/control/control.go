@@ -55,8 +55,10 @@ type Target interface {
 	// channel is closed once s took effect, or once a later Apply
 	// replaced it; when the profiler stops first, Done is closed
 	// instead. An invalid s is refused whole with the options' error
-	// and changes nothing.
-	Apply(s Settings) (applied <-chan struct{}, err error)
+	// and changes nothing. A valid s is returned as the profiler spells
+	// it, which Effective returns once it took effect: the profile
+	// types' names in lower case, each once, in the profiler's order.
+	Apply(s Settings) (canonical Settings, applied <-chan struct{}, err error)
 	// Resource returns the attributes of the resource the profiler
 	// sends: service.name, service.instance.id when set,
 	// telemetry.sdk.*...
