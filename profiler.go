@@ -102,12 +102,12 @@ type Profiler struct {
 // Start does not wait for the network: the exporter connects when it first
 // sends.
 func Start(opts ...Option) (*Profiler, error) {
-	cfg, err := newConfig(opts, os.Getenv)
+	cfg, err := newConfigEnv(opts, os.Getenv, os.Environ())
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range cfg.warnings {
-		cfg.logger.Warn("pprofotel: invalid environment variable", "warning", w.Error())
+		cfg.logger.Warn("pprofotel: environment", "warning", w.Error())
 	}
 	if cfg.disabled {
 		return &Profiler{cfg: cfg}, nil
