@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 
 	"github.com/pprofotel/profiler/internal/envconfig"
@@ -608,6 +609,7 @@ func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
+	t = export.WarnNoProfilesPipeline(t, noPipeline(pkg, cfg.OTLP, logger))
 	return export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes, export.OnRetry(firstFailure(pkg, cfg.OTLP.Endpoint, logger))), nil
 }
 
@@ -626,5 +628,34 @@ func firstFailure(pkg, endpoint string, logger *slog.Logger) func(int, time.Dura
 			logger.Warn(pkg+": an export failed; retrying (further failures are reported by the profiler, not here)",
 				"endpoint", endpoint, "retry_in", delay.Round(time.Millisecond), "error", err)
 		}
+	}
+}
+
+// noPipeline returns the warning of a receiver that takes no profiles
+// (export.NoProfilesPipeline): where the exporter sent, and what to
+// enable. The OpenTelemetry Collector has served profiles since v0.112.0
+// only behind the feature gate service.profilesSupport, alpha and off by
+// default in every release since, v0.162.0 (the one the integration tests
+// run) included; a Collector with a profiles pipeline and without the
+// gate refuses to start, so the gate is asked for with the pipeline.
+func noPipeline(pkg string, cfg export.OTLPConfig, logger *slog.Logger) func(error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	where := cfg.Endpoint
+	check := "check too that the URL's path is the receiver's profiles path (" + ProfilesPath + ")"
+	if cfg.Protocol == export.ProtocolGRPC {
+		where = "grpc://" + cfg.Endpoint
+		if cfg.GRPCConn != nil {
+			where = "the application's gRPC connection to " + cfg.GRPCConn.Target()
+		}
+		check = "the service it lacks is " + collectorpb.ProfilesService_ServiceDesc.ServiceName
+	}
+	return func(err error) {
+		logger.Warn(pkg+": the receiver at "+where+" takes no profiles; "+
+			"an OpenTelemetry Collector needs a profiles pipeline with the otlp receiver "+
+			"(service.pipelines.profiles) and, from v0.112.0 on, its feature gate "+
+			"(--feature-gates=service.profilesSupport); "+check,
+			"endpoint", where, "error", err)
 	}
 }
