@@ -169,10 +169,13 @@
 //
 // Start fails with [ErrAlreadyRunning] while another profiler runs in the
 // process. The error of [Profiler.Stop] holds an [*UndeliveredError] when
-// windows could not be delivered. While it runs, the profiler hands its
-// errors (windows not delivered, dropped or not converted) to otel.Handle,
-// as the OpenTelemetry SDK's components do, and to slog as well only when
-// [WithLogger] is given; warnings go to the logger alone.
+// windows could not be delivered. While it runs, the profiler logs
+// through one logger ([WithLogger], else slog's default, which shows
+// warnings and errors), in its format. Its errors (windows not delivered,
+// dropped or not converted) go there too, unless the application has set
+// an OpenTelemetry error handler (otel.SetErrorHandler): then they go to
+// otel.Handle, as the OpenTelemetry SDK's components send theirs, and to
+// the logger as well only when [WithLogger] is given.
 //
 // # Trace links
 //

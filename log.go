@@ -9,17 +9,20 @@ import (
 	"go.opentelemetry.io/otel"
 )
 
-// reportingHandler hands the profiler's errors to otel.Handle, the
-// process's OpenTelemetry error handler, as the OpenTelemetry SDK's own
-// components do: windows not delivered or dropped, windows that could not
-// be converted, rejections in a partial success. Those are the records at
-// slog.LevelError. They reach the slog handler as well only when the
-// application gave its logger (WithLogger): otel's default error handler
-// already prints them, and the default logger printing them again would
-// log every error twice. Warnings and progress go to slog alone.
+// reportingHandler sends the profiler's errors (windows not delivered or
+// dropped, windows that could not be converted, rejections in a partial
+// success: the records at slog.LevelError) where the application looks
+// for them, and everything else to the logger. When the application has
+// set an OpenTelemetry error handler (otel.SetErrorHandler), errors go to
+// it, as the OpenTelemetry SDK's components send theirs, and to the
+// logger as well only when the application gave its logger (WithLogger).
+// Otherwise they go to the logger alone: otel's default handler would
+// print them with the log package, in another format than the logger's
+// warnings.
 type reportingHandler struct {
 	next slog.Handler
-	// logErrors passes error records on to next too.
+	// logErrors passes error records on to next too when they go to the
+	// application's error handler.
 	logErrors bool
 	// attrs are those added by WithAttrs, for the error's text.
 	attrs []slog.Attr
@@ -33,11 +36,26 @@ func (h reportingHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level < slog.LevelError {
 		return h.next.Handle(ctx, r)
 	}
-	otel.Handle(newReportedError(r, h.attrs))
-	if h.logErrors && h.next.Enabled(ctx, r.Level) {
+	toLogger := h.logErrors
+	if otelDefaultErrorHandler() {
+		toLogger = true
+	} else {
+		otel.Handle(newReportedError(r, h.attrs))
+	}
+	if toLogger && h.next.Enabled(ctx, r.Level) {
 		return h.next.Handle(ctx, r)
 	}
 	return nil
+}
+
+// otelDefaultErrorHandler reports whether otel's error handler is still
+// its default, which prints with the log package. The default is the one
+// handler of otel's internal type ErrDelegator; any handler set by
+// otel.SetErrorHandler replaces it. Should otel rename the type, every
+// handler reads as the application's, and errors go to otel.Handle as
+// they did before this check.
+func otelDefaultErrorHandler() bool {
+	return strings.HasSuffix(fmt.Sprintf("%T", otel.GetErrorHandler()), ".ErrDelegator")
 }
 
 func (h reportingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -109,4 +113,58 @@ func startForOneWindow(t *testing.T, opts ...Option) (stopErr error, failed int6
 	}
 	stopErr = p.Stop(context.Background())
 	return stopErr, p.Stats().WindowsFailed
+}
+
+// childVariable makes the test binary, run again by
+// TestErrorsWithoutAnErrorHandlerGoToTheLogger, run one case in a fresh
+// process, whose otel error handler is still the default.
+const childVariable = "LOGTEST_CHILD_CASE"
+
+// TestErrorsWithoutAnErrorHandlerGoToTheLogger checks that, while otel's
+// error handler is its default, a window that could not be delivered is
+// logged once, by the logger, in its format, at level ERROR, and not by
+// otel's default handler through the log package. Each case runs in a
+// child process: otel.SetErrorHandler, which other tests call, cannot be
+// undone.
+func TestErrorsWithoutAnErrorHandlerGoToTheLogger(t *testing.T) {
+	const failure = "pprofotel: profile window not delivered"
+	tests := []struct {
+		name string
+		// want is what the line of the failure holds, in the output of
+		// the log package (the default logger) or of the given logger.
+		want string
+	}{
+		{"default logger", "ERROR " + failure},
+		{"WithLogger", `"level":"ERROR","msg":"` + failure + `"`},
+	}
+	if name := os.Getenv(childVariable); name != "" {
+		var logPackage, own bytes.Buffer
+		log.SetOutput(&logPackage)
+		opts := []Option{WithExporter(httpExporter(t, "http://127.0.0.1:1/v1development/profiles",
+			otlpprofilehttp.WithRetry(otlpprofilehttp.RetryConfig{Enabled: false})))}
+		if name == "WithLogger" {
+			opts = append(opts, WithLogger(slog.New(slog.NewJSONHandler(&own, nil))))
+		}
+		if _, failed := startForOneWindow(t, opts...); failed != 1 {
+			t.Fatalf("%d windows failed, want 1", failed)
+		}
+		fmt.Printf("log package:\n%s\nlogger:\n%s\n", logPackage.String(), own.String())
+		return
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestErrorsWithoutAnErrorHandlerGoToTheLogger$", "-test.count=1")
+			cmd.Env = append(os.Environ(), childVariable+"="+tt.name)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+			if n := strings.Count(string(out), failure); n != 1 {
+				t.Errorf("the failure is logged %d times, want once:\n%s", n, out)
+			}
+			if !strings.Contains(string(out), tt.want) {
+				t.Errorf("the failure is not logged as %q:\n%s", tt.want, out)
+			}
+		})
+	}
 }
