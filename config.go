@@ -16,6 +16,7 @@ import (
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/envconfig"
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // config is the resolved configuration: options over environment variables
@@ -149,7 +150,8 @@ func (c *config) resolveExporter(o *options, env *envconfig.Reader) error {
 		c.exporter = o.exporter
 		return nil
 	}
-	exp, err := exporterFromEnv(context.Background(), env)
+	// The exporter logs through the profiler's logger.
+	exp, err := exporterFromEnv(export.ContextWithLogger(context.Background(), c.logger), env)
 	if err != nil {
 		return fmt.Errorf("profiler: the exporter the environment names: %w", err)
 	}

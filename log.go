@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel"
+
+	"github.com/pprofotel/profiler/internal/export"
 )
 
 // reportingHandler sends the profiler's errors (windows not delivered or
@@ -37,7 +39,7 @@ func (h reportingHandler) Handle(ctx context.Context, r slog.Record) error {
 		return h.next.Handle(ctx, r)
 	}
 	toLogger := h.logErrors
-	if otelDefaultErrorHandler() {
+	if export.DefaultErrorHandler() {
 		toLogger = true
 	} else {
 		otel.Handle(newReportedError(r, h.attrs))
@@ -46,16 +48,6 @@ func (h reportingHandler) Handle(ctx context.Context, r slog.Record) error {
 		return h.next.Handle(ctx, r)
 	}
 	return nil
-}
-
-// otelDefaultErrorHandler reports whether otel's error handler is still
-// its default, which prints with the log package. The default is the one
-// handler of otel's internal type ErrDelegator; any handler set by
-// otel.SetErrorHandler replaces it. Should otel rename the type, every
-// handler reads as the application's, and errors go to otel.Handle as
-// they did before this check.
-func otelDefaultErrorHandler() bool {
-	return strings.HasSuffix(fmt.Sprintf("%T", otel.GetErrorHandler()), ".ErrDelegator")
 }
 
 func (h reportingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

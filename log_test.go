@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -164,6 +166,38 @@ func TestErrorsWithoutAnErrorHandlerGoToTheLogger(t *testing.T) {
 			}
 			if !strings.Contains(string(out), tt.want) {
 				t.Errorf("the failure is not logged as %q:\n%s", tt.want, out)
+			}
+		})
+	}
+}
+
+// TestExporterFromTheEnvironmentLogsThroughTheProfilersLogger checks that
+// the exporter the environment names logs through the profiler's logger,
+// not slog's default: its warning about a receiver without a profiles
+// pipeline (HTTP 404) reaches WithLogger's logger, once, and nothing
+// reaches the default logger.
+func TestExporterFromTheEnvironmentLogsThroughTheProfilersLogger(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	tests := []struct{ protocol string }{{"http/protobuf"}, {"http/json"}}
+	for _, tt := range tests {
+		t.Run(tt.protocol, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", tt.protocol)
+			defaultLogger := slog.Default()
+			t.Cleanup(func() { slog.SetDefault(defaultLogger) })
+			var defaultLogs, own syncBuffer
+			slog.SetDefault(slog.New(slog.NewTextHandler(&defaultLogs, nil)))
+			startForOneWindow(t, WithLogger(slog.New(slog.NewTextHandler(&own, nil))))
+			want := "takes no profiles"
+			if n := strings.Count(own.String(), want); n != 1 {
+				t.Errorf("the profiler's logger has %d warnings about the pipeline, want 1:\n%s", n, own.String())
+			}
+			if !strings.Contains(own.String(), srv.URL+"/v1development/profiles") {
+				t.Errorf("the warning does not name the URL:\n%s", own.String())
+			}
+			if defaultLogs.String() != "" {
+				t.Errorf("the default logger has:\n%s", defaultLogs.String())
 			}
 		})
 	}

@@ -23,7 +23,7 @@ type Exporter struct {
 // touch the network, and ctx is not used: the connection is made by the
 // first Export.
 func New(ctx context.Context, opts ...Option) (*Exporter, error) {
-	return newExporter(os.Getenv, nil, opts)
+	return newExporter(os.Getenv, export.LoggerFromContext(ctx), opts)
 }
 
 // newExporter is New reading the environment through getenv and logging

@@ -22,7 +22,7 @@ type Exporter struct {
 // it fail with an error naming the option and its value. New does not
 // touch the network, and ctx is not used: connections are made by Export.
 func New(ctx context.Context, opts ...Option) (*Exporter, error) {
-	return newExporter(os.Getenv, nil, opts)
+	return newExporter(os.Getenv, export.LoggerFromContext(ctx), opts)
 }
 
 // newExporter is New reading the environment through getenv and logging

@@ -29,7 +29,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 
@@ -591,7 +590,8 @@ func ResolveRetry(rc *export.RetryConfig) export.RetryConfig {
 // NewExporter resolves s over the environment seen through getenv, logs the
 // warnings about variables through logger (nil: slog.Default()), builds
 // the transport with newTransport and wraps it in the retry policy and the
-// splitting of large requests. A partial success goes to otel.Handle: it
+// splitting of large requests. A partial success is reported as an error
+// (export.ReportError) to the application's error handler or logger: it
 // is not an error of Export, since the rejected profiles must not be sent
 // again, but the receiver's rejections must not vanish either.
 func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
@@ -603,7 +603,7 @@ func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
 	Warn(logger, warnings)
 	pkg := s.pkg
 	cfg.OTLP.OnPartialSuccess = func(rejected int64, message string) {
-		otel.Handle(fmt.Errorf("%s: the receiver accepted the request in part: %d profiles rejected: %s", pkg, rejected, message))
+		export.ReportError(logger, fmt.Errorf("%s: the receiver accepted the request in part: %d profiles rejected: %s", pkg, rejected, message))
 	}
 	t, err := newTransport(cfg.OTLP)
 	if err != nil {
