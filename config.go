@@ -27,7 +27,9 @@ type config struct {
 	// validated, because a profiler switched off must never stop the
 	// application from starting.
 	disabled bool
-	window   time.Duration
+	// disabledBy names the setting that disabled it.
+	disabledBy string
+	window     time.Duration
 	// profileTypes is non-empty, without duplicates, in ascending order.
 	profileTypes []ProfileType
 	// rates holds, for each profile type whose descriptor has a Rate, the
@@ -103,7 +105,7 @@ func newConfigEnv(opts []Option, getenv func(string) string, environ []string) (
 	if c.logger == nil {
 		c.logger = slog.New(minLevelHandler{min: slog.LevelWarn, next: slog.Default().Handler()})
 	}
-	if disabled(env) {
+	if c.disabledBy = disabled(env); c.disabledBy != "" {
 		c.disabled = true
 		c.warnings = env.Warnings()
 		return c, nil
@@ -319,14 +321,20 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	return in
 }
 
-// disabled reports whether either switch turns the profiler off.
+// disabled returns the setting that turns the profiler off, "" when
+// neither does.
 // OTEL_SDK_DISABLED follows the specification's boolean rule: only "true"
 // switches off, any other value reads as false (warned about unless it is
 // "false"). PPROFOTEL_ENABLED, on by default, is switched off only by
 // "false"; another value is warned about and leaves it on.
-func disabled(env *envconfig.Reader) bool {
-	sdkDisabled, _ := env.Bool(envSDKDisabled)
-	return sdkDisabled || !env.BoolDefaultTrue(envEnabled)
+func disabled(env *envconfig.Reader) string {
+	if sdkDisabled, _ := env.Bool(envSDKDisabled); sdkDisabled {
+		return envSDKDisabled + "=true"
+	}
+	if !env.BoolDefaultTrue(envEnabled) {
+		return envEnabled + "=false"
+	}
+	return ""
 }
 
 // profileTypesFromEnv reads PPROFOTEL_PROFILES as parseProfileList does,

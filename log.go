@@ -91,19 +91,30 @@ func newReportedError(r slog.Record, attrs []slog.Attr) *reportedError {
 func (e *reportedError) Error() string { return e.text }
 func (e *reportedError) Unwrap() error { return e.err }
 
-// minLevelHandler passes on records at min or above. It makes the default
-// logger quiet: warnings and errors reach the application's handler,
-// progress reports do not.
+// The info records that the default logger shows: the one line at Start
+// that says the profiler works, or that it is switched off.
+const (
+	startMessage    = "pprofotel: profiling"
+	disabledMessage = "pprofotel: profiling is switched off"
+)
+
+// minLevelHandler passes on records at min or above, and the info records
+// of Start (startMessage, disabledMessage). It makes the default logger
+// quiet: warnings, errors and the start line reach the application's
+// handler, progress reports do not.
 type minLevelHandler struct {
 	min  slog.Level
 	next slog.Handler
 }
 
 func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.next.Enabled(ctx, l)
+	return (l >= h.min || l == slog.LevelInfo) && h.next.Enabled(ctx, l)
 }
 
 func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < h.min && r.Message != startMessage && r.Message != disabledMessage {
+		return nil
+	}
 	return h.next.Handle(ctx, r)
 }
 

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 
+	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/exporters/otlpprofilehttp"
 	"github.com/pprofotel/profiler/internal/export"
 )
@@ -200,5 +202,101 @@ func TestExporterFromTheEnvironmentLogsThroughTheProfilersLogger(t *testing.T) {
 				t.Errorf("the default logger has:\n%s", defaultLogs.String())
 			}
 		})
+	}
+}
+
+// TestStartLogsOneLine checks the one info line of Start: through the
+// default logger (which shows no other progress) and WithLogger's, it
+// says what is profiled and where the windows go, once; a profiler
+// switched off says which setting did it.
+func TestStartLogsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	fileExp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		env       map[string]string
+		opts      []Option
+		ownLogger bool
+		want      []string
+	}{
+		{"default logger, OTLP from the environment", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
+			[]Option{WithProfileTypes(CPUProfile, GoroutineProfile)}, false,
+			[]string{"INFO " + startMessage, "profiles=cpu,goroutine", "window=1m0s", "cpu_duty_cycle=17%",
+				`exporter="otlpprofilehttp: http/protobuf to http://127.0.0.1:1/v1development/profiles"`}},
+		{"WithLogger, gRPC", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+			[]Option{WithProfileTypes(GoroutineProfile), WithWindow(30 * time.Second)}, true,
+			[]string{"level=INFO msg=\"" + startMessage + "\"", "profiles=goroutine", "window=30s", `exporter="otlpprofilegrpc: grpc to 127.0.0.1:1"`}},
+		{"file exporter", nil, []Option{WithProfileTypes(GoroutineProfile), WithExporter(fileExp)}, false,
+			[]string{startMessage, `exporter="otlpprofilefile: files in ` + dir + `"`}},
+		{"none", map[string]string{"OTEL_PROFILES_EXPORTER": "none"}, []Option{WithProfileTypes(GoroutineProfile)}, false,
+			[]string{startMessage, `exporter="none: the windows are discarded"`}},
+		{"switched off", map[string]string{"OTEL_SDK_DISABLED": "true"}, nil, false,
+			[]string{"INFO " + disabledMessage + ` by="OTEL_SDK_DISABLED=true"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			defaultLogger := slog.Default()
+			t.Cleanup(func() { slog.SetDefault(defaultLogger) })
+			var logs syncBuffer
+			log.SetOutput(&logs)
+			t.Cleanup(func() { log.SetOutput(os.Stderr) })
+			opts := append([]Option{WithProcessContext(false)}, tt.opts...)
+			if tt.ownLogger {
+				opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			}
+			p, err := Start(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(logs.String(), "\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_ = p.Stop(ctx)
+			var found []string
+			for _, l := range lines {
+				if strings.Contains(l, "pprofotel: profiling") {
+					found = append(found, l)
+				}
+			}
+			if len(found) != 1 {
+				t.Fatalf("%d start lines, want 1:\n%s", len(found), logs.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(found[0], w) {
+					t.Errorf("the start line lacks %q:\n%s", w, found[0])
+				}
+			}
+		})
+	}
+}
+
+// TestDefaultLoggerShowsNoProgress checks that the default logger's
+// handler passes warnings, errors and Start's lines, and no other info.
+func TestDefaultLoggerShowsNoProgress(t *testing.T) {
+	tests := []struct {
+		level slog.Level
+		msg   string
+		shown bool
+	}{
+		{slog.LevelInfo, startMessage, true},
+		{slog.LevelInfo, disabledMessage, true},
+		{slog.LevelInfo, "pprofotel: CPU profiling resumed", false},
+		{slog.LevelDebug, "pprofotel: no process context on this platform", false},
+		{slog.LevelWarn, "pprofotel: environment", true},
+		{slog.LevelError, "pprofotel: profile window not delivered", true},
+	}
+	for _, tt := range tests {
+		var out bytes.Buffer
+		l := slog.New(minLevelHandler{min: slog.LevelWarn, next: slog.NewTextHandler(&out, nil)})
+		l.Log(context.Background(), tt.level, tt.msg)
+		if got := strings.Contains(out.String(), tt.msg); got != tt.shown {
+			t.Errorf("%v %q shown = %v, want %v", tt.level, tt.msg, got, tt.shown)
+		}
 	}
 }

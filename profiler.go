@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,6 +113,7 @@ func Start(opts ...Option) (*Profiler, error) {
 		cfg.logger.Warn("pprofotel: environment", "warning", w.Error())
 	}
 	if cfg.disabled {
+		cfg.logger.Info(disabledMessage, "by", cfg.disabledBy)
 		return &Profiler{cfg: cfg}, nil
 	}
 	if err := checkAvailable(cfg.profileTypes); err != nil {
@@ -162,8 +166,36 @@ func start(cfg *config) (*Profiler, error) {
 	if cfg.processContext {
 		p.publishProcessContext()
 	}
+	logStart(cfg)
 	go p.loop()
 	return p, nil
+}
+
+// logStart logs the one line that says the profiler works: what it
+// profiles and where the windows go.
+func logStart(cfg *config) {
+	names := make([]string, len(cfg.profileTypes))
+	for i, t := range cfg.profileTypes {
+		names[i] = t.String()
+	}
+	attrs := []any{"profiles", strings.Join(names, ","), "window", cfg.window}
+	if slices.Contains(cfg.profileTypes, CPUProfile) {
+		attrs = append(attrs, "cpu_duty_cycle", strconv.Itoa(cfg.cpuDuty)+"%")
+	}
+	cfg.logger.Info(startMessage, append(attrs, "exporter", describeExporter(cfg.exporter))...)
+}
+
+// describeExporter says where exp sends the windows: its String, if it
+// has one (the exporter packages' say the endpoint or directory), else
+// its type.
+func describeExporter(exp Exporter) string {
+	switch e := exp.(type) {
+	case noneExporter:
+		return "none: the windows are discarded"
+	case fmt.Stringer:
+		return e.String()
+	}
+	return fmt.Sprintf("%T", exp)
 }
 
 // publishProcessContext publishes the resource the exporter sends, so that

@@ -92,6 +92,9 @@ func newExporter(getenv func(string) string, logger *slog.Logger, opts []Option)
 // Dir returns the directory the exporter writes into.
 func (e *Exporter) Dir() string { return e.cfg.dir }
 
+// String says where the exporter writes, for logs.
+func (e *Exporter) String() string { return "otlpprofilefile: files in " + e.cfg.dir }
+
 // Export writes req into a new file, then removes the oldest files beyond
 // the retention bounds, reporting their number to the profiler. It reports
 // no bytes sent: the profiler counts the request's protobuf size, whatever

@@ -610,7 +610,12 @@ func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
 		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
 	t = export.WarnNoProfilesPipeline(t, noPipeline(pkg, cfg.OTLP, logger))
-	return export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes, export.OnRetry(firstFailure(pkg, cfg.OTLP.Endpoint, logger))), nil
+	e := export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes, export.OnRetry(firstFailure(pkg, cfg.OTLP.Endpoint, logger)))
+	e.Where = pkg + ": " + cfg.OTLP.Protocol + " to " + cmp.Or(cfg.OTLP.Endpoint, "the application's connection")
+	if cfg.OTLP.GRPCConn != nil {
+		e.Where = pkg + ": grpc over the application's connection to " + cfg.OTLP.GRPCConn.Target()
+	}
+	return e, nil
 }
 
 // firstFailure returns a retry callback that warns, once in the exporter's
