@@ -321,7 +321,7 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	return in
 }
 
-// disabled returns the setting that turns the profiler off, "" when
+// disabled returns the variable that turns the profiler off, "" when
 // neither does.
 // OTEL_SDK_DISABLED follows the specification's boolean rule: only "true"
 // switches off, any other value reads as false (warned about unless it is
@@ -329,10 +329,10 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 // "false"; another value is warned about and leaves it on.
 func disabled(env *envconfig.Reader) string {
 	if sdkDisabled, _ := env.Bool(envSDKDisabled); sdkDisabled {
-		return envSDKDisabled + "=true"
+		return envSDKDisabled
 	}
 	if !env.BoolDefaultTrue(envEnabled) {
-		return envEnabled + "=false"
+		return envEnabled
 	}
 	return ""
 }

@@ -158,8 +158,11 @@ func TestKnownVariablesAreTheModules(t *testing.T) {
 	name := regexp.MustCompile(`"(PPROFOTEL_[A-Z0-9_]*[A-Z0-9])"`)
 	seenElsewhere := map[string]bool{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || path == "envnames_test.go" {
-			return err // this file names unknown variables on purpose
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		if path == "envnames_test.go" || path == filepath.Join("internal", "envconfig", "names_test.go") {
+			return nil // they name unknown variables on purpose
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {

@@ -234,7 +234,7 @@ func TestStartLogsOneLine(t *testing.T) {
 		{"none", map[string]string{"OTEL_PROFILES_EXPORTER": "none"}, []Option{WithProfileTypes(GoroutineProfile)}, false,
 			[]string{startMessage, `exporter="none: the windows are discarded"`}},
 		{"switched off", map[string]string{"OTEL_SDK_DISABLED": "true"}, nil, false,
-			[]string{"INFO " + disabledMessage + ` by="OTEL_SDK_DISABLED=true"`}},
+			[]string{"INFO " + disabledMessage + " by=OTEL_SDK_DISABLED"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
