@@ -102,6 +102,10 @@ type Profiler struct {
 // time in a process; Start fails with [ErrAlreadyRunning] while another
 // runs.
 //
+// A PPROFOTEL_ variable that the module does not read is warned about
+// too, by name, with the closest name it reads. Once started, Start logs
+// one info line saying what is profiled and where the windows go.
+//
 // Start does not wait for the network: the exporter connects when it first
 // sends.
 func Start(opts ...Option) (*Profiler, error) {
