@@ -17,6 +17,7 @@ import (
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/envconfig"
+	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/export/registry"
 )
 
@@ -28,7 +29,9 @@ type config struct {
 	// validated, because a profiler switched off must never stop the
 	// application from starting.
 	disabled bool
-	window   time.Duration
+	// disabledBy names the setting that disabled it.
+	disabledBy string
+	window     time.Duration
 	// profileTypes is non-empty, without duplicates, in ascending order.
 	profileTypes []ProfileType
 	// rates holds, for each profile type whose descriptor has a Rate, the
@@ -84,6 +87,13 @@ type config struct {
 // starting. A variable is read only when it decides something: one
 // shadowed by an option is not validated.
 func newConfig(opts []Option, getenv func(string) string) (*config, error) {
+	return newConfigEnv(opts, getenv, nil)
+}
+
+// newConfigEnv is newConfig; it warns, besides, about every PPROFOTEL_
+// variable of environ (os.Environ's form) that the module does not read,
+// an old name saying what replaced it.
+func newConfigEnv(opts []Option, getenv func(string) string, environ []string) (*config, error) {
 	var o options
 	for _, opt := range opts {
 		if opt != nil {
@@ -91,12 +101,13 @@ func newConfig(opts []Option, getenv func(string) string) (*config, error) {
 		}
 	}
 	env := envconfig.New(getenv, "profiler: ")
+	env.CheckNames(environ, envPrefix, knownVariables(), devVariables)
 
 	c := &config{logger: o.logger, runtime: o.runtime}
 	if c.logger == nil {
 		c.logger = slog.New(minLevelHandler{min: slog.LevelWarn, next: slog.Default().Handler()})
 	}
-	if disabled(env) {
+	if c.disabledBy = disabled(env); c.disabledBy != "" {
 		c.disabled = true
 		c.warnings = env.Warnings()
 		return c, nil
@@ -143,7 +154,8 @@ func (c *config) resolveExporter(o *options, env *envconfig.Reader, getenv func(
 		c.exporter = o.exporter
 		return nil
 	}
-	exp, err := autoexport.NewExporter(context.Background(),
+	// The exporter logs through the profiler's logger.
+	exp, err := autoexport.NewExporter(export.ContextWithLogger(context.Background(), c.logger),
 		registry.WithGetenv(getenv), registry.WithWarn(env.Warn))
 	if err != nil {
 		return fmt.Errorf("profiler: the exporter the environment names: %w", err)
@@ -211,7 +223,7 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) {
 	var types []ProfileType
 	if o.profileTypes != nil {
 		types = o.profileTypes
-	} else if t, ok := envconfig.Parse(env, parseProfileList, envProfiles); ok {
+	} else if t, ok := profileTypesFromEnv(env); ok {
 		types = availableProfileTypes(env, t)
 	}
 	if len(types) == 0 {
@@ -227,12 +239,8 @@ func (c *config) resolveSampling(o *options, env *envconfig.Reader) {
 			c.rates[t] = r.Default
 			if o.rates[t] != 0 {
 				c.rates[t] = o.rates[t]
-			} else if n, ok := env.PositiveInt(r.Env, r.Want+" (0 would switch "+t.String()+" profiling off)"); ok {
-				if r.Max > 0 && n > r.Max {
-					env.Invalid(r.Env, strconv.Itoa(n), errors.New(r.Want))
-				} else {
-					c.rates[t] = n
-				}
+			} else if n, ok := env.IntBetween(r.Env, 1, rateMax(r), r.Want+" (0 would switch "+t.String()+" profiling off)"); ok {
+				c.rates[t] = n
 			}
 		}
 		if iv := t.descriptor().Interval; iv != nil {
@@ -259,23 +267,15 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 	c.maxEndpoints = requests.DefaultMaxEndpoints
 	if o.maxEndpoints != 0 {
 		c.maxEndpoints = o.maxEndpoints
-	} else if n, ok := env.PositiveInt(envMaxEndpoints, "must be a whole number of endpoints from 1 to 10000"); ok {
-		if n > maxMaxEndpoints {
-			env.Invalid(envMaxEndpoints, strconv.Itoa(n), errors.New("must be a whole number of endpoints from 1 to 10000"))
-		} else {
-			c.maxEndpoints = n
-		}
+	} else if n, ok := env.IntBetween(envMaxEndpoints, 1, maxMaxEndpoints, "must be a whole number of endpoints from 1 to 10000"); ok {
+		c.maxEndpoints = n
 	}
 
 	duty := defaultCPUDuty
 	if o.cpuDuty != 0 {
 		duty = o.cpuDuty
-	} else if n, ok := env.PositiveInt(envCPUDuty, "duty cycle must be a percentage from 1 to 100"); ok {
-		if n > 100 {
-			env.Invalid(envCPUDuty, strconv.Itoa(n), errors.New("duty cycle must be a percentage from 1 to 100"))
-		} else {
-			duty = n
-		}
+	} else if n, ok := env.IntBetween(envCPUDutyCycle, 1, 100, "duty cycle must be a percentage from 1 to 100"); ok {
+		duty = n
 	}
 	c.cpuDuty = duty
 	c.cpuDuration = cpuDuration(c.window, duty, c.runtime.minCPUDuration())
@@ -286,6 +286,14 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 	} else if d, ok := env.Duration(envSlowThreshold, "threshold", collect.MinSlowThreshold); ok {
 		c.slowThreshold = d
 	}
+}
+
+// rateMax is the most a runtime rate's variable may be.
+func rateMax(r *collect.Rate) int {
+	if r.Max > 0 {
+		return r.Max
+	}
+	return int(^uint(0) >> 1)
 }
 
 // cpuDuration is the part of a window the CPU profile records at a duty
@@ -316,14 +324,52 @@ func resourceFromEnv(o *options, env *envconfig.Reader) resourceInputs {
 	return in
 }
 
-// disabled reports whether either switch turns the profiler off.
+// disabled returns the variable that turns the profiler off, "" when
+// neither does.
 // OTEL_SDK_DISABLED follows the specification's boolean rule: only "true"
 // switches off, any other value reads as false (warned about unless it is
 // "false"). PPROFOTEL_ENABLED, on by default, is switched off only by
 // "false"; another value is warned about and leaves it on.
-func disabled(env *envconfig.Reader) bool {
-	sdkDisabled, _ := env.Bool(envSDKDisabled)
-	return sdkDisabled || !env.BoolDefaultTrue(envEnabled)
+func disabled(env *envconfig.Reader) string {
+	if sdkDisabled, _ := env.Bool(envSDKDisabled); sdkDisabled {
+		return envSDKDisabled
+	}
+	if !env.BoolDefaultTrue(envEnabled) {
+		return envEnabled
+	}
+	return ""
+}
+
+// profileTypesFromEnv reads PPROFOTEL_PROFILES as parseProfileList does,
+// except that an entry it cannot read costs that entry alone, with one
+// warning naming every such entry; the variable is ignored as a whole
+// only when no entry is left.
+func profileTypesFromEnv(env *envconfig.Reader) ([]ProfileType, bool) {
+	v, ok := env.Lookup(envProfiles)
+	if !ok {
+		return nil, false
+	}
+	var types []ProfileType
+	var unknown []string
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if t, ok := parseProfileType(f); ok {
+			types = append(types, t)
+		} else {
+			unknown = append(unknown, strconv.Quote(f))
+		}
+	}
+	switch {
+	case len(types) == 0:
+		env.Invalid(envProfiles, v, fmt.Errorf("no profile type named (want %s)", collect.NameList()))
+		return nil, false
+	case len(unknown) > 0:
+		env.Warn(fmt.Errorf("%s=%q: unknown profile type %s (want %s); left out, the other entries stand",
+			envProfiles, v, strings.Join(unknown, ", "), collect.NameList()))
+	}
+	return types, true
 }
 
 // parseProfileList parses PPROFOTEL_PROFILES: names separated by commas,

@@ -119,22 +119,23 @@
 //     1s. Default 60s ([WithWindow]).
 //   - PPROFOTEL_PROFILES: comma list of cpu, heap, goroutine, mutex, block,
 //     offcpu, goroutineleak. Default "cpu,heap,goroutine" ([WithProfileTypes]).
-//     A type this program cannot provide (offcpu without its import,
-//     goroutineleak before Go 1.27) is left out with a warning; where an
-//     option asks for it, Start fails.
-//   - PPROFOTEL_CPU_DUTY: percentage of every window, 1 to 100, during which
-//     the CPU profile records, at a random offset; 100 records
-//     continuously. Default 17 ([WithCPUDutyCycle]).
-//   - PPROFOTEL_OFFCPU_DUTY: percentage of every cycle (the window, at most
-//     10 s) during which the off-CPU profile traces. Default 10
+//     An unknown name, or a type this program cannot provide (offcpu
+//     without its import, goroutineleak before Go 1.27), is left out with
+//     a warning and the other names stand; where an option asks for such
+//     a type, Start fails.
+//   - PPROFOTEL_CPU_DUTY_CYCLE: percentage of every window, 1 to 100,
+//     during which the CPU profile records, at a random offset; 100
+//     records continuously. Default 17 ([WithCPUDutyCycle]).
+//   - PPROFOTEL_OFFCPU_DUTY_CYCLE: percentage of every cycle (the window,
+//     at most 10 s) during which the off-CPU profile traces. Default 10
 //     ([WithOffCPUDutyCycle]).
 //   - PPROFOTEL_SLOW_REQUEST_THRESHOLD: least duration of a request that
 //     the off-CPU profile explains as slow, a Go duration of at least 10ms.
 //     Default 100ms ([WithSlowRequestThreshold]).
-//   - PPROFOTEL_MUTEX_FRACTION: mutex profile fraction while mutex
-//     profiling is on. Default 10 ([WithMutexProfileFraction]).
-//   - PPROFOTEL_BLOCK_RATE: block profile rate in nanoseconds while block
-//     profiling is on. Default 10000 ([WithBlockProfileRate]).
+//   - PPROFOTEL_MUTEX_PROFILE_FRACTION: mutex profile fraction while
+//     mutex profiling is on. Default 10 ([WithMutexProfileFraction]).
+//   - PPROFOTEL_BLOCK_PROFILE_RATE: block profile rate in nanoseconds
+//     while block profiling is on. Default 10000 ([WithBlockProfileRate]).
 //   - PPROFOTEL_GOROUTINELEAK_INTERVAL: least time between two
 //     goroutine-leak profiles, a Go duration. Default 5m
 //     ([WithGoroutineLeakInterval]).
@@ -150,16 +151,29 @@
 //     "go_pprof_labels_v1"; Linux amd64 and arm64 only). Default true
 //     ([WithProcessContext]).
 //
-// A variable set to a blank value counts as unset.
+// A variable set to a blank value counts as unset. Every other PPROFOTEL_
+// variable set in the environment, but for those of the exporter and
+// opamp packages, is warned about once by name, with the closest name
+// the profiler reads when one is close. Four variables were renamed to
+// the stem of their option and remote key, and the old names are still
+// read, with a warning, when the new ones are not set, until release
+// 0.2.0: PPROFOTEL_CPU_DUTY, PPROFOTEL_OFFCPU_DUTY,
+// PPROFOTEL_MUTEX_FRACTION and PPROFOTEL_BLOCK_RATE. The older
+// PPROFOTEL_PERIOD (now PPROFOTEL_WINDOW) and PPROFOTEL_CPU_DURATION (a
+// duration, now the percentage PPROFOTEL_CPU_DUTY_CYCLE) are not read;
+// their warning names what replaced them.
 //
 // # Errors
 //
 // Start fails with [ErrAlreadyRunning] while another profiler runs in the
 // process. The error of [Profiler.Stop] holds an [*UndeliveredError] when
-// windows could not be delivered. While it runs, the profiler hands its
-// errors (windows not delivered, dropped or not converted) to otel.Handle,
-// as the OpenTelemetry SDK's components do, and to slog as well only when
-// [WithLogger] is given; warnings go to the logger alone.
+// windows could not be delivered. While it runs, the profiler logs
+// through one logger ([WithLogger], else slog's default, which shows
+// warnings and errors), in its format. Its errors (windows not delivered,
+// dropped or not converted) go there too, unless the application has set
+// an OpenTelemetry error handler (otel.SetErrorHandler): then they go to
+// otel.Handle, as the OpenTelemetry SDK's components send theirs, and to
+// the logger as well only when [WithLogger] is given.
 //
 // # Trace links
 //

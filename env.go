@@ -18,10 +18,13 @@ const (
 	envProfiles      = "PPROFOTEL_PROFILES"
 	envProcessCtx    = "PPROFOTEL_PROCESS_CONTEXT"
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
-	envCPUDuty       = "PPROFOTEL_CPU_DUTY"
+	envCPUDutyCycle  = "PPROFOTEL_CPU_DUTY_CYCLE"
 	envSlowThreshold = "PPROFOTEL_SLOW_REQUEST_THRESHOLD"
 	envMaxEndpoints  = "PPROFOTEL_MAX_ENDPOINTS"
 )
+
+// envPrefix starts the name of every variable of the module's own.
+const envPrefix = "PPROFOTEL_"
 
 // Defaults.
 const (

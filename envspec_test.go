@@ -241,14 +241,17 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		{"PPROFOTEL_WINDOW", "-5s", nil, true, func(c *config) error { return wantEqual("window", c.window, defaultWindow) }},
 		{"PPROFOTEL_WINDOW", "1ns", nil, true, func(c *config) error { return wantEqual("window", c.window, defaultWindow) }},
 		{"PPROFOTEL_WINDOW", "999ms", nil, true, func(c *config) error { return wantEqual("window", c.window, defaultWindow) }},
-		{"PPROFOTEL_PROFILES", "cpu,threads", nil, true, func(c *config) error {
+		{"PPROFOTEL_PROFILES", "threads", nil, true, func(c *config) error {
 			return wantEqual("profiles", fmt.Sprint(c.profileTypes), fmt.Sprint(defaultProfileTypes()))
 		}},
-		{"PPROFOTEL_MUTEX_FRACTION", "0", nil, true, func(c *config) error { return wantEqual("mutex fraction", c.rates[MutexProfile], 10) }},
-		{"PPROFOTEL_BLOCK_RATE", "1.5", nil, true, func(c *config) error { return wantEqual("block rate", c.rates[BlockProfile], 10000) }},
-		{"PPROFOTEL_CPU_DUTY", "101", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultCPU) }},
-		{"PPROFOTEL_CPU_DUTY", "abc", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultCPU) }},
-		{"PPROFOTEL_CPU_DUTY", "0", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultCPU) }},
+		{"PPROFOTEL_PROFILES", "cpu,threads", nil, true, func(c *config) error {
+			return wantEqual("profiles", fmt.Sprint(c.profileTypes), fmt.Sprint([]ProfileType{CPUProfile}))
+		}},
+		{"PPROFOTEL_MUTEX_PROFILE_FRACTION", "0", nil, true, func(c *config) error { return wantEqual("mutex fraction", c.rates[MutexProfile], 10) }},
+		{"PPROFOTEL_BLOCK_PROFILE_RATE", "1.5", nil, true, func(c *config) error { return wantEqual("block rate", c.rates[BlockProfile], 10000) }},
+		{"PPROFOTEL_CPU_DUTY_CYCLE", "101", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultCPU) }},
+		{"PPROFOTEL_CPU_DUTY_CYCLE", "abc", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultCPU) }},
+		{"PPROFOTEL_CPU_DUTY_CYCLE", "0", nil, true, func(c *config) error { return wantEqual("CPU duration", c.cpuDuration, defaultCPU) }},
 		{"PPROFOTEL_MAX_GOROUTINES", "-1", nil, true, func(c *config) error {
 			return wantEqual("max goroutines", c.maxGoroutines, collect.DefaultMaxGoroutines)
 		}},
@@ -259,8 +262,8 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 			return wantEqual("slow-request threshold", c.slowThreshold, collect.DefaultSlowThreshold)
 		}},
 		{"PPROFOTEL_MAX_ENDPOINTS", "-3", nil, true, func(c *config) error { return wantEqual("max endpoints", c.maxEndpoints, 100) }},
-		{"PPROFOTEL_OFFCPU_DUTY", "0", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
-		{"PPROFOTEL_OFFCPU_DUTY", "101", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
+		{"PPROFOTEL_OFFCPU_DUTY_CYCLE", "0", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
+		{"PPROFOTEL_OFFCPU_DUTY_CYCLE", "101", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "5", nil, true, func(c *config) error {
 			return wantEqual("goroutine-leak interval", c.intervals[GoroutineLeakProfile], 5*time.Minute)
 		}},
@@ -281,7 +284,7 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 // TestOptionsStayStrict checks that an invalid option still fails Start,
 // naming the option and its value, whatever the environment says.
 func TestOptionsStayStrict(t *testing.T) {
-	_, err := newConfig([]Option{WithCPUDutyCycle(-1)}, envOf(map[string]string{"PPROFOTEL_CPU_DUTY": "x"}))
+	_, err := newConfig([]Option{WithCPUDutyCycle(-1)}, envOf(map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "x"}))
 	if err == nil || err.Error() != "profiler: WithCPUDutyCycle(-1): duty cycle must be a percentage from 1 to 100" {
 		t.Errorf("err = %v, want the option's error alone", err)
 	}

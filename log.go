@@ -7,19 +7,24 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel"
+
+	"github.com/pprofotel/profiler/internal/export"
 )
 
-// reportingHandler hands the profiler's errors to otel.Handle, the
-// process's OpenTelemetry error handler, as the OpenTelemetry SDK's own
-// components do: windows not delivered or dropped, windows that could not
-// be converted, rejections in a partial success. Those are the records at
-// slog.LevelError. They reach the slog handler as well only when the
-// application gave its logger (WithLogger): otel's default error handler
-// already prints them, and the default logger printing them again would
-// log every error twice. Warnings and progress go to slog alone.
+// reportingHandler sends the profiler's errors (windows not delivered or
+// dropped, windows that could not be converted, rejections in a partial
+// success: the records at slog.LevelError) where the application looks
+// for them, and everything else to the logger. When the application has
+// set an OpenTelemetry error handler (otel.SetErrorHandler), errors go to
+// it, as the OpenTelemetry SDK's components send theirs, and to the
+// logger as well only when the application gave its logger (WithLogger).
+// Otherwise they go to the logger alone: otel's default handler would
+// print them with the log package, in another format than the logger's
+// warnings.
 type reportingHandler struct {
 	next slog.Handler
-	// logErrors passes error records on to next too.
+	// logErrors passes error records on to next too when they go to the
+	// application's error handler.
 	logErrors bool
 	// attrs are those added by WithAttrs, for the error's text.
 	attrs []slog.Attr
@@ -33,8 +38,13 @@ func (h reportingHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level < slog.LevelError {
 		return h.next.Handle(ctx, r)
 	}
-	otel.Handle(newReportedError(r, h.attrs))
-	if h.logErrors && h.next.Enabled(ctx, r.Level) {
+	toLogger := h.logErrors
+	if export.DefaultErrorHandler() {
+		toLogger = true
+	} else {
+		otel.Handle(newReportedError(r, h.attrs))
+	}
+	if toLogger && h.next.Enabled(ctx, r.Level) {
 		return h.next.Handle(ctx, r)
 	}
 	return nil
@@ -81,19 +91,30 @@ func newReportedError(r slog.Record, attrs []slog.Attr) *reportedError {
 func (e *reportedError) Error() string { return e.text }
 func (e *reportedError) Unwrap() error { return e.err }
 
-// minLevelHandler passes on records at min or above. It makes the default
-// logger quiet: warnings and errors reach the application's handler,
-// progress reports do not.
+// The info records that the default logger shows: the one line at Start
+// that says the profiler works, or that it is switched off.
+const (
+	startMessage    = "pprofotel: profiling"
+	disabledMessage = "pprofotel: profiling is switched off"
+)
+
+// minLevelHandler passes on records at min or above, and the info records
+// of Start (startMessage, disabledMessage). It makes the default logger
+// quiet: warnings, errors and the start line reach the application's
+// handler, progress reports do not.
 type minLevelHandler struct {
 	min  slog.Level
 	next slog.Handler
 }
 
 func (h minLevelHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.next.Enabled(ctx, l)
+	return (l >= h.min || l == slog.LevelInfo) && h.next.Enabled(ctx, l)
 }
 
 func (h minLevelHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < h.min && r.Message != startMessage && r.Message != disabledMessage {
+		return nil
+	}
 	return h.next.Handle(ctx, r)
 }
 

@@ -164,7 +164,7 @@ func WithProfileTypes(types ...ProfileType) Option {
 // other profile types cover the whole window. 100 records continuously,
 // back to back. A recording is never shorter than 100ms, ten samples of a
 // busy thread. The default is 17 (about a sixth: 10.2s of the default
-// 60s window), overridden by PPROFOTEL_CPU_DUTY.
+// 60s window), overridden by PPROFOTEL_CPU_DUTY_CYCLE.
 func WithCPUDutyCycle(percent int) Option {
 	return optionFunc(func(o *options) {
 		if percent < 1 || percent > 100 {
@@ -179,7 +179,7 @@ func WithCPUDutyCycle(percent int) Option {
 // 100, during which OffCPUProfile runs the execution tracer: the cycle is
 // the window, or 10s when the window is longer, and the traced part comes
 // first. Waits are measured in the traced part and scaled to the window.
-// The default is 10, overridden by PPROFOTEL_OFFCPU_DUTY. Package
+// The default is 10, overridden by PPROFOTEL_OFFCPU_DUTY_CYCLE. Package
 // github.com/pprofotel/profiler/offcpu, which links the profile in, has an
 // example.
 func WithOffCPUDutyCycle(percent int) Option {
@@ -211,7 +211,7 @@ func WithSlowRequestThreshold(d time.Duration) Option {
 // runtime.SetMutexProfileFraction while MutexProfile is collected: on
 // average one in rate contention events is recorded. It must be positive,
 // since 0 would turn off the very profile that was asked for. The default
-// is 10, overridden by PPROFOTEL_MUTEX_FRACTION.
+// is 10, overridden by PPROFOTEL_MUTEX_PROFILE_FRACTION.
 func WithMutexProfileFraction(rate int) Option {
 	return optionFunc(func(o *options) {
 		o.setRate(MutexProfile, rate, "fraction must be positive")
@@ -222,7 +222,7 @@ func WithMutexProfileFraction(rate int) Option {
 // runtime.SetBlockProfileRate while BlockProfile is collected: blocking
 // events are sampled on average once per rate nanoseconds spent blocked. It
 // must be positive, since 0 would turn off the very profile that was asked
-// for. The default is 10000 (10µs), overridden by PPROFOTEL_BLOCK_RATE.
+// for. The default is 10000 (10µs), overridden by PPROFOTEL_BLOCK_PROFILE_RATE.
 func WithBlockProfileRate(rate int) Option {
 	return optionFunc(func(o *options) {
 		o.setRate(BlockProfile, rate, "rate must be positive")

@@ -49,11 +49,11 @@ func TestCollectSettings(t *testing.T) {
 		{"cpu: default, 17% of the window", nil, nil, cpuDuration, 10200 * time.Millisecond},
 		{"cpu: default follows the window", []Option{WithWindow(30 * time.Second)}, nil, cpuDuration, 5100 * time.Millisecond},
 		{"cpu: default follows PPROFOTEL_WINDOW", nil, map[string]string{"PPROFOTEL_WINDOW": "10s"}, cpuDuration, 1700 * time.Millisecond},
-		{"cpu: variable", nil, map[string]string{"PPROFOTEL_CPU_DUTY": "25"}, cpuDuration, 15 * time.Second},
-		{"cpu: variable, continuous", nil, map[string]string{"PPROFOTEL_CPU_DUTY": "100"}, cpuDuration, time.Minute},
+		{"cpu: variable", nil, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "25"}, cpuDuration, 15 * time.Second},
+		{"cpu: variable, continuous", nil, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "100"}, cpuDuration, time.Minute},
 		{"cpu: option", []Option{WithCPUDutyCycle(50)}, nil, cpuDuration, 30 * time.Second},
-		{"cpu: option wins", []Option{WithCPUDutyCycle(10)}, map[string]string{"PPROFOTEL_CPU_DUTY": "25"}, cpuDuration, 6 * time.Second},
-		{"cpu: option shadows an invalid variable", []Option{WithCPUDutyCycle(10)}, map[string]string{"PPROFOTEL_CPU_DUTY": "x"}, cpuDuration, 6 * time.Second},
+		{"cpu: option wins", []Option{WithCPUDutyCycle(10)}, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "25"}, cpuDuration, 6 * time.Second},
+		{"cpu: option shadows an invalid variable", []Option{WithCPUDutyCycle(10)}, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "x"}, cpuDuration, 6 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,9 +87,9 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithCPUDutyCycle(0)}, nil, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(-5)}, nil, "profiler: WithCPUDutyCycle(-5): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(101)}, nil, "profiler: WithCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
-		{nil, map[string]string{"PPROFOTEL_CPU_DUTY": "101"}, `profiler: PPROFOTEL_CPU_DUTY="101": duty cycle must be a percentage from 1 to 100`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DUTY": "0"}, `profiler: PPROFOTEL_CPU_DUTY="0": duty cycle must be a percentage from 1 to 100`},
-		{nil, map[string]string{"PPROFOTEL_CPU_DUTY": "10%"}, `profiler: PPROFOTEL_CPU_DUTY="10%": duty cycle must be a percentage from 1 to 100`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "101"}, `profiler: PPROFOTEL_CPU_DUTY_CYCLE="101": duty cycle must be a percentage from 1 to 100`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "0"}, `profiler: PPROFOTEL_CPU_DUTY_CYCLE="0": duty cycle must be a percentage from 1 to 100`},
+		{nil, map[string]string{"PPROFOTEL_CPU_DUTY_CYCLE": "10%"}, `profiler: PPROFOTEL_CPU_DUTY_CYCLE="10%": duty cycle must be a percentage from 1 to 100`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

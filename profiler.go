@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,17 +102,22 @@ type Profiler struct {
 // time in a process; Start fails with [ErrAlreadyRunning] while another
 // runs.
 //
+// A PPROFOTEL_ variable that the module does not read is warned about
+// too, by name, with the closest name it reads. Once started, Start logs
+// one info line saying what is profiled and where the windows go.
+//
 // Start does not wait for the network: the exporter connects when it first
 // sends.
 func Start(opts ...Option) (*Profiler, error) {
-	cfg, err := newConfig(opts, os.Getenv)
+	cfg, err := newConfigEnv(opts, os.Getenv, os.Environ())
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range cfg.warnings {
-		cfg.logger.Warn("pprofotel: invalid environment variable", "warning", w.Error())
+		cfg.logger.Warn("pprofotel: environment", "warning", w.Error())
 	}
 	if cfg.disabled {
+		cfg.logger.Info(disabledMessage, "by", cfg.disabledBy)
 		return &Profiler{cfg: cfg}, nil
 	}
 	if err := checkAvailable(cfg.profileTypes); err != nil {
@@ -164,8 +172,33 @@ func start(cfg *config) (*Profiler, error) {
 	if cfg.processContext {
 		p.publishProcessContext()
 	}
+	logStart(cfg)
 	go p.loop()
 	return p, nil
+}
+
+// logStart logs the one line that says the profiler works: what it
+// profiles and where the windows go.
+func logStart(cfg *config) {
+	names := make([]string, len(cfg.profileTypes))
+	for i, t := range cfg.profileTypes {
+		names[i] = t.String()
+	}
+	attrs := []any{"profiles", strings.Join(names, ","), "window", cfg.window}
+	if slices.Contains(cfg.profileTypes, CPUProfile) {
+		attrs = append(attrs, "cpu_duty_cycle", strconv.Itoa(cfg.cpuDuty)+"%")
+	}
+	cfg.logger.Info(startMessage, append(attrs, "exporter", describeExporter(cfg.exporter))...)
+}
+
+// describeExporter says where exp sends the windows: its String, if it
+// has one (the exporter packages' say the endpoint or directory), else
+// its type.
+func describeExporter(exp Exporter) string {
+	if e, ok := exp.(fmt.Stringer); ok {
+		return e.String()
+	}
+	return fmt.Sprintf("%T", exp)
 }
 
 // publishProcessContext publishes the resource the exporter sends, so that

@@ -156,10 +156,10 @@ func TestConfiguredOnlyThroughEnvironment(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
 			t.Setenv("OTEL_SERVICE_NAME", "env-only")
 			t.Setenv("PPROFOTEL_WINDOW", "2s")
-			t.Setenv("PPROFOTEL_CPU_DUTY", "100") // continuous: every window holds CPU samples
+			t.Setenv("PPROFOTEL_CPU_DUTY_CYCLE", "100") // continuous: every window holds CPU samples
 			t.Setenv("PPROFOTEL_PROFILES", "cpu,heap,goroutine,mutex,block")
-			t.Setenv("PPROFOTEL_MUTEX_FRACTION", "1")
-			t.Setenv("PPROFOTEL_BLOCK_RATE", "1")
+			t.Setenv("PPROFOTEL_MUTEX_PROFILE_FRACTION", "1")
+			t.Setenv("PPROFOTEL_BLOCK_PROFILE_RATE", "1")
 
 			prevFraction := runtime.SetMutexProfileFraction(-1)
 			p, err := Start()

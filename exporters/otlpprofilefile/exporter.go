@@ -17,6 +17,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/convert/otlp"
 	"github.com/pprofotel/profiler/internal/convert/otlpjson"
+	"github.com/pprofotel/profiler/internal/export"
 	"github.com/pprofotel/profiler/internal/export/registry"
 	"github.com/pprofotel/profiler/internal/export/report"
 )
@@ -63,7 +64,7 @@ type Exporter struct {
 // makes it fail with an error naming the option and its value. ctx is not
 // used.
 func New(ctx context.Context, opts ...Option) (*Exporter, error) {
-	return newExporter(os.Getenv, nil, opts)
+	return newExporter(os.Getenv, export.LoggerFromContext(ctx), opts)
 }
 
 // newExporter is New reading the environment through getenv and logging
@@ -90,6 +91,9 @@ func newExporter(getenv func(string) string, logger *slog.Logger, opts []Option)
 
 // Dir returns the directory the exporter writes into.
 func (e *Exporter) Dir() string { return e.cfg.dir }
+
+// String says where the exporter writes, for logs.
+func (e *Exporter) String() string { return "otlpprofilefile: files in " + e.cfg.dir }
 
 // Export writes req into a new file, then removes the oldest files beyond
 // the retention bounds, reporting their number to the profiler. It reports

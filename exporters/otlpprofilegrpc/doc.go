@@ -11,7 +11,9 @@
 // OUT_OF_RANGE, UNAVAILABLE, DATA_LOSS, and RESOURCE_EXHAUSTED with a
 // RetryInfo), waiting as long as a RetryInfo asks (WithRetry). A partial
 // success, where the receiver accepted the request but rejected some
-// profiles, is not an error: it is reported to otel.Handle.
+// profiles, is not an error: it is reported to otel.Handle when the
+// application has set an error handler (otel.SetErrorHandler), else
+// logged as an error.
 //
 // # Environment variables
 //

@@ -23,7 +23,7 @@ type Exporter struct {
 // touch the network, and ctx is not used: the connection is made by the
 // first Export.
 func New(ctx context.Context, opts ...Option) (*Exporter, error) {
-	return newExporter(os.Getenv, nil, opts)
+	return newExporter(os.Getenv, export.LoggerFromContext(ctx), opts)
 }
 
 // newExporter is New reading the environment through getenv and logging
@@ -46,11 +46,16 @@ func newExporter(getenv func(string) string, logger *slog.Logger, opts []Option)
 // and retried as WithRetry says. It returns when the receiver has accepted
 // every part, a part has failed for good, or ctx is done, whichever comes
 // first; when a part fails, the parts after it are not sent and the error
-// says how many arrived. A partial success is not an error: it goes to
-// otel.Handle. Export does not keep req after it returns.
+// says how many arrived. A partial success is not an error: it is reported
+// to otel.Handle when the application has set an error handler, else
+// logged as an error. Export does not keep req after it returns.
 func (e *Exporter) Export(ctx context.Context, req *collectorpb.ExportProfilesServiceRequest) error {
 	return e.e.Export(ctx, req)
 }
+
+// String says where the exporter sends, for logs: its package, protocol
+// and endpoint.
+func (e *Exporter) String() string { return e.e.Where }
 
 // Shutdown interrupts an Export waiting to retry or in flight and closes
 // the connection the exporter dialled; a connection given by WithGRPCConn

@@ -11,7 +11,9 @@
 // receiver could not take for now (HTTP 429, 502, 503 and 504, or no
 // response), waiting as long as a Retry-After header asks (WithRetry). A
 // partial success, where the receiver accepted the request but rejected
-// some profiles, is not an error: it is reported to otel.Handle.
+// some profiles, is not an error: it is reported to otel.Handle when the
+// application has set an error handler (otel.SetErrorHandler), else
+// logged as an error.
 //
 // # Environment variables
 //

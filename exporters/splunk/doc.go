@@ -14,7 +14,8 @@
 // whole, or cut between records into requests no larger than
 // WithMaxRequestBytes, and a request the receiver could not take for now
 // is retried as in package otlpprofilegrpc (WithRetry). A partial success
-// is not an error: it is reported to otel.Handle.
+// is not an error: it is reported to otel.Handle when the application has
+// set an error handler (otel.SetErrorHandler), else logged as an error.
 //
 // What to collect is the profiler's choice, which this package informs
 // through Exporter.CollectionDefaults (it implements the profiler's

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/protobuf/proto"
@@ -52,7 +51,7 @@ type Exporter struct {
 // touch the network, and ctx is not used: the connection is made by the
 // first Export.
 func New(ctx context.Context, opts ...Option) (*Exporter, error) {
-	return newExporter(os.Getenv, nil, opts)
+	return newExporter(os.Getenv, export.LoggerFromContext(ctx), opts)
 }
 
 // newExporter is New reading the environment through getenv and logging
@@ -72,7 +71,7 @@ func newExporter(getenv func(string) string, logger *slog.Logger, opts []Option)
 	// A partial success is not an error of Export, since the rejected
 	// records must not be sent again, but the rejections must not vanish.
 	cfg.otlp.OTLP.OnPartialSuccess = func(rejected int64, message string) {
-		otel.Handle(fmt.Errorf("splunk: the receiver accepted the request in part: %d log records rejected: %s", rejected, message))
+		export.ReportError(logger, fmt.Errorf("splunk: the receiver accepted the request in part: %d log records rejected: %s", rejected, message))
 	}
 	t, err := logsgrpc.New(cfg.otlp.OTLP)
 	if err != nil {

@@ -142,7 +142,7 @@ var Profiles = []Descriptor{
 	{Name: Heap, Values: 4, Cumulative: []int{0, 1}, Default: true},
 	{Name: Goroutine, Values: 1, Default: true},
 	{Name: Mutex, Values: 2, Cumulative: []int{0, 1}, Rate: &Rate{
-		Env: "PPROFOTEL_MUTEX_FRACTION", Option: "WithMutexProfileFraction",
+		Env: "PPROFOTEL_MUTEX_PROFILE_FRACTION", Option: "WithMutexProfileFraction",
 		// One contention event in ten. The cost of mutex profiling grows
 		// with the number of recorded events, and a contended lock
 		// produces many events per window, so a tenth is still plenty to
@@ -155,7 +155,7 @@ var Profiles = []Descriptor{
 		},
 	}},
 	{Name: Block, Values: 2, Cumulative: []int{0, 1}, Rate: &Rate{
-		Env: "PPROFOTEL_BLOCK_RATE", Option: "WithBlockProfileRate",
+		Env: "PPROFOTEL_BLOCK_PROFILE_RATE", Option: "WithBlockProfileRate",
 		// On average one blocking event per 10µs spent blocked: any wait
 		// of 10µs or more is always recorded, while the very frequent
 		// sub-microsecond channel hand-offs, which cost more to record
@@ -174,7 +174,7 @@ var Profiles = []Descriptor{
 	// Its parser is linked in only by the applications that import package
 	// offcpu, which registers it (RegisterOffCPU).
 	{Name: OffCPU, Values: 1, Available: offCPUAvailable, Rate: &Rate{
-		Env: "PPROFOTEL_OFFCPU_DUTY", Option: "WithOffCPUDutyCycle",
+		Env: "PPROFOTEL_OFFCPU_DUTY_CYCLE", Option: "WithOffCPUDutyCycle",
 		Default: DefaultOffCPUDuty,
 		Max:     100,
 		Want:    "duty cycle must be a percentage from 1 to 100",

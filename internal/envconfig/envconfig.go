@@ -46,17 +46,33 @@ func New(getenv func(string) string, prefix string) *Reader {
 }
 
 // Lookup returns name's trimmed value, and whether it is set to a
-// non-blank value.
+// non-blank value. When name is not set and an old name of it is still
+// read (Renames), the old name's value stands for it; CheckNames warns
+// about the old name.
 func (r *Reader) Lookup(name string) (string, bool) {
-	v := strings.TrimSpace(r.getenv(name))
-	return v, v != ""
+	_, v, ok := r.lookup(name)
+	return v, ok
 }
 
-// First returns the first of names that is set, with its value.
+// lookup is Lookup, and returns the name read too: name or its old name.
+func (r *Reader) lookup(name string) (read, value string, ok bool) {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return name, v, true
+	}
+	if old, ok := oldName(name); ok {
+		if v := strings.TrimSpace(r.getenv(old)); v != "" {
+			return old, v, true
+		}
+	}
+	return "", "", false
+}
+
+// First returns the first of names that is set, with its value; the name
+// returned is the old one when the old name's value stands in (Lookup).
 func (r *Reader) First(names ...string) (name, value string, ok bool) {
 	for _, n := range names {
-		if v, ok := r.Lookup(n); ok {
-			return n, v, true
+		if read, v, ok := r.lookup(n); ok {
+			return read, v, true
 		}
 	}
 	return "", "", false
@@ -129,7 +145,7 @@ func (r *Reader) Warnings() []error { return r.warnings }
 // about and skipped, as if unset, so that the next name in line applies.
 func firstValid[T any](r *Reader, names []string, parse func(string) (T, error)) (T, bool) {
 	for _, name := range names {
-		v, ok := r.Lookup(name)
+		read, v, ok := r.lookup(name)
 		if !ok {
 			continue
 		}
@@ -137,7 +153,7 @@ func firstValid[T any](r *Reader, names []string, parse func(string) (T, error))
 		if err == nil {
 			return t, true
 		}
-		r.Invalid(name, v, err)
+		r.Invalid(read, v, err)
 	}
 	var zero T
 	return zero, false
@@ -167,14 +183,14 @@ func (r *Reader) Bool(names ...string) (value, ok bool) {
 // value reads as false is written for switches that are off by default,
 // where false is the default; here the default plays that part.
 func (r *Reader) BoolDefaultTrue(name string) bool {
-	v, set := r.Lookup(name)
+	read, v, set := r.lookup(name)
 	switch {
 	case !set, strings.EqualFold(v, "true"):
 		return true
 	case strings.EqualFold(v, "false"):
 		return false
 	}
-	r.Invalid(name, v, errors.New(`value must be "true" or "false"`))
+	r.Invalid(read, v, errors.New(`value must be "true" or "false"`))
 	return true
 }
 
@@ -187,9 +203,15 @@ func (r *Reader) PositiveInt(name, want string) (int, bool) {
 // IntAtLeast reads name as an integer no less than least; want says what
 // a valid value is.
 func (r *Reader) IntAtLeast(name string, least int, want string) (int, bool) {
+	return r.IntBetween(name, least, int(^uint(0)>>1), want)
+}
+
+// IntBetween reads name as an integer from least to most; want says what
+// a valid value is.
+func (r *Reader) IntBetween(name string, least, most int, want string) (int, bool) {
 	return firstValid(r, []string{name}, func(v string) (int, error) {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < least {
+		if err != nil || n < least || n > most {
 			return 0, errors.New(want)
 		}
 		return n, nil

@@ -28,6 +28,8 @@ const (
 type SplittingExporter struct {
 	next     Exporter
 	maxBytes int
+	// Where says where it sends, for logs: "http/protobuf to URL".
+	Where string
 }
 
 // NewSplitting returns transport wrapped in the retry policy cfg, with

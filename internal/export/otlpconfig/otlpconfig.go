@@ -29,7 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel"
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/profiles/v1development"
 	"google.golang.org/grpc"
 
 	"github.com/pprofotel/profiler/internal/envconfig"
@@ -590,7 +590,8 @@ func ResolveRetry(rc *export.RetryConfig) export.RetryConfig {
 // NewExporter resolves s over the environment seen through getenv, logs the
 // warnings about variables through logger (nil: slog.Default()), builds
 // the transport with newTransport and wraps it in the retry policy and the
-// splitting of large requests. A partial success goes to otel.Handle: it
+// splitting of large requests. A partial success is reported as an error
+// (export.ReportError) to the application's error handler or logger: it
 // is not an error of Export, since the rejected profiles must not be sent
 // again, but the receiver's rejections must not vanish either.
 func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
@@ -602,13 +603,19 @@ func NewExporter(s *Settings, getenv func(string) string, logger *slog.Logger,
 	Warn(logger, warnings)
 	pkg := s.pkg
 	cfg.OTLP.OnPartialSuccess = func(rejected int64, message string) {
-		otel.Handle(fmt.Errorf("%s: the receiver accepted the request in part: %d profiles rejected: %s", pkg, rejected, message))
+		export.ReportError(logger, fmt.Errorf("%s: the receiver accepted the request in part: %d profiles rejected: %s", pkg, rejected, message))
 	}
 	t, err := newTransport(cfg.OTLP)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pkg, err)
 	}
-	return export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes, export.OnRetry(firstFailure(pkg, cfg.OTLP.Endpoint, logger))), nil
+	t = export.WarnNoProfilesPipeline(t, noPipeline(pkg, cfg.OTLP, logger))
+	e := export.NewSplitting(t, cfg.Retry, cfg.MaxRequestBytes, export.OnRetry(firstFailure(pkg, cfg.OTLP.Endpoint, logger)))
+	e.Where = pkg + ": " + cfg.OTLP.Protocol + " to " + cmp.Or(cfg.OTLP.Endpoint, "the application's connection")
+	if cfg.OTLP.GRPCConn != nil {
+		e.Where = pkg + ": grpc over the application's connection to " + cfg.OTLP.GRPCConn.Target()
+	}
+	return e, nil
 }
 
 // firstFailure returns a retry callback that warns, once in the exporter's
@@ -626,5 +633,34 @@ func firstFailure(pkg, endpoint string, logger *slog.Logger) func(int, time.Dura
 			logger.Warn(pkg+": an export failed; retrying (further failures are reported by the profiler, not here)",
 				"endpoint", endpoint, "retry_in", delay.Round(time.Millisecond), "error", err)
 		}
+	}
+}
+
+// noPipeline returns the warning of a receiver that takes no profiles
+// (export.NoProfilesPipeline): where the exporter sent, and what to
+// enable. The OpenTelemetry Collector has served profiles since v0.112.0
+// only behind the feature gate service.profilesSupport, alpha and off by
+// default in every release since, v0.162.0 (the one the integration tests
+// run) included; a Collector with a profiles pipeline and without the
+// gate refuses to start, so the gate is asked for with the pipeline.
+func noPipeline(pkg string, cfg export.OTLPConfig, logger *slog.Logger) func(error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	where := cfg.Endpoint
+	check := "check too that the URL's path is the receiver's profiles path (" + ProfilesPath + ")"
+	if cfg.Protocol == export.ProtocolGRPC {
+		where = "grpc://" + cfg.Endpoint
+		if cfg.GRPCConn != nil {
+			where = "the application's gRPC connection to " + cfg.GRPCConn.Target()
+		}
+		check = "the service it lacks is " + collectorpb.ProfilesService_ServiceDesc.ServiceName
+	}
+	return func(err error) {
+		logger.Warn(pkg+": the receiver at "+where+" takes no profiles; "+
+			"an OpenTelemetry Collector needs a profiles pipeline with the otlp receiver "+
+			"(service.pipelines.profiles) and, from v0.112.0 on, its feature gate "+
+			"(--feature-gates=service.profilesSupport); "+check,
+			"endpoint", where, "error", err)
 	}
 }
