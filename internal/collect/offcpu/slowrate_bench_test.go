@@ -1,0 +1,189 @@
+package offcpu
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// BenchmarkSlowRates serves HTTP on loopback under a recorder at the
+// default settings: fastRate requests a second to /fast, of fastCPU
+// each, and slow ones to /lock at each rate (a second), which wait
+// 200 ms on a contended mutex in handleLock; every request in a root span
+// of a wrapped tracer, the client in the same process. As the request
+// tracker does, it reports the requests that run half the threshold
+// (Watch) and their end (Ended, with the endpoint). A warm-up window of
+// slowRatesWarm spends the trace budget's burst, as a service running for
+// a while has; the next window, of slowRatesRun, is measured. It reports
+// the share of the slow requests explained (at least 80 % of each one's
+// duration linked to its span, off the CPU in handleLock's mutex wait),
+// the slow requests, the process's CPU a second (getrusage), the trace
+// read a second and the requests served a second. Its cost is measured
+// by perf(1) on the running benchmark (benchmark/README.md, "Slow
+// requests at production rates").
+func BenchmarkSlowRates(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("bench")
+	for _, rate := range []int{1, 2, 10, 30} {
+		b.Run(fmt.Sprintf("slow=%d", rate), func(b *testing.B) {
+			for b.Loop() {
+				svc := startRateService(b, tracer)
+				svc.load(slowRatesWarm, rate)
+				if _, err := svc.r.Collect(time.Now(), false); err != nil {
+					b.Fatal(err)
+				}
+				svc.mu.Lock()
+				svc.slow = svc.slow[:0]
+				svc.mu.Unlock()
+				cpu0 := cpuTime()
+				read0 := svc.r.readTotal
+				start := time.Now()
+				served := svc.load(slowRatesRun, rate)
+				elapsed := time.Since(start)
+				if _, err := svc.r.Collect(time.Now(), true); err != nil {
+					b.Fatal(err)
+				}
+				cpu := cpuTime() - cpu0
+				svc.close()
+				var n int
+				for _, s := range svc.slow {
+					all, matching, _ := explained(svc.r.Slow(), s.ids, "off_cpu", "sync", "handleLock")
+					d := s.end.Sub(s.start)
+					if (all-d).Abs() <= time.Microsecond && matching >= d*8/10 {
+						n++
+					} else if os.Getenv("SLOWDEBUG") != "" {
+						b.Logf("unexplained %s: duration %v, explained %v, in the wait %v", s.ids[32:], d, all, matching)
+					}
+				}
+				b.ReportMetric(100*float64(n)/float64(len(svc.slow)), "explained-%")
+				b.ReportMetric(float64(len(svc.slow)), "slow")
+				b.ReportMetric(float64(served)/elapsed.Seconds(), "req/s")
+				b.ReportMetric(float64(cpu.Milliseconds())/elapsed.Seconds(), "cpu-ms/s")
+				b.ReportMetric(float64(svc.r.readTotal-read0)/elapsed.Seconds()/1024, "trace-KiB/s")
+			}
+		})
+	}
+}
+
+// The load of BenchmarkSlowRates besides its slow requests, and how long
+// it runs before and during the measured window.
+const (
+	fastRate      = 600
+	fastCPU       = 500 * time.Microsecond
+	slowRatesWarm = 30 * time.Second
+	slowRatesRun  = 30 * time.Second
+)
+
+// rateService is BenchmarkSlowRates' service: its recorder, server and
+// client, and the slow requests it served.
+type rateService struct {
+	r      *Recorder
+	stats  Stats
+	srv    *http.Server
+	base   string
+	client *http.Client
+	mu     sync.Mutex
+	slow   []served
+}
+
+func startRateService(b *testing.B, tracer oteltrace.Tracer) *rateService {
+	s := &rateService{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	s.r = Start(time.Now(), Config{Stats: &s.stats})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.base = "http://" + ln.Addr().String()
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.handle(tracer, w, req)
+	})}
+	go s.srv.Serve(ln)
+	return s
+}
+
+// handle serves one request in a root span, reporting it as the request
+// tracker would.
+func (s *rateService) handle(tracer oteltrace.Tracer, w http.ResponseWriter, req *http.Request) {
+	start := time.Now()
+	_, span := tracer.Start(req.Context(), "GET")
+	sc := span.SpanContext()
+	ids := sc.TraceID().String() + sc.SpanID().String()
+	var watched atomic.Bool
+	timer := time.AfterFunc(DefaultSlowThreshold/2, func() {
+		s.r.Watch(ids, start)
+		watched.Store(true)
+	})
+	cputest.Spin(fastCPU)
+	if req.URL.Path == "/lock" {
+		handleLock(200 * time.Millisecond)
+	}
+	span.End()
+	end := time.Now()
+	if !timer.Stop() {
+		for !watched.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		endedWith(s.r, ids, start, end, req.URL.Path)
+	}
+	if req.URL.Path == "/lock" {
+		s.mu.Lock()
+		s.slow = append(s.slow, served{ids: ids, start: start, end: end})
+		s.mu.Unlock()
+	}
+	io.WriteString(w, "ok\n")
+}
+
+// load sends fastRate requests a second to /fast and slowRate to /lock,
+// for d, each in a goroutine of its own, and returns the requests served
+// once all were.
+func (s *rateService) load(d time.Duration, slowRate int) int {
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	get := func(path string) {
+		defer wg.Done()
+		resp, err := s.client.Get(s.base + path)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		n.Add(1)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var fastDue, slowDue float64
+	for start := time.Now(); time.Since(start) < d; {
+		<-tick.C
+		fastDue += fastRate / 100
+		slowDue += float64(slowRate) / 100
+		for ; fastDue >= 1; fastDue-- {
+			wg.Add(1)
+			go get("/fast")
+		}
+		for ; slowDue >= 1; slowDue-- {
+			wg.Add(1)
+			go get("/lock")
+		}
+	}
+	wg.Wait()
+	return int(n.Load())
+}
+
+func (s *rateService) close() {
+	s.srv.Close()
+	s.client.CloseIdleConnections()
+}
