@@ -540,7 +540,7 @@ func (s *reading) target(g *goroutine, id trace.GoID) *timeline {
 		return tl
 	}
 	if g.pend == nil {
-		if s.pending >= maxPending {
+		if g.unclaimed || s.pending >= maxPending {
 			return nil
 		}
 		g.pend = new(timeline)
@@ -581,6 +581,12 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 	}
 	if tl == nil && open && g.known && g.root != "" && s.slow.byRoot[g.root] == nil {
 		tl = s.slow.preludeOf(g.root, id)
+	}
+	if tl != nil && tl == g.pend && s.pending >= maxPending {
+		// Left out, before its stack is looked up: the goroutine's
+		// timeline goes on past a gap, untraced, should a request
+		// claim it.
+		tl.cut, tl = true, nil
 	}
 	{
 		if tl != nil {
