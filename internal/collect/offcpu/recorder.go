@@ -365,6 +365,27 @@ func lingerFor(bytes int, elapsed time.Duration) time.Duration {
 	return min(watchLinger, time.Duration(float64(startCost)/float64(bytes)*float64(elapsed)))
 }
 
+// finishing reports whether a trace run on for watched requests goes
+// on, as far as the budget is concerned. Once the budget is spent, the
+// requests watched until then (*spentAt, -1 before) are traced to their
+// end, in debt, unless the debt reaches maxDebt of the burst: a request
+// whose trace stops before it ends is left untraced at its end, and its
+// trace was spent for nothing. Those watched later are traced only as
+// far as that goes.
+func (r *Recorder) finishing(spentAt *int) bool {
+	if r.tokens > 0 {
+		return true
+	}
+	if *spentAt < 0 {
+		*spentAt = r.slow.seq
+	}
+	return r.tokens > -float64(r.cfg.SlowTraceBurst)*maxDebt && r.slow.liveUpTo(*spentAt)
+}
+
+// maxDebt is the share of the burst a trace may run into debt to finish
+// the requests it watched when the budget ran out.
+const maxDebt = 0.25
+
 // charge takes n bytes from the slow-request budget.
 func (r *Recorder) charge(n int) {
 	r.refill()
@@ -610,6 +631,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// idleSince is when the last watched request ended, zero while
 		// one lives.
 		idleSince time.Time
+		// spentAt is the last watch begun when the budget ran out: the
+		// trace goes on for those watched up to it, in debt.
+		spentAt = -1
 	)
 	if st.first != nil {
 		rd.noWaits = true
@@ -658,7 +682,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		}
 		if !now.Before(end) || st.watch && r.slow.live == 0 {
 			lingering := st.watch && now.Sub(idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
-			if r.slow.live == 0 && !lingering || r.tokens <= 0 {
+			if r.slow.live == 0 && !lingering || !r.finishing(&spentAt) {
 				break
 			}
 			if !st.watch && !extended {

@@ -130,6 +130,8 @@ type watch struct {
 	goroutines map[trace.GoID]*timeline
 	endG       trace.GoID
 	hasEndG    bool
+	// seq numbers the watches in the order they began.
+	seq int
 }
 
 // slowState is the recorder's watched requests and explanations. It is
@@ -145,6 +147,8 @@ type slowState struct {
 	// watch is looked up again.
 	gen  int
 	live int
+	// seq is the number of the last watch begun.
+	seq int
 	// explained are the window's slow requests, explained.
 	explained []explanation
 	// prelude are the intervals a trace's end cut of goroutines in
@@ -232,7 +236,8 @@ func (ss *slowState) apply(e watchEvent) {
 			ss.stats.SlowDropped.Add(1)
 			return
 		}
-		w := &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		ss.seq++
+		w := &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
 		if p := ss.prelude[root]; p != nil {
 			w.goroutines = p.goroutines
 			delete(ss.prelude, root)
@@ -247,6 +252,16 @@ func (ss *slowState) apply(e watchEvent) {
 	}
 	w.ended, w.start, w.end = true, e.start, e.end
 	ss.live--
+}
+
+// liveUpTo reports whether a watch numbered seq or lower still lives.
+func (ss *slowState) liveUpTo(seq int) bool {
+	for _, w := range ss.byRoot {
+		if !w.ended && w.seq <= seq {
+			return true
+		}
+	}
+	return false
 }
 
 // watching reports whether any request is watched: the reading then keeps
