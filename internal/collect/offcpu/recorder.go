@@ -249,18 +249,18 @@ func (r *Recorder) Slow() *pprofdecode.Profile { return r.slowProfile }
 
 // Watch tells the recorder that a request, the local root span with the
 // given ids (its trace id's 32 hex digits and its span id's 16), begun at
-// start, has run long: the recorder traces it until it ends, within its
-// bounds. It never blocks; a report that finds the recorder's queue full
-// is dropped and counted.
-func (r *Recorder) Watch(ids string, start time.Time) {
-	r.post(watchEvent{ids: ids, start: start})
+// start, at endpoint as far as is known yet, has run long: the recorder
+// traces it until it ends, within its bounds. It never blocks; a report
+// that finds the recorder's queue full is dropped and counted.
+func (r *Recorder) Watch(ids, endpoint string, start time.Time) {
+	r.post(watchEvent{ids: ids, endpoint: endpoint, start: start})
 }
 
-// Ended tells the recorder that a request it was told to watch ended:
-// when it lasted the slow-request threshold or longer, the window explains
-// it.
-func (r *Recorder) Ended(ids string, start, end time.Time) {
-	r.post(watchEvent{ids: ids, start: start, end: end, ended: true})
+// Ended tells the recorder that a request it was told to watch ended, at
+// endpoint: when it lasted the slow-request threshold or longer, the
+// window explains it.
+func (r *Recorder) Ended(ids, endpoint string, start, end time.Time) {
+	r.post(watchEvent{ids: ids, endpoint: endpoint, start: start, end: end, ended: true})
 }
 
 // maxInbox bounds the reports waiting for the recorder's goroutine.
@@ -379,7 +379,20 @@ func (r *Recorder) finishing(spentAt *int) bool {
 	if *spentAt < 0 {
 		*spentAt = r.slow.seq
 	}
-	return r.tokens > -float64(r.cfg.SlowTraceBurst)*maxDebt && r.slow.liveUpTo(*spentAt)
+	return r.inDebtBound() && r.slow.liveUpTo(*spentAt)
+}
+
+// inDebtBound reports whether the budget's debt is under maxDebt of the
+// burst.
+func (r *Recorder) inDebtBound() bool {
+	return r.tokens > -float64(r.cfg.SlowTraceBurst)*maxDebt
+}
+
+// mayStartWatch reports whether the budget allows a watch trace: a
+// start needs minTokens, or, for a request whose endpoint has fewer than
+// minPerEndpoint explanations in the window, a debt under the bound.
+func (r *Recorder) mayStartWatch() bool {
+	return r.refill() >= minTokens || r.inDebtBound() && r.slow.liveOwed()
 }
 
 // maxDebt is the share of the burst a trace may run into debt to finish
@@ -518,7 +531,7 @@ func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 			continue
 		}
 		now := time.Now()
-		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.refill() >= minTokens {
+		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.mayStartWatch() {
 			st := r.startWatch()
 			if st.sink == nil {
 				// The tracer is someone else's, or too many goroutines:
@@ -719,7 +732,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// its watch trace started at once, not once the reading is done.
 		rd.poll = func() {
 			r.drain()
-			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.refill() >= minTokens {
+			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.mayStartWatch() {
 				bufs := r.bufs
 				r.bufs = [2][]byte{}
 				if next := r.startWatch(); next.sink != nil {

@@ -31,7 +31,7 @@ const (
 	// DefaultSlowTraceBurst is how much of it may be spent at once. At the
 	// 9 MB of trace the recorder handles per CPU-second, and the
 	// tracer's own hooks at 0.6 of that, 64 KiB/s is about 1 % of a CPU.
-	DefaultSlowTraceRate  = 64 << 10
+	DefaultSlowTraceRate  = 128 << 10
 	DefaultSlowTraceBurst = 2 << 20
 	// maxIntervals bounds the intervals kept of one goroutine of a
 	// watched request; maxPending those kept of goroutines whose span is
@@ -132,6 +132,9 @@ type watch struct {
 	hasEndG    bool
 	// seq numbers the watches in the order they began.
 	seq int
+	// endpoint is the request's endpoint as the tracker knew it when it
+	// was watched, final as it ended.
+	endpoint, final string
 }
 
 // slowState is the recorder's watched requests and explanations. It is
@@ -149,6 +152,9 @@ type slowState struct {
 	live int
 	// seq is the number of the last watch begun.
 	seq int
+	// byEndpoint counts the window's explanations by the endpoint their
+	// requests had when watched.
+	byEndpoint map[string]int
 	// explained are the window's slow requests, explained.
 	explained []explanation
 	// prelude are the intervals a trace's end cut of goroutines in
@@ -210,6 +216,7 @@ func newSlowState(cfg *Config) *slowState {
 		stats:      cfg.Stats,
 		byRoot:     make(map[string]*watch),
 		prelude:    make(map[string]*prelude),
+		byEndpoint: make(map[string]int),
 	}
 }
 
@@ -217,6 +224,7 @@ func newSlowState(cfg *Config) *slowState {
 // request tracker reports it.
 type watchEvent struct {
 	ids        string
+	endpoint   string
 	start, end time.Time
 	ended      bool
 }
@@ -237,7 +245,7 @@ func (ss *slowState) apply(e watchEvent) {
 			return
 		}
 		ss.seq++
-		w := &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
+		w := &watch{ids: e.ids, endpoint: e.endpoint, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
 		if p := ss.prelude[root]; p != nil {
 			w.goroutines = p.goroutines
 			delete(ss.prelude, root)
@@ -252,17 +260,35 @@ func (ss *slowState) apply(e watchEvent) {
 	}
 	w.ended, w.start, w.end = true, e.start, e.end
 	ss.live--
+	if w.endpoint == "" {
+		w.endpoint = e.endpoint
+	}
+	w.final = e.endpoint
 }
 
-// liveUpTo reports whether a watch numbered seq or lower still lives.
+// liveUpTo reports whether a watch numbered seq or lower, or one whose
+// endpoint has fewer than minPerEndpoint explanations in the window yet,
+// still lives.
 func (ss *slowState) liveUpTo(seq int) bool {
 	for _, w := range ss.byRoot {
-		if !w.ended && w.seq <= seq {
+		if !w.ended && (w.seq <= seq || ss.owed(w)) {
 			return true
 		}
 	}
 	return false
 }
+
+// liveOwed reports whether a watched request lives whose endpoint has
+// fewer than minPerEndpoint explanations in the window yet.
+func (ss *slowState) liveOwed() bool { return ss.liveUpTo(0) }
+
+// owed reports whether w's endpoint has fewer than minPerEndpoint
+// explanations in the window yet.
+func (ss *slowState) owed(w *watch) bool { return ss.byEndpoint[w.endpoint] < minPerEndpoint }
+
+// minPerEndpoint is how many slow requests of every endpoint a window
+// explains before the slowest of all are chosen, when it can.
+const minPerEndpoint = 10
 
 // watching reports whether any request is watched: the reading then keeps
 // the goroutines' timelines.
@@ -292,9 +318,10 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 
 // explanation is one slow request's wall time, part by part.
 type explanation struct {
-	ids   string
-	dur   time.Duration
-	parts []part
+	ids      string
+	endpoint string
+	dur      time.Duration
+	parts    []part
 }
 
 // part is an interval of an explanation; before marks the part before
@@ -325,7 +352,8 @@ func (ss *slowState) explain(w *watch) {
 		ss.stats.SlowDropped.Add(1)
 		return
 	}
-	ss.explained = append(ss.explained, explanation{ids: w.ids, dur: w.end.Sub(w.start), parts: parts})
+	ss.byEndpoint[w.endpoint]++
+	ss.explained = append(ss.explained, explanation{ids: w.ids, endpoint: w.final, dur: w.end.Sub(w.start), parts: parts})
 }
 
 // explainParts lays tl over [start, end): the part before the first
@@ -452,14 +480,11 @@ func samePlace(x, y []trace.StackFrame) bool {
 	})
 }
 
-// build builds the window's explanations, the slowest maxSlow of them,
-// into w, and forgets them; the others are counted as dropped.
+// build builds maxSlow of the window's explanations into w (choose),
+// and forgets them; the others are counted as dropped.
 func (ss *slowState) build(w *window) {
-	slices.SortFunc(ss.explained, func(a, b explanation) int { return int(min(max(b.dur-a.dur, -1), 1)) })
-	if n := len(ss.explained); n > ss.maxSlow {
-		ss.stats.SlowDropped.Add(int64(n - ss.maxSlow))
-		ss.explained = ss.explained[:ss.maxSlow]
-	}
+	ss.choose()
+	clear(ss.byEndpoint)
 	var key []byte
 	for _, e := range ss.explained {
 		for _, p := range e.parts {
@@ -489,6 +514,36 @@ func (ss *slowState) build(w *window) {
 	ss.stats.SlowExplained.Add(int64(len(ss.explained)))
 	clear(ss.explained)
 	ss.explained = ss.explained[:0]
+}
+
+// choose keeps maxSlow of the window's explanations, slowest first:
+// the slowest minPerEndpoint of each endpoint (as the request ended),
+// then the slowest of the others. The others are counted as dropped.
+func (ss *slowState) choose() {
+	slices.SortStableFunc(ss.explained, func(a, b explanation) int { return int(min(max(b.dur-a.dur, -1), 1)) })
+	n := len(ss.explained)
+	if n <= ss.maxSlow {
+		return
+	}
+	per := make(map[string]int)
+	keep := make([]bool, n)
+	kept := 0
+	for i, e := range ss.explained {
+		if kept < ss.maxSlow && per[e.endpoint] < minPerEndpoint {
+			keep[i] = true
+			per[e.endpoint]++
+			kept++
+		}
+	}
+	for i := range ss.explained {
+		if kept < ss.maxSlow && !keep[i] {
+			keep[i] = true
+			kept++
+		}
+	}
+	i := 0
+	ss.explained = slices.DeleteFunc(ss.explained, func(explanation) bool { i++; return !keep[i-1] })
+	ss.stats.SlowDropped.Add(int64(n - ss.maxSlow))
 }
 
 // reasonFromStack names the wait of a goroutine found waiting when the

@@ -131,7 +131,7 @@ func (s *rateService) handle(tracer oteltrace.Tracer, w http.ResponseWriter, req
 		if s.noWatch {
 			return
 		}
-		s.r.Watch(ids, start)
+		watchWith(s.r, ids, req.URL.Path, start)
 		watched.Store(true)
 	})
 	cputest.Spin(fastCPU)
