@@ -172,16 +172,17 @@ func (s *rateService) load(d time.Duration, slowRate int) int {
 	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	var fastDue, slowDue float64
+	// What is due is counted from the time elapsed, so that ticks a
+	// loaded machine drops do not lower the rates.
+	var fast, slow int
 	for start := time.Now(); time.Since(start) < d; {
 		<-tick.C
-		fastDue += fastRate / 100
-		slowDue += float64(slowRate) / 100
-		for ; fastDue >= 1; fastDue-- {
+		el := min(time.Since(start), d).Seconds()
+		for ; fast < int(el*fastRate); fast++ {
 			wg.Add(1)
 			go get("/fast")
 		}
-		for ; slowDue >= 1; slowDue-- {
+		for ; slow < int(el*float64(slowRate)); slow++ {
 			wg.Add(1)
 			go get("/lock")
 		}
