@@ -354,6 +354,10 @@ func (ss *slowState) explain(w *watch) {
 	}
 	ss.byEndpoint[w.endpoint]++
 	ss.explained = append(ss.explained, explanation{ids: w.ids, endpoint: w.final, dur: w.end.Sub(w.start), parts: parts})
+	if len(ss.explained) >= 2*ss.maxSlow {
+		// The window keeps no more than it could send.
+		ss.choose()
+	}
 }
 
 // explainParts lays tl over [start, end): the part before the first

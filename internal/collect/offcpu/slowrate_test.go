@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/labels"
 )
@@ -185,5 +186,37 @@ func TestSlowRequestsAtHighRate(t *testing.T) {
 	}
 	if ok < total*80/100 {
 		t.Errorf("%d of %d slow requests explained, want at least 80 %%; Stats: %d explained, %d dropped", ok, total, stats.SlowExplained.Load(), stats.SlowDropped.Load())
+	}
+}
+
+// TestExplainedBoundedInTheWindow checks that a window holds at most
+// twice MaxSlow explanations while it runs, whatever the rate of slow
+// requests, and still sends the slowest.
+func TestExplainedBoundedInTheWindow(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 16, MaxSlow: 3, Stats: &stats})
+	ids := func(i int) string { return fmt.Sprintf("%032x%016x", i, i) }
+	t0 := time.Unix(1000, 0)
+	run := []xtrace.StackFrame{{Func: "main.handle"}}
+	most := 0
+	for i := 1; i <= 100; i++ {
+		d := time.Duration(100+i) * time.Millisecond
+		ss.apply(watchEvent{ids: ids(i), endpoint: "/a", start: t0})
+		ss.byRoot[ids(i)[32:]].goroutines[1] = &timeline{intervals: []interval{{start: t0.UnixNano(), end: t0.Add(d).UnixNano(), state: stateRunning, frames: run}}}
+		ss.apply(watchEvent{ids: ids(i), endpoint: "/a", start: t0, end: t0.Add(d), ended: true})
+		ss.settle(0, false, t0.Add(time.Second))
+		most = max(most, len(ss.explained))
+	}
+	if most > 6 {
+		t.Errorf("the window held %d explanations, want at most 2 × MaxSlow = 6", most)
+	}
+	ss.choose()
+	for i, e := range ss.explained {
+		if want := time.Duration(200-i) * time.Millisecond; e.dur != want {
+			t.Errorf("explanation %d lasted %v, want %v (the slowest)", i, e.dur, want)
+		}
+	}
+	if d := stats.SlowDropped.Load(); d != 97 {
+		t.Errorf("dropped %d, want 97", d)
 	}
 }
