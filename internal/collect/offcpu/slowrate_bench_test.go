@@ -82,8 +82,8 @@ func BenchmarkSlowRates(b *testing.B) {
 // The load of BenchmarkSlowRates besides its slow requests, and how long
 // it runs before and during the measured window.
 const (
-	fastRate      = 600
-	fastCPU       = 500 * time.Microsecond
+	fastRate      = 300
+	fastCPU       = 200 * time.Microsecond
 	slowRatesWarm = 30 * time.Second
 	slowRatesRun  = 30 * time.Second
 )
