@@ -1,12 +1,15 @@
 package offcpu
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +17,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/testutil/cputest"
 	"github.com/pprofotel/profiler/labels"
@@ -82,10 +86,10 @@ func BenchmarkSlowRates(b *testing.B) {
 // The load of BenchmarkSlowRates besides its slow requests, and how long
 // it runs before and during the measured window.
 const (
-	fastRate      = 300
+	fastRate      = 200
 	fastCPU       = 200 * time.Microsecond
-	slowRatesWarm = 30 * time.Second
-	slowRatesRun  = 30 * time.Second
+	slowRatesWarm = 15 * time.Second
+	slowRatesRun  = 20 * time.Second
 )
 
 // rateService is BenchmarkSlowRates' service: its recorder, server and
@@ -194,4 +198,63 @@ func (s *rateService) load(d time.Duration, slowRate int) int {
 func (s *rateService) close() {
 	s.srv.Close()
 	s.client.CloseIdleConnections()
+}
+
+// BenchmarkParseSlow reads, again and again, a trace of
+// BenchmarkSlowRates' service (two seconds at 30 slow requests a second,
+// recorded once in a flight recorder): with x/exp/trace alone, and as the
+// recorder reads a trace run for watched requests (no waits kept, a
+// request watched). The difference is the recorder's own work per trace
+// byte.
+func BenchmarkParseSlow(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	svc := startRateService(b, labels.WrapTracerProvider(tp).Tracer("bench"))
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: time.Minute, MaxBytes: 1 << 30})
+	start := time.Now()
+	if err := fr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	svc.load(2*time.Second, 30)
+	var buf bytes.Buffer
+	_, err := fr.WriteTo(&buf)
+	fr.Stop()
+	svc.close()
+	svc.r.Collect(time.Now(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.Run("x-exp-trace", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			r, err := xtrace.NewReader(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := r.ReadEvent(); err == io.EOF {
+					break
+				} else if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("reading", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		w := newWindow(math.MaxInt, SampleType)
+		cfg := Config{Stats: new(Stats), MaxWatched: DefaultMaxWatched, MaxSlow: DefaultMaxSlow, SlowThreshold: DefaultSlowThreshold}
+		for b.Loop() {
+			w.reset()
+			rd := w.newReading(start)
+			rd.slow = newSlowState(&cfg)
+			rd.slow.apply(watchEvent{ids: fmt.Sprintf("%048x", 1), start: start})
+			rd.noWaits = true
+			if err := rd.read(bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+			rd.finish()
+		}
+	})
 }
