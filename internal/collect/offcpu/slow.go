@@ -23,14 +23,14 @@ const (
 	// that turns long while as many are watched is not.
 	DefaultMaxWatched = 16
 	// DefaultMaxSlow bounds the requests a window explains: the slowest
-	// are kept. At a few hundred bytes of OTLP each, a full window's
-	// explanations weigh about as much as its off-CPU profile.
+	// minPerEndpoint of each endpoint, then the slowest (choose). At a
+	// few hundred bytes of OTLP each, a full window's explanations weigh
+	// about as much as its off-CPU profile.
 	DefaultMaxSlow = 1000
 	// DefaultSlowTraceRate is the trace, in bytes a second on average,
 	// that the recorder reads for slow requests beyond its duty cycle;
-	// DefaultSlowTraceBurst is how much of it may be spent at once. At the
-	// 9 MB of trace the recorder handles per CPU-second, and the
-	// tracer's own hooks at 0.6 of that, 64 KiB/s is about 1 % of a CPU.
+	// DefaultSlowTraceBurst is how much of it may be spent at once
+	// (benchmark/README.md has what it costs).
 	DefaultSlowTraceRate  = 128 << 10
 	DefaultSlowTraceBurst = 2 << 20
 	// maxIntervals bounds the intervals kept of one goroutine of a
