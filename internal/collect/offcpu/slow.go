@@ -153,8 +153,9 @@ type slowState struct {
 	// seq is the number of the last watch begun.
 	seq int
 	// byEndpoint counts the window's explanations by the endpoint their
-	// requests had when watched.
+	// requests had when watched; liveBy the live watches likewise.
 	byEndpoint map[string]int
+	liveBy     map[string]int
 	// explained are the window's slow requests, explained.
 	explained []explanation
 	// prelude are the intervals a trace's end cut of goroutines in
@@ -217,6 +218,7 @@ func newSlowState(cfg *Config) *slowState {
 		byRoot:     make(map[string]*watch),
 		prelude:    make(map[string]*prelude),
 		byEndpoint: make(map[string]int),
+		liveBy:     make(map[string]int),
 	}
 }
 
@@ -240,7 +242,7 @@ func (ss *slowState) apply(e watchEvent) {
 		if w != nil {
 			return
 		}
-		if ss.live >= ss.maxWatched {
+		if !ss.mayWatch(e.endpoint) {
 			ss.stats.SlowDropped.Add(1)
 			return
 		}
@@ -252,6 +254,7 @@ func (ss *slowState) apply(e watchEvent) {
 		}
 		ss.byRoot[root] = w
 		ss.live++
+		ss.liveBy[w.endpoint]++
 		ss.gen++
 		return
 	}
@@ -259,11 +262,28 @@ func (ss *slowState) apply(e watchEvent) {
 		return
 	}
 	w.ended, w.start, w.end = true, e.start, e.end
-	ss.live--
+	ss.unlive(w)
 	if w.endpoint == "" {
 		w.endpoint = e.endpoint
 	}
 	w.final = e.endpoint
+}
+
+// mayWatch reports whether a request of endpoint (as known when it turned
+// long) may be watched: while fewer than maxWatched are, or, up to twice
+// that, when none of its endpoint is, so that one endpoint's slow
+// requests, or requests slowed by a busy CPU, do not keep another's
+// from being watched.
+func (ss *slowState) mayWatch(endpoint string) bool {
+	return ss.live < ss.maxWatched || ss.live < 2*ss.maxWatched && ss.liveBy[endpoint] == 0
+}
+
+// unlive counts w, watched, as no longer live.
+func (ss *slowState) unlive(w *watch) {
+	ss.live--
+	if ss.liveBy[w.endpoint]--; ss.liveBy[w.endpoint] <= 0 {
+		delete(ss.liveBy, w.endpoint)
+	}
 }
 
 // liveUpTo reports whether a watch numbered seq or lower, or one whose
@@ -306,7 +326,7 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 				ss.explain(w)
 			}
 		case !w.ended && now.Sub(w.start) > maxWatchAge:
-			ss.live--
+			ss.unlive(w)
 			ss.stats.SlowDropped.Add(1)
 		default:
 			continue

@@ -220,3 +220,35 @@ func TestExplainedBoundedInTheWindow(t *testing.T) {
 		t.Errorf("dropped %d, want 97", d)
 	}
 }
+
+// TestWatchSlotsPerEndpoint checks that a request turning long while
+// MaxWatched are watched is watched all the same, up to twice that, when
+// none of its endpoint is: requests of one endpoint (or slowed by a busy
+// CPU) do not keep another's from being watched.
+func TestWatchSlotsPerEndpoint(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 2, MaxSlow: 10, Stats: &stats})
+	t0 := time.Unix(1000, 0)
+	for i, tc := range []struct {
+		endpoint string
+		watched  bool
+	}{
+		{"/a", true}, {"/a", true}, {"/a", false}, {"/b", true}, {"/b", false}, {"/c", true}, {"/d", false},
+	} {
+		ids := fmt.Sprintf("%032x%016x", i+1, i+1)
+		ss.apply(watchEvent{ids: ids, endpoint: tc.endpoint, start: t0})
+		if got := ss.byRoot[ids[32:]] != nil; got != tc.watched {
+			t.Errorf("request %d of %s watched: %v, want %v", i+1, tc.endpoint, got, tc.watched)
+		}
+	}
+	if ss.live != 4 || stats.SlowDropped.Load() != 3 {
+		t.Errorf("%d watched, %d dropped; want 4, 3", ss.live, stats.SlowDropped.Load())
+	}
+	// /a's first ends: a /d is watched again only once fewer than twice
+	// MaxWatched are.
+	ss.apply(watchEvent{ids: fmt.Sprintf("%032x%016x", 1, 1), endpoint: "/a", start: t0, end: t0.Add(time.Second), ended: true})
+	ss.apply(watchEvent{ids: fmt.Sprintf("%032x%016x", 8, 8), endpoint: "/d", start: t0})
+	if ss.live != 4 || ss.liveBy["/a"] != 1 || ss.liveBy["/d"] != 1 {
+		t.Errorf("%d watched, by endpoint %v; want 4, /a 1 and /d 1", ss.live, ss.liveBy)
+	}
+}
