@@ -30,8 +30,9 @@ import (
 // of a wrapped tracer, the client in the same process. As the request
 // tracker does, it reports the requests that run half the threshold
 // (Watch) and their end (Ended, with the endpoint). A warm-up window of
-// slowRatesWarm spends the trace budget's burst, as a service running for
-// a while has; the next window, of slowRatesRun, is measured. It reports
+// slowRatesWarm (SLOWRATES_WARM, a duration) spends some of the trace
+// budget's burst, as a service running for a while has; the next window,
+// of slowRatesRun, is measured. It reports
 // the share of the slow requests explained (at least 80 % of each one's
 // duration linked to its span, off the CPU in handleLock's mutex wait),
 // the slow requests, the process's CPU a second (getrusage), the trace
@@ -46,7 +47,13 @@ func BenchmarkSlowRates(b *testing.B) {
 		b.Run(fmt.Sprintf("slow=%d", rate), func(b *testing.B) {
 			for b.Loop() {
 				svc := startRateService(b, tracer)
-				svc.load(slowRatesWarm, rate)
+				warm := slowRatesWarm
+				if d, err := time.ParseDuration(os.Getenv("SLOWRATES_WARM")); err == nil {
+					// Long enough to spend the burst: a service that
+					// has run a while.
+					warm = d
+				}
+				svc.load(warm, rate)
 				if _, err := svc.r.Collect(time.Now(), false); err != nil {
 					b.Fatal(err)
 				}
