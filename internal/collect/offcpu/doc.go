@@ -92,7 +92,8 @@
 // budget is spent it goes on, in debt up to a quarter of the burst, until
 // the requests watched until then end, and for requests of an endpoint
 // with fewer than 10 explained in the window. At most 16 requests are
-// watched at once and 1,000 explained a window, the slowest 10 of each
+// watched at once (32 for endpoints none of which is watched) and 1,000
+// explained a window, the slowest 10 of each
 // endpoint first, then the slowest; what is not explained is counted
 // (Stats.SlowDropped).
 //
