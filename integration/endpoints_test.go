@@ -34,10 +34,10 @@ import (
 // /cpu takes about 0.4 of a core (about 8 ms of CPU a request), so that
 // the CPU profile holds hundreds of its samples; /lock makes a slow
 // request a second (one in testservice.LockEvery), 30 in the run. The
-// slow-request capture's default trace budget, 64 KiB a second, pays for
-// about one and a half of these a second (each starts a trace: 32 KiB,
-// its short trace, and the trace while it waits); at two a second it
-// explained 41 of 60.
+// slow-request capture's default trace budget pays for every one (each
+// starts a trace: 32 KiB, its short trace, and the trace while it
+// waits); at 64 KiB a second, issue 29's, two a second explained 41 of
+// 60.
 var threeRoutesLoad = map[string]float64{
 	testservice.RouteFast: 100,
 	testservice.RouteCPU:  50,

@@ -356,10 +356,10 @@ func (c *Collector) startTracker() {
 				threshold = DefaultSlowThreshold
 			}
 			cfg.LongAfter = threshold / 2
-			cfg.OnLong = func(r *requests.Request) { sr.Watch(r.IDs(), r.Start()) }
+			cfg.OnLong = func(r *requests.Request) { sr.Watch(r.IDs(), r.Endpoint(), r.Start()) }
 			cfg.OnEnd = func(r *requests.Request) {
 				if end, ok := r.Ended(); ok {
-					sr.Ended(r.IDs(), r.Start(), end)
+					sr.Ended(r.IDs(), r.Endpoint(), r.Start(), end)
 				}
 			}
 		}

@@ -86,10 +86,15 @@
 // its length (its waits still end there) or, while the recorder rests, a
 // trace of their own runs (no waits kept), lingering after the last one
 // ends for as long as that costs less than a start, at most 250 ms; both
-// within a budget of trace bytes, 64 KiB a second
+// within a budget of trace bytes, 128 KiB a second
 // and 2 MiB at once, each start charged 32 KiB and its short first
-// trace. At most 16 requests are watched at once and 1,000 explained a
-// window, the slowest; what is not explained is counted
+// trace. One trace serves every request watched while it runs; once the
+// budget is spent it goes on, in debt up to a quarter of the burst, until
+// the requests watched until then end, and for requests of an endpoint
+// with fewer than 10 explained in the window. At most 16 requests are
+// watched at once (32 for endpoints none of which is watched) and 1,000
+// explained a window, the slowest 10 of each
+// endpoint first, then the slowest; what is not explained is counted
 // (Stats.SlowDropped).
 //
 // The runtime writes the stack of a goroutine already waiting when a trace

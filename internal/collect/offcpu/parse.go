@@ -167,6 +167,9 @@ type goroutine struct {
 	// found is set while the state is the one a trace found the
 	// goroutine in (its status), until it changes.
 	found bool
+	// unclaimed marks a goroutine created in the trace by one whose span
+	// was not known: nothing is kept of it until its span is.
+	unclaimed bool
 }
 
 // reading is the reading of one stretch's trace into a window, chunk by
@@ -350,6 +353,10 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 		} else {
 			creator := s.goroutine(ev.Goroutine())
 			g.span, g.known, g.root = creator.span, creator.known, creator.root
+			// Created in the trace by a goroutine whose span is not
+			// known: not the goroutine of a request begun before the
+			// trace, which the trace found.
+			g.unclaimed = !g.known
 		}
 	case to == trace.GoNotExist:
 		if g := s.goroutines[id]; g != nil && g.pend != nil {

@@ -254,18 +254,18 @@ func (r *Recorder) Slow() *pprofdecode.Profile { return r.slowProfile }
 
 // Watch tells the recorder that a request, the local root span with the
 // given ids (its trace id's 32 hex digits and its span id's 16), begun at
-// start, has run long: the recorder traces it until it ends, within its
-// bounds. It never blocks; a report that finds the recorder's queue full
-// is dropped and counted.
-func (r *Recorder) Watch(ids string, start time.Time) {
-	r.post(watchEvent{ids: ids, start: start})
+// start, at endpoint as far as is known yet, has run long: the recorder
+// traces it until it ends, within its bounds. It never blocks; a report
+// that finds the recorder's queue full is dropped and counted.
+func (r *Recorder) Watch(ids, endpoint string, start time.Time) {
+	r.post(watchEvent{ids: ids, endpoint: endpoint, start: start})
 }
 
-// Ended tells the recorder that a request it was told to watch ended:
-// when it lasted the slow-request threshold or longer, the window explains
-// it.
-func (r *Recorder) Ended(ids string, start, end time.Time) {
-	r.post(watchEvent{ids: ids, start: start, end: end, ended: true})
+// Ended tells the recorder that a request it was told to watch ended, at
+// endpoint: when it lasted the slow-request threshold or longer, the
+// window explains it.
+func (r *Recorder) Ended(ids, endpoint string, start, end time.Time) {
+	r.post(watchEvent{ids: ids, endpoint: endpoint, start: start, end: end, ended: true})
 }
 
 // maxInbox bounds the reports waiting for the recorder's goroutine.
@@ -369,6 +369,40 @@ func lingerFor(bytes int, elapsed time.Duration) time.Duration {
 	}
 	return min(watchLinger, time.Duration(float64(startCost)/float64(bytes)*float64(elapsed)))
 }
+
+// finishing reports whether a trace run on for watched requests goes
+// on, as far as the budget is concerned. Once the budget is spent, the
+// requests watched until then (*spentAt, -1 before) are traced to their
+// end, in debt, unless the debt reaches maxDebt of the burst: a request
+// whose trace stops before it ends is left untraced at its end, and its
+// trace was spent for nothing. Those watched later are traced only as
+// far as that goes.
+func (r *Recorder) finishing(spentAt *int) bool {
+	if r.tokens > 0 {
+		return true
+	}
+	if *spentAt < 0 {
+		*spentAt = r.slow.seq
+	}
+	return r.inDebtBound() && r.slow.liveUpTo(*spentAt)
+}
+
+// inDebtBound reports whether the budget's debt is under maxDebt of the
+// burst.
+func (r *Recorder) inDebtBound() bool {
+	return r.tokens > -float64(r.cfg.SlowTraceBurst)*maxDebt
+}
+
+// mayStartWatch reports whether the budget allows a watch trace: a
+// start needs minTokens, or, for a request whose endpoint has fewer than
+// minPerEndpoint explanations in the window, a debt under the bound.
+func (r *Recorder) mayStartWatch() bool {
+	return r.refill() >= minTokens || r.inDebtBound() && r.slow.liveOwed()
+}
+
+// maxDebt is the share of the burst a trace may run into debt to finish
+// the requests it watched when the budget ran out.
+const maxDebt = 0.25
 
 // charge takes n bytes from the slow-request budget.
 func (r *Recorder) charge(n int) {
@@ -502,7 +536,7 @@ func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 			continue
 		}
 		now := time.Now()
-		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.refill() >= minTokens {
+		if r.slow.live > 0 && now.After(r.sessionsFrom) && r.mayStartWatch() {
 			st := r.startWatch()
 			if st.sink == nil {
 				// The tracer is someone else's, or too many goroutines:
@@ -615,6 +649,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// idleSince is when the last watched request ended, zero while
 		// one lives.
 		idleSince time.Time
+		// spentAt is the last watch begun when the budget ran out: the
+		// trace goes on for those watched up to it, in debt.
+		spentAt = -1
 	)
 	if !st.watch {
 		rd.carry(r.carried)
@@ -689,7 +726,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		}
 		if !now.Before(end) || st.watch && r.slow.live == 0 {
 			lingering := st.watch && now.Sub(idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
-			if r.slow.live == 0 && !lingering || r.tokens <= 0 {
+			if r.slow.live == 0 && !lingering || !r.finishing(&spentAt) {
 				break
 			}
 			if !st.watch && !extended {
@@ -729,7 +766,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		// its watch trace started at once, not once the reading is done.
 		rd.poll = func() {
 			r.drain()
-			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.refill() >= minTokens {
+			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.mayStartWatch() {
 				bufs := r.bufs
 				r.bufs = [2][]byte{}
 				if next := r.startWatch(); next.sink != nil {

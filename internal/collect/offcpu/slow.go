@@ -23,15 +23,15 @@ const (
 	// that turns long while as many are watched is not.
 	DefaultMaxWatched = 16
 	// DefaultMaxSlow bounds the requests a window explains: the slowest
-	// are kept. At a few hundred bytes of OTLP each, a full window's
-	// explanations weigh about as much as its off-CPU profile.
+	// minPerEndpoint of each endpoint, then the slowest (choose). At a
+	// few hundred bytes of OTLP each, a full window's explanations weigh
+	// about as much as its off-CPU profile.
 	DefaultMaxSlow = 1000
 	// DefaultSlowTraceRate is the trace, in bytes a second on average,
 	// that the recorder reads for slow requests beyond its duty cycle;
-	// DefaultSlowTraceBurst is how much of it may be spent at once. At the
-	// 9 MB of trace the recorder handles per CPU-second, and the
-	// tracer's own hooks at 0.6 of that, 64 KiB/s is about 1 % of a CPU.
-	DefaultSlowTraceRate  = 64 << 10
+	// DefaultSlowTraceBurst is how much of it may be spent at once
+	// (benchmark/README.md has what it costs).
+	DefaultSlowTraceRate  = 128 << 10
 	DefaultSlowTraceBurst = 2 << 20
 	// maxIntervals bounds the intervals kept of one goroutine of a
 	// watched request; maxPending those kept of goroutines whose span is
@@ -130,6 +130,11 @@ type watch struct {
 	goroutines map[trace.GoID]*timeline
 	endG       trace.GoID
 	hasEndG    bool
+	// seq numbers the watches in the order they began.
+	seq int
+	// endpoint is the request's endpoint as the tracker knew it when it
+	// was watched, final as it ended.
+	endpoint, final string
 }
 
 // slowState is the recorder's watched requests and explanations. It is
@@ -145,6 +150,12 @@ type slowState struct {
 	// watch is looked up again.
 	gen  int
 	live int
+	// seq is the number of the last watch begun.
+	seq int
+	// byEndpoint counts the window's explanations by the endpoint their
+	// requests had when watched; liveBy the live watches likewise.
+	byEndpoint map[string]int
+	liveBy     map[string]int
 	// explained are the window's slow requests, explained.
 	explained []explanation
 	// prelude are the intervals a trace's end cut of goroutines in
@@ -206,6 +217,8 @@ func newSlowState(cfg *Config) *slowState {
 		stats:      cfg.Stats,
 		byRoot:     make(map[string]*watch),
 		prelude:    make(map[string]*prelude),
+		byEndpoint: make(map[string]int),
+		liveBy:     make(map[string]int),
 	}
 }
 
@@ -213,6 +226,7 @@ func newSlowState(cfg *Config) *slowState {
 // request tracker reports it.
 type watchEvent struct {
 	ids        string
+	endpoint   string
 	start, end time.Time
 	ended      bool
 }
@@ -228,17 +242,19 @@ func (ss *slowState) apply(e watchEvent) {
 		if w != nil {
 			return
 		}
-		if ss.live >= ss.maxWatched {
+		if !ss.mayWatch(e.endpoint) {
 			ss.stats.SlowDropped.Add(1)
 			return
 		}
-		w := &watch{ids: e.ids, start: e.start, goroutines: make(map[trace.GoID]*timeline)}
+		ss.seq++
+		w := &watch{ids: e.ids, endpoint: e.endpoint, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
 		if p := ss.prelude[root]; p != nil {
 			w.goroutines = p.goroutines
 			delete(ss.prelude, root)
 		}
 		ss.byRoot[root] = w
 		ss.live++
+		ss.liveBy[w.endpoint]++
 		ss.gen++
 		return
 	}
@@ -246,8 +262,53 @@ func (ss *slowState) apply(e watchEvent) {
 		return
 	}
 	w.ended, w.start, w.end = true, e.start, e.end
-	ss.live--
+	ss.unlive(w)
+	if w.endpoint == "" {
+		w.endpoint = e.endpoint
+	}
+	w.final = e.endpoint
 }
+
+// mayWatch reports whether a request of endpoint (as known when it turned
+// long) may be watched: while fewer than maxWatched are, or, up to twice
+// that, when none of its endpoint is, so that one endpoint's slow
+// requests, or requests slowed by a busy CPU, do not keep another's
+// from being watched.
+func (ss *slowState) mayWatch(endpoint string) bool {
+	return ss.live < ss.maxWatched || ss.live < 2*ss.maxWatched && ss.liveBy[endpoint] == 0
+}
+
+// unlive counts w, watched, as no longer live.
+func (ss *slowState) unlive(w *watch) {
+	ss.live--
+	if ss.liveBy[w.endpoint]--; ss.liveBy[w.endpoint] <= 0 {
+		delete(ss.liveBy, w.endpoint)
+	}
+}
+
+// liveUpTo reports whether a watch numbered seq or lower, or one whose
+// endpoint has fewer than minPerEndpoint explanations in the window yet,
+// still lives.
+func (ss *slowState) liveUpTo(seq int) bool {
+	for _, w := range ss.byRoot {
+		if !w.ended && (w.seq <= seq || ss.owed(w)) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveOwed reports whether a watched request lives whose endpoint has
+// fewer than minPerEndpoint explanations in the window yet.
+func (ss *slowState) liveOwed() bool { return ss.liveUpTo(0) }
+
+// owed reports whether w's endpoint has fewer than minPerEndpoint
+// explanations in the window yet.
+func (ss *slowState) owed(w *watch) bool { return ss.byEndpoint[w.endpoint] < minPerEndpoint }
+
+// minPerEndpoint is how many slow requests of every endpoint a window
+// explains before the slowest of all are chosen, when it can.
+const minPerEndpoint = 10
 
 // watching reports whether any request is watched: the reading then keeps
 // the goroutines' timelines.
@@ -265,7 +326,7 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 				ss.explain(w)
 			}
 		case !w.ended && now.Sub(w.start) > maxWatchAge:
-			ss.live--
+			ss.unlive(w)
 			ss.stats.SlowDropped.Add(1)
 		default:
 			continue
@@ -277,9 +338,10 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 
 // explanation is one slow request's wall time, part by part.
 type explanation struct {
-	ids   string
-	dur   time.Duration
-	parts []part
+	ids      string
+	endpoint string
+	dur      time.Duration
+	parts    []part
 }
 
 // part is an interval of an explanation; before marks the part before
@@ -310,7 +372,12 @@ func (ss *slowState) explain(w *watch) {
 		ss.stats.SlowDropped.Add(1)
 		return
 	}
-	ss.explained = append(ss.explained, explanation{ids: w.ids, dur: w.end.Sub(w.start), parts: parts})
+	ss.byEndpoint[w.endpoint]++
+	ss.explained = append(ss.explained, explanation{ids: w.ids, endpoint: w.final, dur: w.end.Sub(w.start), parts: parts})
+	if len(ss.explained) >= 2*ss.maxSlow {
+		// The window keeps no more than it could send.
+		ss.choose()
+	}
 }
 
 // explainParts lays tl over [start, end): the part before the first
@@ -437,14 +504,11 @@ func samePlace(x, y []trace.StackFrame) bool {
 	})
 }
 
-// build builds the window's explanations, the slowest maxSlow of them,
-// into w, and forgets them; the others are counted as dropped.
+// build builds maxSlow of the window's explanations into w (choose),
+// and forgets them; the others are counted as dropped.
 func (ss *slowState) build(w *window) {
-	slices.SortFunc(ss.explained, func(a, b explanation) int { return int(min(max(b.dur-a.dur, -1), 1)) })
-	if n := len(ss.explained); n > ss.maxSlow {
-		ss.stats.SlowDropped.Add(int64(n - ss.maxSlow))
-		ss.explained = ss.explained[:ss.maxSlow]
-	}
+	ss.choose()
+	clear(ss.byEndpoint)
 	var key []byte
 	for _, e := range ss.explained {
 		for _, p := range e.parts {
@@ -474,6 +538,36 @@ func (ss *slowState) build(w *window) {
 	ss.stats.SlowExplained.Add(int64(len(ss.explained)))
 	clear(ss.explained)
 	ss.explained = ss.explained[:0]
+}
+
+// choose keeps maxSlow of the window's explanations, slowest first:
+// the slowest minPerEndpoint of each endpoint (as the request ended),
+// then the slowest of the others. The others are counted as dropped.
+func (ss *slowState) choose() {
+	slices.SortStableFunc(ss.explained, func(a, b explanation) int { return int(min(max(b.dur-a.dur, -1), 1)) })
+	n := len(ss.explained)
+	if n <= ss.maxSlow {
+		return
+	}
+	per := make(map[string]int)
+	keep := make([]bool, n)
+	kept := 0
+	for i, e := range ss.explained {
+		if kept < ss.maxSlow && per[e.endpoint] < minPerEndpoint {
+			keep[i] = true
+			per[e.endpoint]++
+			kept++
+		}
+	}
+	for i := range ss.explained {
+		if kept < ss.maxSlow && !keep[i] {
+			keep[i] = true
+			kept++
+		}
+	}
+	i := 0
+	ss.explained = slices.DeleteFunc(ss.explained, func(explanation) bool { i++; return !keep[i-1] })
+	ss.stats.SlowDropped.Add(int64(n - ss.maxSlow))
 }
 
 // reasonFromStack names the wait of a goroutine found waiting when the
@@ -540,7 +634,7 @@ func (s *reading) target(g *goroutine, id trace.GoID) *timeline {
 		return tl
 	}
 	if g.pend == nil {
-		if s.pending >= maxPending {
+		if g.unclaimed || s.pending >= maxPending {
 			return nil
 		}
 		g.pend = new(timeline)
@@ -581,6 +675,12 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 	}
 	if tl == nil && open && g.known && g.root != "" && s.slow.byRoot[g.root] == nil {
 		tl = s.slow.preludeOf(g.root, id)
+	}
+	if tl != nil && tl == g.pend && s.pending >= maxPending {
+		// Left out, before its stack is looked up: the goroutine's
+		// timeline goes on past a gap, untraced, should a request
+		// claim it.
+		tl.cut, tl = true, nil
 	}
 	{
 		if tl != nil {

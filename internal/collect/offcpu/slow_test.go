@@ -59,7 +59,7 @@ func serve(t *testing.T, r *Recorder, tracer oteltrace.Tracer, handler func(time
 	if longAfter > 0 {
 		go func() {
 			time.Sleep(longAfter)
-			r.Watch(ids, start)
+			r.Watch(ids, "GET /x", start)
 			close(watched)
 		}()
 	}
@@ -68,7 +68,7 @@ func serve(t *testing.T, r *Recorder, tracer oteltrace.Tracer, handler func(time
 	end := time.Now()
 	if longAfter > 0 {
 		<-watched
-		r.Ended(ids, start, end)
+		r.Ended(ids, "GET /x", start, end)
 	}
 	return served{ids: ids, start: start, end: end}
 }
@@ -191,7 +191,7 @@ func TestSlowRequestExplained(t *testing.T) {
 				marked = marked || label(s, labels.SpanIDKey) == slow.ids[32:] && label(s, BeforeTraceKey) == "true"
 			}
 			if marked != tc.wantBeforeMark {
-				t.Errorf("a part marked before the trace: %v, want %v", marked, tc.wantBeforeMark)
+				t.Errorf("a part marked before the trace: %v, want %v\n%s", marked, tc.wantBeforeMark, describe(p))
 			}
 			if _, _, n := explained(p, fast.ids, "", "", ""); n != 0 {
 				t.Errorf("a request of %v, never watched, carries %d samples", fast.end.Sub(fast.start), n)

@@ -182,7 +182,7 @@ func BenchmarkSlowCapture(b *testing.B) {
 							watched := make(chan bool, 1)
 							timer := time.AfterFunc(DefaultSlowThreshold/2, func() {
 								if budget > 0 {
-									r.Watch(ids, t0)
+									r.Watch(ids, "req", t0)
 								}
 								watched <- budget > 0
 							})
@@ -193,7 +193,7 @@ func BenchmarkSlowCapture(b *testing.B) {
 							span.End()
 							end := time.Now()
 							if !timer.Stop() && <-watched {
-								r.Ended(ids, t0, end)
+								r.Ended(ids, "req", t0, end)
 							}
 							counts[w][0]++
 							if end.Sub(t0) >= DefaultSlowThreshold {
