@@ -33,7 +33,7 @@ const (
 	DefaultMaxEndpoints = 100
 	// DefaultMaxRequests bounds the requests running at once that the
 	// Tracker follows: beyond it, the sweep ages out the oldest. A
-	// Request is about 100 bytes (6.5 MiB at most).
+	// Request is 112 bytes (7 MiB at most).
 	DefaultMaxRequests = 1 << 16
 	// DefaultMaxAge is how long a request runs before the sweep ages it
 	// out: a span that never ends (a leak, a stream that lives as long as
