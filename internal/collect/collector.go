@@ -356,6 +356,8 @@ func (c *Collector) startTracker() {
 				threshold = DefaultSlowThreshold
 			}
 			cfg.LongAfter = threshold / 2
+			// The off-CPU samples name the root, not its endpoint.
+			cfg.LabelledRoots = true
 			cfg.OnLong = func(r *requests.Request) { sr.Watch(r.IDs(), r.Endpoint(), r.Start()) }
 			cfg.OnEnd = func(r *requests.Request) {
 				if end, ok := r.Ended(); ok {

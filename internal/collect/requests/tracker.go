@@ -33,7 +33,7 @@ const (
 	DefaultMaxEndpoints = 100
 	// DefaultMaxRequests bounds the requests running at once that the
 	// Tracker follows: beyond it, the sweep ages out the oldest. A
-	// Request is about 100 bytes (6.5 MiB at most).
+	// Request is 112 bytes (7 MiB at most).
 	DefaultMaxRequests = 1 << 16
 	// DefaultMaxAge is how long a request runs before the sweep ages it
 	// out: a span that never ends (a leak, a stream that lives as long as
@@ -73,6 +73,11 @@ type Config struct {
 	// MaxRoots bounds the root span ids a window maps to their endpoint;
 	// 0 takes DefaultMaxRoots.
 	MaxRoots int
+	// LabelledRoots has the window remember also the roots whose labels
+	// carry their endpoint, while it holds fewer than MaxRoots/2: for a
+	// profile whose samples carry the root's id but no endpoint label
+	// (the off-CPU profile's come from the execution trace).
+	LabelledRoots bool
 	// LongAfter is how long a request runs before OnLong is called for
 	// it. OnLong is called once per request, from the Tracker's sweep
 	// (never on the request's goroutine), at most a sweep period late.
@@ -123,9 +128,9 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // The label wrapper puts a request's endpoint as it starts (its route,
 // else its name) in the labels of its goroutines, so a sample names its
 // endpoint without the Tracker. The Tracker remembers, up to MaxRoots a
-// window, the roots whose endpoint changed after they started (first)
-// and the others while the window has room for half as many (for the
-// off-CPU profile, whose samples carry no endpoint label).
+// window, the roots whose endpoint changed after their labels took it
+// and, with LabelledRoots, the others while the window has room for half
+// as many.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -385,7 +390,8 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 
 // ended counts r, which ended, in the current window, and remembers its
 // root's endpoint: first those whose endpoint is not the one their labels
-// carry, then, while the window has room for half as many, the others.
+// carry, then, with LabelledRoots, while the window has room for half as
+// many, the others.
 func (t *Tracker) ended(r *Request) {
 	w := t.win
 	endpoint, renamed := r.outcome()
@@ -402,7 +408,7 @@ func (t *Tracker) ended(r *Request) {
 		}
 		switch {
 		case renamed && len(w.roots) < t.cfg.MaxRoots,
-			len(w.roots) < t.cfg.MaxRoots/2:
+			t.cfg.LabelledRoots && len(w.roots) < t.cfg.MaxRoots/2:
 			w.roots = append(w.roots, root{id: id, endpoint: e})
 		case renamed:
 			w.rootsFull++

@@ -257,25 +257,28 @@ func TestAgedOut(t *testing.T) {
 }
 
 // TestRootsRemembered checks which roots a window remembers: those whose
-// endpoint is not the one their labels carry, up to MaxRoots, and the
-// others while the window holds fewer than half of MaxRoots.
+// endpoint is not the one their labels carry, up to MaxRoots, and, with
+// LabelledRoots, the others while the window holds fewer than half of
+// MaxRoots.
 func TestRootsRemembered(t *testing.T) {
 	tests := []struct {
 		name            string
+		labelled        bool
 		renamed, others int
 		// known are the roots remembered, by number; dropped counts the
 		// renamed ones not remembered.
 		known   []int
 		dropped int64
 	}{
-		{"none", 0, 0, nil, 0},
-		{"renamed only", 6, 0, []int{1, 2, 3, 4}, 2},
-		{"others beyond half", 0, 6, []int{1, 2}, 0},
-		{"others then renamed", 2, 3, []int{1, 2, 4, 5}, 0},
+		{"none", true, 0, 0, nil, 0},
+		{"renamed only", true, 6, 0, []int{1, 2, 3, 4}, 2},
+		{"others beyond half", true, 0, 6, []int{1, 2}, 0},
+		{"others then renamed", true, 2, 3, []int{1, 2, 4, 5}, 0},
+		{"others not remembered", false, 2, 3, []int{4, 5}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := install(t, Config{MaxRoots: 4})
+			tr := install(t, Config{MaxRoots: 4, LabelledRoots: tt.labelled})
 			start := time.Now()
 			n := 0
 			for range tt.others {
