@@ -631,28 +631,69 @@ func stopTrace() {
 // past its length, its waits ending there; a watch trace (st.watch) keeps
 // no waits at all.
 func (r *Recorder) record(st stretch, wait waitFunc) *request {
+	rec := r.newRecording(st)
+	r.traceUntilEnd(rec, wait)
+	// Stop returns once the runtime has handed the sink the generation
+	// under way (it waits for the trace's reader to finish it, whether or
+	// not the application's flight recorder goes on); should a part come
+	// later, it is left out and the stretch counts as cut.
+	stopTrace()
+	stopped := time.Now()
+	sinkCut, offered := rec.st.sink.close()
+	r.startNext(rec)
+	if !rec.abandon {
+		r.parse(rec)
+		if next := r.handover; next != nil && !next.watch && next.sink != nil && !rec.extended && rec.err == nil {
+			// The next stretch's trace began as this one's ended: its
+			// reading carries on the waits still open, split at the
+			// window's end when a collection ended this one.
+			r.carried = rec.rd.handOver(rec.q != nil)
+		}
+	}
+	if rec.st.watch || rec.extended {
+		r.charge(offered - rec.charged)
+	}
+	r.endRecording(rec, stopped, sinkCut, offered)
+	return rec.q
+}
+
+// recording is the state of one record call.
+type recording struct {
+	st stretch
+	// w is the window the stretch's waits count into, rd its reading.
+	w  *window
+	rd *reading
+	// end is when the stretch, or its extension, ends.
+	end time.Time
+	// q is the collection request that ended the stretch, if one did.
+	q *request
+	// cut is set when the trace was read in part, err is the reading's
+	// error.
+	cut bool
+	err error
+	// abandon is set when what the sink holds is not to be read.
+	abandon bool
+	// extended is set once a duty stretch went on past its length for
+	// watched requests; charged counts the bytes offered that the
+	// slow-request budget was charged for.
+	extended bool
+	charged  int
+	// idleSince is when the last watched request ended, zero while one
+	// lives.
+	idleSince time.Time
+	// spentAt is the last watch begun when the budget ran out: the trace
+	// goes on for those watched up to it, in debt (finishing).
+	spentAt int
+}
+
+// newRecording starts the reading of st into the current window: it
+// carries on the waits the last stretch left open, unless st is a watch
+// trace, and reads st's short trace.
+func (r *Recorder) newRecording(st stretch) *recording {
 	w := r.windows[r.cur]
 	rd := w.newReading(st.start)
 	rd.slow = r.slow
-	end := st.start.Add(st.length)
-	var (
-		q   *request
-		cut bool
-		err error
-		// abandon is set when what the sink holds is not to be read.
-		abandon bool
-		// extended is set once a duty stretch went on past its length
-		// for watched requests; charged counts the bytes offered that
-		// the slow-request budget was charged for.
-		extended bool
-		charged  int
-		// idleSince is when the last watched request ended, zero while
-		// one lives.
-		idleSince time.Time
-		// spentAt is the last watch begun when the budget ran out: the
-		// trace goes on for those watched up to it, in debt.
-		spentAt = -1
-	)
+	rec := &recording{st: st, w: w, rd: rd, end: st.start.Add(st.length), spentAt: -1}
 	if !st.watch {
 		rd.carry(r.carried)
 		if st.rest > 0 {
@@ -672,122 +713,148 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		}
 	}
 	rd.noWaits = st.watch
-	parse := func() {
-		header, gens := st.sink.take()
-		if gens == nil || err != nil || rd.truncated {
-			return
-		}
-		if rerr := rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); rerr != nil {
-			err, cut = rerr, true
-		}
-		r.slow.settle(rd.wall(rd.last), true, time.Now())
+	return rec
+}
+
+// parse reads the generations the sink holds, unless an earlier read
+// failed or the reading is full, and explains the watched requests that
+// ended before the last event read.
+func (r *Recorder) parse(rec *recording) {
+	header, gens := rec.st.sink.take()
+	if gens == nil || rec.err != nil || rec.rd.truncated {
+		return
 	}
+	if err := rec.rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); err != nil {
+		rec.err, rec.cut = err, true
+	}
+	r.slow.settle(rec.rd.wall(rec.rd.last), true, time.Now())
+}
+
+// whole reports whether the stretch is traced whole at 100 %: its
+// trace goes on, a collection ends the window, not the stretch, and the
+// stretch's end begins another cycle.
+func (rec *recording) whole() bool {
+	return !rec.st.watch && rec.st.rest == 0 && rec.err == nil && !rec.rd.truncated && !rec.st.sink.isFull()
+}
+
+// traceUntilEnd waits on the stretch's trace, parsing each generation as
+// the sink gets it, until a collection, the sink's bound, a read error,
+// or the stretch's end past which no watched request keeps it going.
+func (r *Recorder) traceUntilEnd(rec *recording, wait waitFunc) {
 	for {
 		var why wake
-		q, why = wait(time.Until(end), st.sink.ready)
+		rec.q, why = wait(time.Until(rec.end), rec.st.sink.ready)
 		if why == wakeReady {
-			parse()
+			r.parse(rec)
 			if r.tooMany(runtime.NumGoroutine()) {
 				// Goroutines started during the stretch: the next
 				// generation's end writes them all; it is not read.
-				cut, abandon = true, true
-				break
+				rec.cut, rec.abandon = true, true
+				return
 			}
 		}
-		if st.watch || extended {
-			offered := st.sink.offeredBytes()
-			r.charge(offered - charged)
-			charged = offered
+		if rec.st.watch || rec.extended {
+			offered := rec.st.sink.offeredBytes()
+			r.charge(offered - rec.charged)
+			rec.charged = offered
 		}
-		// At 100 % the trace goes on: a collection ends the window, not
-		// the stretch, and the stretch's end begins another cycle.
-		whole := !st.watch && st.rest == 0 && err == nil && !rd.truncated && !st.sink.isFull()
-		if whole && q != nil && !q.last && r.bridgeWindow(q, rd, &st, func() bool { parse(); return err == nil }) {
-			w, q, end = r.windows[r.cur], nil, st.start.Add(r.cycle)
+		whole := rec.whole()
+		if whole && rec.q != nil && !rec.q.last && r.bridgeWindow(rec.q, rec.rd, &rec.st, func() bool { r.parse(rec); return rec.err == nil }) {
+			rec.w, rec.q, rec.end = r.windows[r.cur], nil, rec.st.start.Add(r.cycle)
 			continue
 		}
-		if q != nil || st.sink.isFull() || err != nil || rd.truncated {
-			break
+		if rec.q != nil || rec.st.sink.isFull() || rec.err != nil || rec.rd.truncated {
+			return
 		}
-		now := time.Now()
-		if r.slow.live > 0 {
-			idleSince = time.Time{}
-		} else if idleSince.IsZero() {
-			idleSince = now
-		}
-		if whole && !now.Before(end) {
-			// The watched requests are traced along, and the cycle has a
-			// byte budget of its own.
-			w.traced += now.Sub(st.start)
-			rd.retarget(w)
-			st.sink.renew()
-			st.start, end = now, now.Add(r.cycle)
-			continue
-		}
-		if !now.Before(end) || st.watch && r.slow.live == 0 {
-			lingering := st.watch && now.Sub(idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
-			if r.slow.live == 0 && !lingering || !r.finishing(&spentAt) {
-				break
-			}
-			if !st.watch && !extended {
-				extended, charged = true, st.sink.offeredBytes()
-				rd.waitsUntil = end.UnixNano()
-			}
-			end = now.Add(watchStep)
+		if !r.goOn(rec, whole, time.Now()) {
+			return
 		}
 	}
-	// Stop returns once the runtime has handed the sink the generation
-	// under way (it waits for the trace's reader to finish it, whether or
-	// not the application's flight recorder goes on); should a part come
-	// later, it is left out and the stretch counts as cut.
-	stopTrace()
-	stopped := time.Now()
-	sinkCut, offered := st.sink.close()
+}
+
+// goOn reports whether the trace goes on at now, when nothing else ended
+// it: a whole stretch past its end begins another cycle; a stretch past
+// its end, or a watch trace with no watched request left, goes on one
+// watchStep while watched requests live (or, for a watch trace, for its
+// linger) and the budget allows.
+func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
+	if r.slow.live > 0 {
+		rec.idleSince = time.Time{}
+	} else if rec.idleSince.IsZero() {
+		rec.idleSince = now
+	}
+	st := &rec.st
+	if whole && !now.Before(rec.end) {
+		// The watched requests are traced along, and the cycle has a
+		// byte budget of its own.
+		rec.w.traced += now.Sub(st.start)
+		rec.rd.retarget(rec.w)
+		st.sink.renew()
+		st.start, rec.end = now, now.Add(r.cycle)
+		return true
+	}
+	if now.Before(rec.end) && !(st.watch && r.slow.live == 0) {
+		return true
+	}
+	lingering := st.watch && now.Sub(rec.idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
+	if r.slow.live == 0 && !lingering || !r.finishing(&rec.spentAt) {
+		return false
+	}
+	if !st.watch && !rec.extended {
+		rec.extended, rec.charged = true, st.sink.offeredBytes()
+		rec.rd.waitsUntil = rec.end.UnixNano()
+	}
+	rec.end = now.Add(watchStep)
+	return true
+}
+
+// startNext starts the next stretch's trace as this one's ends, before
+// this one's last generations are read, when a collection ended it with
+// watched requests live, or at 100 %; otherwise, while the last of a
+// stretch is read, it starts a watch trace for a request that turns long
+// meanwhile. The next trace is r.handover.
+func (r *Recorder) startNext(rec *recording) {
+	q, st := rec.q, rec.st
 	// At 100 % the next stretch follows at once, whatever ended this one
 	// (its byte budget, the tracer's bridge not had).
 	chain := !st.watch && st.rest == 0 && (q == nil || !q.last)
 	if q != nil && !q.last && r.slow.live > 0 || chain {
-		// A collection with watched requests live, or 100 %: the next stretch's
-		// trace starts now, before this one's last generations are read
-		// (tens of milliseconds on a busy machine), so that what the
-		// requests do meanwhile is traced, and a wait open across the
-		// collection is seen by both traces, one wait. Its sink has
-		// buffers of its own: this one's are still to be read.
-		bufs := r.bufs
-		r.bufs = [2][]byte{}
-		next := r.startStretch()
-		r.bufs = bufs
+		// What the requests do while this trace is read (tens of
+		// milliseconds on a busy machine) is traced, and a wait open
+		// across the collection is seen by both traces, one wait.
+		next := r.startAside(r.startStretch)
 		r.handover = &next
 	}
 	if q == nil && st.rest > 0 && r.handover == nil {
-		// Reading the last of the stretch takes a while (tens of
-		// milliseconds, hundreds under load): a request that turns long
-		// meanwhile, maybe waiting since before the stretch's end, has
-		// its watch trace started at once, not once the reading is done.
-		rd.poll = func() {
+		// A request that turns long while the stretch is read, maybe
+		// waiting since before the stretch's end, has its watch trace
+		// started at once, not once the reading is done.
+		rec.rd.poll = func() {
 			r.drain()
 			if r.handover == nil && r.slow.live > 0 && time.Now().After(r.sessionsFrom) && r.mayStartWatch() {
-				bufs := r.bufs
-				r.bufs = [2][]byte{}
-				if next := r.startWatch(); next.sink != nil {
+				if next := r.startAside(r.startWatch); next.sink != nil {
 					r.handover = &next
 				}
-				r.bufs = bufs
 			}
 		}
 	}
-	if !abandon {
-		parse()
-		if next := r.handover; next != nil && !next.watch && next.sink != nil && !extended && err == nil {
-			// The next stretch's trace began as this one's ended: its
-			// reading carries on the waits still open, split at the
-			// window's end when a collection ended this one.
-			r.carried = rd.handOver(q != nil)
-		}
-	}
-	if st.watch || extended {
-		r.charge(offered - charged)
-	}
+}
+
+// startAside runs start with buffers of its own for the trace it starts:
+// r.bufs are the current sink's, still to be read.
+func (r *Recorder) startAside(start func() stretch) stretch {
+	bufs := r.bufs
+	r.bufs = [2][]byte{}
+	next := start()
+	r.bufs = bufs
+	return next
+}
+
+// endRecording takes back the stretch's buffers, sets the trace's rate
+// from the bytes offered, counts the time the stretch covered into its
+// window, and logs a read error once.
+func (r *Recorder) endRecording(rec *recording, stopped time.Time, sinkCut bool, offered int) {
+	st, rd := rec.st, rec.rd
 	r.bufs = st.sink.buffers()
 	elapsed := stopped.Sub(st.start)
 	if elapsed > 0 && offered > 0 {
@@ -804,19 +871,19 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	switch {
 	case st.watch:
 		// Not part of the duty cycle: no waits, no time.
-	case cut || sinkCut || rd.truncated || st.sink.full:
+	case rec.cut || sinkCut || rd.truncated || st.sink.full:
 		// A whole stretch covers its wall-clock time, start-up of the
 		// tracer included (a wait cannot begin unseen in it); a cut one
 		// only what was read.
-		if extended {
+		if rec.extended {
 			covered = min(covered, st.length)
 		}
-		w.traced += covered
+		rec.w.traced += covered
 		r.cfg.Stats.Truncated.Add(1)
-	case extended:
-		w.traced += st.length
+	case rec.extended:
+		rec.w.traced += st.length
 	default:
-		w.traced += elapsed
+		rec.w.traced += elapsed
 	}
 	for i, b := range r.bufs {
 		if cap(b) > int(r.cfg.MaxTraceBytes) {
@@ -825,11 +892,10 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 			r.bufs[i] = nil
 		}
 	}
-	if err != nil && !r.errLogged {
-		r.cfg.Logger.Warn("pprofotel: off-CPU trace read in part", "error", err)
+	if rec.err != nil && !r.errLogged {
+		r.cfg.Logger.Warn("pprofotel: off-CPU trace read in part", "error", rec.err)
 		r.errLogged = true
 	}
-	return q
 }
 
 // flush ends the window at now and returns it; the next window
