@@ -394,25 +394,9 @@ func explainParts(tl *timeline, start, end int64) []part {
 	}
 	ivs := slices.Clone(tl.intervals)
 	slices.SortFunc(ivs, func(a, b interval) int { return int(min(max(a.start-b.start, -1), 1)) })
-	// The state a trace found the goroutine in stands for the time before
-	// it: the first one not runnable within its first moments, since
-	// starting the tracer stops the world and leaves every goroutine that
-	// ran runnable.
-	// Intervals that ended before the request began (a goroutine's
-	// earlier work, kept while its span was not known) say nothing of it.
-	lo := 0
-	for lo < len(ivs) && ivs[lo].end <= start {
-		lo++
-	}
-	if lo == len(ivs) {
+	first := beforeState(ivs, start)
+	if first < 0 {
 		return nil
-	}
-	first := lo
-	for i := lo; i < len(ivs) && ivs[i].start-ivs[lo].start <= startPause; i++ {
-		if ivs[i].state != stateRunnable {
-			first = i
-			break
-		}
 	}
 	var parts []part
 	at := start
@@ -445,7 +429,46 @@ func explainParts(tl *timeline, start, end int64) []part {
 	if len(parts) == 0 {
 		return nil
 	}
-	// The builder sends no sample without a stack: lend one.
+	if !lendStacks(parts) {
+		return nil
+	}
+	if gap := end - at; gap > foldGap {
+		last := parts[len(parts)-1]
+		parts = append(parts, part{interval: interval{start: at, end: end, state: stateUntraced, frames: last.frames}})
+	} else if gap > 0 {
+		parts[len(parts)-1].end = end
+	}
+	return parts
+}
+
+// beforeState returns the index in ivs, sorted by start, of the interval
+// whose state stands for the time before the trace, or -1 when every
+// interval ended by start. The state a trace found the goroutine in
+// stands for the time before it: the first one not runnable within its
+// first moments, since starting the tracer stops the world and leaves
+// every goroutine that ran runnable. Intervals that ended before the
+// request began (a goroutine's earlier work, kept while its span was not
+// known) say nothing of it.
+func beforeState(ivs []interval, start int64) int {
+	lo := 0
+	for lo < len(ivs) && ivs[lo].end <= start {
+		lo++
+	}
+	if lo == len(ivs) {
+		return -1
+	}
+	for i := lo; i < len(ivs) && ivs[i].start-ivs[lo].start <= startPause; i++ {
+		if ivs[i].state != stateRunnable {
+			return i
+		}
+	}
+	return lo
+}
+
+// lendStacks gives each part with no stack the stack of the nearest part
+// before it that has one, else after: the builder sends no sample without
+// a stack. It reports false when no part has a stack.
+func lendStacks(parts []part) bool {
 	for i := range parts {
 		if len(parts[i].frames) > 0 {
 			continue
@@ -457,16 +480,10 @@ func explainParts(tl *timeline, start, end int64) []part {
 			parts[i].frames = parts[j].frames
 		}
 		if len(parts[i].frames) == 0 {
-			return nil
+			return false
 		}
 	}
-	if gap := end - at; gap > foldGap {
-		last := parts[len(parts)-1]
-		parts = append(parts, part{interval: interval{start: at, end: end, state: stateUntraced, frames: last.frames}})
-	} else if gap > 0 {
-		parts[len(parts)-1].end = end
-	}
-	return parts
+	return true
 }
 
 // continues reports whether next is the wait a that a trace's end cut,
