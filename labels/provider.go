@@ -60,22 +60,8 @@ type tracer struct {
 // recording, installs its labels on the calling goroutine and in the
 // returned context.
 func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
-	// Show the wrapped tracer its own span as the parent: the SDK keeps
-	// per-parent bookkeeping (child span counts) only for its own type.
 	parentCtx := ctx
-	var parentSpan trace.Span // the context's current span, once looked up
-	parent, ok := ctx.(*labeledSpan)
-	if ok {
-		// The context returned with the parent: the one under it differs
-		// only in its current span, which is the wrapped one.
-		ctx = parent.Context
-		parentSpan = parent
-	} else {
-		parentSpan = trace.SpanFromContext(ctx)
-		if parent, ok = parentSpan.(*labeledSpan); ok {
-			ctx = trace.ContextWithSpan(ctx, parent.Span)
-		}
-	}
+	ctx, parentSpan, parent := unwrapParent(ctx)
 	ctx, span := t.wrapped.Start(ctx, name, opts...)
 
 	sc := span.SpanContext()
@@ -133,6 +119,25 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		return trace.ContextWithSpan(ctx, s), s
 	}
 	return s, s
+}
+
+// unwrapParent returns ctx with the wrapped tracer's own span as its
+// current span, the span current in ctx, and that span when it is a
+// labeledSpan. The wrapped tracer is shown its own span as the parent:
+// the SDK keeps per-parent bookkeeping (child span counts) only for its
+// own type.
+func unwrapParent(ctx context.Context) (context.Context, trace.Span, *labeledSpan) {
+	if parent, ok := ctx.(*labeledSpan); ok {
+		// The context returned with the parent: the one under it differs
+		// only in its current span, which is the wrapped one.
+		return parent.Context, parent, parent
+	}
+	parentSpan := trace.SpanFromContext(ctx)
+	parent, ok := parentSpan.(*labeledSpan)
+	if ok {
+		ctx = trace.ContextWithSpan(ctx, parent.Span)
+	}
+	return ctx, parentSpan, parent
 }
 
 // labelSet returns the labels of a span: its ids, its local root's, and
