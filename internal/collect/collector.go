@@ -133,10 +133,8 @@ type OffCPUOmissions struct {
 
 // DefaultMaxGoroutines is the number of goroutines above which the
 // goroutine profile is skipped. The runtime writes that profile while the
-// application's goroutines wait, for a time that grows with their number:
-// BenchmarkGoroutineProfile in benchmark/ measured the write and the
-// lateness of an application's 5 ms ticker at 1,000 to 100,000 parked
-// goroutines (benchmark/README.md, "Goroutine profile").
+// application's goroutines wait, for a time that grows with their number;
+// the bound keeps that pause short.
 const DefaultMaxGoroutines = 10_000
 
 // Collector reads the enabled runtime profiles once per window. It is not

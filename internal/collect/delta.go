@@ -252,7 +252,7 @@ func appendLabels(b []byte, labels []pprofdecode.Label) []byte {
 // could meet in its life, even with a million stacks a window. Identifying
 // stacks by a hash rather than by their program counters written out, as
 // dd-trace-go's fastdelta also does, writes nothing per frame: this is the
-// innermost loop of apply (benchmark/README.md has the measurements).
+// innermost loop of apply.
 //
 // A packed stack is read straight from its location ids, which the runtime
 // numbers 1..len(locTokens).

@@ -189,10 +189,9 @@ var Profiles = []Descriptor{
 		return offCPU.start(now, cfg)
 	}},
 	// Every read runs a full garbage collection first, with leak
-	// detection, whose cost grows with the live heap (a quarter of a
-	// second and 0.45 CPU-seconds at 256 MiB): opt-in, read at most once
-	// every five minutes by default, and last in its window, after the
-	// other profiles (benchmark/README.md, "The goroutine-leak profile").
+	// detection, whose cost grows with the live heap: opt-in, read at
+	// most once every five minutes by default, and last in its window,
+	// after the other profiles.
 	// A snapshot: every read lists all the goroutines leaked so far.
 	{Name: GoroutineLeak, Values: 1, Available: goroutineLeakAvailable, Interval: &Interval{
 		Env: "PPROFOTEL_GOROUTINELEAK_INTERVAL", Option: "WithGoroutineLeakInterval",
@@ -210,8 +209,7 @@ const (
 )
 
 // DefaultOffCPUDuty is the off-CPU profile's default duty cycle in
-// percent, 1 s of every 10 s: benchmark/README.md, "Off-CPU profile", has
-// the overhead it was chosen from.
+// percent, 1 s of every 10 s.
 const DefaultOffCPUDuty = 10
 
 // offCPU is the off-CPU recorder that package offcpu registers.

@@ -34,8 +34,7 @@ const (
 	// stretch is traced. At every generation's end the runtime writes
 	// into the trace the state of every goroutine that did not run in it,
 	// and the parser keeps state for each: the memory a stretch takes
-	// grows with the goroutines, whatever MaxTraceBytes, at about
-	// 1 KB a goroutine (benchmark/README.md, "Off-CPU profile").
+	// grows with the goroutines, whatever MaxTraceBytes.
 	DefaultMaxGoroutines = 50_000
 	// minCycle keeps very short windows from restarting the trace in a
 	// tight loop.
@@ -416,9 +415,8 @@ func (r *Recorder) charge(n int) {
 // the next one to turn long finds it running, for as long as tracing on
 // costs less than starting again (lingerFor), at most watchLinger. Each
 // start is charged startCost of the budget, on top of the short trace
-// before it: starting and stopping cost the recorder 2.5-6.6 ms with up to
-// 1,000 goroutines (BenchmarkWatchStart), what parsing about 32 KiB of
-// trace costs.
+// before it: starting and stopping the tracer costs the recorder about
+// what parsing that much trace costs.
 const (
 	watchStep   = 50 * time.Millisecond
 	watchLinger = 250 * time.Millisecond

@@ -29,8 +29,7 @@ const (
 	DefaultMaxSlow = 1000
 	// DefaultSlowTraceRate is the trace, in bytes a second on average,
 	// that the recorder reads for slow requests beyond its duty cycle;
-	// DefaultSlowTraceBurst is how much of it may be spent at once
-	// (benchmark/README.md has what it costs).
+	// DefaultSlowTraceBurst is how much of it may be spent at once.
 	DefaultSlowTraceRate  = 128 << 10
 	DefaultSlowTraceBurst = 2 << 20
 	// maxIntervals bounds the intervals kept of one goroutine of a

@@ -32,8 +32,7 @@ const (
 	// (each distinct endpoint is a distinct sample per stack).
 	DefaultMaxEndpoints = 100
 	// DefaultMaxRequests bounds the requests running at once that the
-	// Tracker follows: beyond it, the sweep ages out the oldest. A
-	// Request is 112 bytes (7 MiB at most).
+	// Tracker follows: beyond it, the sweep ages out the oldest.
 	DefaultMaxRequests = 1 << 16
 	// DefaultMaxAge is how long a request runs before the sweep ages it
 	// out: a span that never ends (a leak, a stream that lives as long as
@@ -41,8 +40,7 @@ const (
 	DefaultMaxAge = time.Hour
 	// DefaultMaxRoots bounds the root span ids a window remembers the
 	// endpoint of, for the samples whose labels cannot tell it (see
-	// Tracker): a root is 16 bytes (4 MiB at most per window, two
-	// windows kept).
+	// Tracker), in each of the two windows kept.
 	DefaultMaxRoots = 1 << 18
 	// DefaultSettle is how long a window's end waits, at most, for the
 	// requests its samples name that still run under the name they
@@ -176,9 +174,8 @@ type windowState struct {
 	recentLen int // of recent, filled in turn
 	// roots holds the roots that ended, with their endpoint: appended by
 	// the sweeps in the order they ended, sorted by span id when the
-	// window ends. An append costs a sweep a few nanoseconds a request; a
-	// map insert cost it about 300 (a table of up to MaxRoots entries,
-	// grown and missed in the cache), most of the tracker's time.
+	// window ends. A slice, not a map: a sweep appends without hashing,
+	// growing a table or missing the cache.
 	roots      []root
 	overflowed int64
 	rootsFull  int64
