@@ -12,13 +12,9 @@ import (
 // klauspost/compress's gzip in its stateless mode, one Writer kept from one
 // request to the next.
 //
-// Measured side by side on the benchmark module's requests
-// (benchmark/README.md, "Request compression"), the stateless mode keeps
-// 41 to 221 KB between requests where its level 1 keeps 0.85 to 1.04 MB
-// and compress/gzip's BestSpeed 1.25 to 1.43 MB, for output 0.5 to 2.7 %
-// larger than BestSpeed's; the hand-written encoder it replaced, deleted
-// after it panicked on some input lengths, kept 136 to 152 KB for output
-// 0.8 to 2.7 % smaller.
+// The stateless mode keeps a fraction of the memory of a stateful level 1
+// or of compress/gzip's BestSpeed between requests, for output a few
+// percent larger.
 //
 // The zero value is ready to use. A Gzip is not safe for concurrent use.
 type Gzip struct {

@@ -20,9 +20,9 @@ type JSONCodec struct {
 // OTLPJSON returns the OTLP/JSON codec: package otlpjson's encoding (hex
 // trace, span and profile ids) and protojson's decoding. Only code that
 // calls it links the codec, so the exporters call it only where an
-// application asks for JSON (otlpprofilehttp.WithJSON). It saves 12 KB:
-// protojson itself is linked by the OTLP collector packages' gateway
-// code whatever the exporter does (benchmark/README.md).
+// application asks for JSON (otlpprofilehttp.WithJSON). protojson itself
+// is linked by the OTLP collector packages' gateway code whatever the
+// exporter does; the codec around it is not.
 func OTLPJSON() *JSONCodec {
 	return &JSONCodec{
 		Marshal: func(req *collectorpb.ExportProfilesServiceRequest) ([]byte, error) {

@@ -26,9 +26,9 @@ const (
 // It returns an error when the file cannot be read or the note is malformed.
 //
 // It reads the ELF header and section headers itself rather than through
-// debug/elf, which with debug/dwarf, compress/zlib and internal/zstd, all
-// unused otherwise, added about 330 KB to every application's binary for
-// these few fields (README, "Dependencies and footprint").
+// debug/elf, which would link debug/dwarf, compress/zlib and
+// internal/zstd, all unused otherwise, into every application's binary
+// for these few fields.
 func GoBuildID(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -22,10 +22,8 @@ import (
 // returned unextended.
 //
 // It exists for speed. protobuf-go walks the request twice through its
-// generic tables, once to size every message and once to write it; on a
-// heap window of 7,000 stacks that was a quarter of the profiler's CPU time
-// (BenchmarkWindow/heap/ours of the benchmark module). AppendRequest walks
-// the generated structs directly, once, in about a third of the time, and
+// generic tables, once to size every message and once to write it.
+// AppendRequest walks the generated structs directly, once, and
 // allocates nothing when b has room: a submessage's length is reserved
 // before its body is written and filled in after, the body moving only
 // when the length needs a different number of bytes than was reserved.
