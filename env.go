@@ -33,9 +33,8 @@ const (
 	// defaultCPUDuty is the share of each window, in percent, that the
 	// CPU profile records unless WithCPUDutyCycle says otherwise: about a
 	// sixth, 10.2s of the default 60s. Almost all that CPU profiling
-	// costs is the runtime's sampling while the profile records (issue
-	// 18; benchmark/README.md, "Application overhead and the CPU duty
-	// cycle"), so the cost falls with the share.
+	// costs is the runtime's sampling while the profile records, so the
+	// cost falls with the share.
 	defaultCPUDuty = 17
 
 	// defaultStopTimeout bounds Stop when its context has no deadline:

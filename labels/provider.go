@@ -74,8 +74,8 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	}
 
 	// The ids share one string; the label sets refer to it, not to the
-	// span, so label sets inherited by long-lived goroutines keep 48 bytes
-	// alive rather than the span and its attributes.
+	// span, so label sets inherited by long-lived goroutines keep only
+	// the ids alive, not the span and its attributes.
 	var buf [idsLen]byte
 	ids := string(appendIDs(buf[:0], sc))
 	traceID, spanID := ids[:2*len(trace.TraceID{})], ids[2*len(trace.TraceID{}):]
