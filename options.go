@@ -121,7 +121,7 @@ func WithResource(r *resource.Resource) Option {
 // block profiles, converts them and sends a request: a few milliseconds of
 // work, more on a large heap or with many goroutines (the goroutine profile
 // holds the application back for about 6µs per goroutine), so that windows
-// a millisecond apart took half a core. The data do not change faster
+// a millisecond apart would take half a core. The data do not change faster
 // anyway: the heap profile is that of the last completed garbage
 // collection, usually seconds old, and the CPU profiler samples a busy
 // thread 100 times a second, so that a shorter window would hold fewer
