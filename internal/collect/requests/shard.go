@@ -3,13 +3,13 @@ package requests
 import (
 	"runtime"
 	"sync"
-	_ "unsafe" // go:linkname
+	"sync/atomic"
 )
 
-// shard holds the requests begun on one P since the last sweep. Begin
-// appends to the shard of the P it runs on, so that the lock and the
-// slice it touches stay in that core's cache: no cache line is shared by
-// every request.
+// shard holds requests begun since the last sweep. Begin takes a shard
+// from a sync.Pool, whose fast path keeps one object per P, so that the
+// lock and the slice it touches mostly stay in one core's cache: no cache
+// line is shared by every request.
 type shard struct {
 	mu    sync.Mutex
 	fresh []*Request
@@ -19,30 +19,30 @@ type shard struct {
 	_     [128 - 56]byte // a shard per pair of cache lines
 }
 
-// newShards returns one shard per P, a power of two of them.
-func newShards() []shard {
-	n := 1
-	for n < runtime.GOMAXPROCS(0) {
-		n *= 2
-	}
-	return make([]shard, n)
+// shards are a Tracker's shards: a fixed set, which the sweep drains,
+// handed out through a pool. The pool may drop what it holds at a
+// garbage collection; it then hands out the fixed shards again in turn,
+// so that a shard is never lost to the sweep, at worst shared by two Ps.
+type shards struct {
+	all  []shard
+	next atomic.Uint32 // the shard the pool hands out when empty
+	pool sync.Pool
 }
 
-// procPin and procUnpin are the runtime's own, behind sync.Pool's per-P
-// caches; the runtime keeps them for packages outside the standard
-// library (go.dev/issue/67401). Begin only reads the P's number: the
-// goroutine may move to another P at once, which costs a shared lock,
-// never a wrong result.
-//
-//go:linkname procPin runtime.procPin
-func procPin() int
+// newShards returns shards for twice as many Ps as the process has.
+func newShards() *shards {
+	s := &shards{all: make([]shard, 2*runtime.GOMAXPROCS(0))}
+	s.pool.New = func() any {
+		return &s.all[int(s.next.Add(1)-1)%len(s.all)]
+	}
+	return s
+}
 
-//go:linkname procUnpin runtime.procUnpin
-func procUnpin()
-
-// mine returns the shard of the calling goroutine's P.
-func mine(shards []shard) *shard {
-	p := procPin()
-	procUnpin()
-	return &shards[p&(len(shards)-1)]
+// add appends r to a shard.
+func (s *shards) add(r *Request) {
+	sh := s.pool.Get().(*shard)
+	sh.mu.Lock()
+	sh.fresh = append(sh.fresh, r)
+	sh.mu.Unlock()
+	s.pool.Put(sh)
 }

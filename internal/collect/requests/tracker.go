@@ -134,7 +134,7 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // end; a sweep, run by the Tracker's own goroutine while requests are
 // tracked and by Window, does the rest.
 type Tracker struct {
-	shards   []shard
+	shards   *shards
 	sweeping atomic.Bool // the sweeper goroutine runs
 
 	// mu guards the sweeper's start and end.
@@ -261,10 +261,7 @@ func (t *Tracker) Stop() {
 
 func (t *Tracker) begin(ids, name string, start time.Time) *Request {
 	r := &Request{ids: ids, name: name, start: start}
-	s := mine(t.shards)
-	s.mu.Lock()
-	s.fresh = append(s.fresh, r)
-	s.mu.Unlock()
+	t.shards.add(r)
 	if !t.sweeping.Load() {
 		t.startSweeper()
 	}
@@ -318,8 +315,8 @@ func (t *Tracker) idle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweeping.Store(false)
-	for i := range t.shards {
-		s := &t.shards[i]
+	for i := range t.shards.all {
+		s := &t.shards.all[i]
 		s.mu.Lock()
 		n := len(s.fresh)
 		s.mu.Unlock()
@@ -346,8 +343,8 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 
-	for i := range t.shards {
-		s := &t.shards[i]
+	for i := range t.shards.all {
+		s := &t.shards.all[i]
 		s.mu.Lock()
 		fresh := s.fresh
 		s.fresh = s.spare[:0]
