@@ -2,12 +2,16 @@ module github.com/pprofotel/profiler/integration
 
 go 1.26.0
 
-replace github.com/pprofotel/profiler => ../
+replace (
+	github.com/pprofotel/profiler => ../
+	github.com/pprofotel/profiler/opamp => ../opamp
+)
 
 require (
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/open-telemetry/opamp-go v0.22.0
 	github.com/pprofotel/profiler v0.0.0-00010101000000-000000000000
+	github.com/pprofotel/profiler/opamp v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
