@@ -1,7 +1,6 @@
 package profiler
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"runtime/pprof"
@@ -133,7 +132,7 @@ func TestCPUDutyCycleOnTheRuntime(t *testing.T) {
 	r.wait(t, 4)
 	close(stop)
 	<-burned
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 

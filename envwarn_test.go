@@ -2,7 +2,6 @@ package profiler
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -30,7 +29,7 @@ func TestStartLogsBoundedWarnings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Fatal(err)
 			}
 			log := logs.String()

@@ -20,14 +20,14 @@ func TestSecondStartIsErrAlreadyRunning(t *testing.T) {
 	if !errors.Is(err, ErrAlreadyRunning) {
 		t.Errorf("second Start: err = %v, want ErrAlreadyRunning", err)
 	}
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	p, err = Start(WithExporter(noneExporter{}), WithWindow(time.Hour))
 	if errors.Is(err, ErrAlreadyRunning) {
 		t.Fatalf("Start after Stop: %v", err)
 	}
-	p.Stop(context.Background())
+	p.Stop(stopContext(t))
 }
 
 // TestPublicErrorsExposeUndeliveredWindows checks that the delivery

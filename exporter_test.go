@@ -52,7 +52,7 @@ func TestUserWrittenExporter(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, "three windows exported", func() bool { return p.Stats().WindowsExported >= 3 })
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	s := checkAccounting(t, p)

@@ -100,7 +100,7 @@ func TestGoroutineLeakProfile(t *testing.T) {
 	})
 	started.Wait()
 	poll(t, "eight windows written", func() bool { return p.Stats().WindowsExported >= 2*every+2 })
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -198,7 +198,7 @@ func checkLeakProfileRefused(t *testing.T) {
 	t.Run("option", func(t *testing.T) {
 		p, err := Start(WithProfileTypes(CPUProfile, GoroutineLeakProfile), WithExporter(noneExporter{}))
 		if err == nil {
-			p.Stop(context.Background())
+			p.Stop(stopContext(t))
 			t.Fatalf("Start asking for goroutineleak on %s succeeded", runtime.Version())
 		}
 		for _, want := range []string{"goroutineleak", "Go 1.27", runtime.Version()} {
@@ -217,7 +217,7 @@ func checkLeakProfileRefused(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Start with %s=cpu,goroutineleak on %s: %v", envProfiles, runtime.Version(), err)
 		}
-		defer p.Stop(context.Background())
+		defer p.Stop(stopContext(t))
 		if got := p.cfg.profileTypes; !slices.Equal(got, []ProfileType{CPUProfile}) {
 			t.Errorf("profile types %v, want [cpu]", got)
 		}
@@ -246,7 +246,7 @@ func TestLeakOnlyRunSendsOneRequestPerRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, "three leak reads", func() bool { return p.Stats().WindowsExported >= 3 })
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))

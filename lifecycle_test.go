@@ -29,7 +29,7 @@ func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = p.Stop(context.Background())
+			errs[i] = p.Stop(stopContext(t))
 		}()
 	}
 	wg.Wait()
@@ -38,7 +38,7 @@ func TestStopTwiceAndFromManyGoroutines(t *testing.T) {
 			t.Errorf("Stop #%d: %v", i, err)
 		}
 	}
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Errorf("Stop after Stop: %v", err)
 	}
 	// Everything process-wide is free again: a new profiler starts, and so
@@ -59,7 +59,7 @@ func TestSecondProfilerIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop(context.Background())
+	defer p.Stop(stopContext(t))
 	if _, err := Start(WithExporter(noneExporter{})); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Fatalf("second Start: err = %v, want an error saying a profiler is already running", err)
 	}
@@ -86,7 +86,7 @@ func TestDisabledProfilerDoesNothing(t *testing.T) {
 				pprof.StopCPUProfile()
 			}
 			// Another profiler may run: the disabled one holds nothing.
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Errorf("Stop: %v", err)
 			}
 		})
@@ -102,7 +102,7 @@ func TestStartIgnoresBadEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	defer p.Stop(context.Background())
+	defer p.Stop(stopContext(t))
 	if !strings.Contains(logs.String(), `PPROFOTEL_WINDOW=\"soon\"`) {
 		t.Errorf("logs = %q, want a warning naming PPROFOTEL_WINDOW and its value", logs.String())
 	}
@@ -148,7 +148,7 @@ func TestPanicWhileStartingIsAnError(t *testing.T) {
 			p, err := Start(withRuntime(panicking, collect.CPUProfiler{}), WithExporter(noneExporter{}), WithWindow(time.Hour),
 				WithProfileTypes(CPUProfile, typ), WithMutexProfileFraction(7))
 			if err == nil || !strings.Contains(err.Error(), "decoder bug") {
-				p.Stop(context.Background())
+				p.Stop(stopContext(t))
 				t.Fatalf("Start: %v; want an error carrying the panic", err)
 			}
 			if got := runtime.SetMutexProfileFraction(-1); got != prevFraction {
@@ -163,7 +163,7 @@ func TestPanicWhileStartingIsAnError(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Start after the failed Start: %v", err)
 			}
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -194,7 +194,7 @@ func TestCPUProfilerHeldByTheApplication(t *testing.T) {
 	})
 	pprof.StopCPUProfile()
 	held = false
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	if s := p.Stats(); s.ProfilesLeftOut != 0 {

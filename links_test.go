@@ -61,7 +61,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 		spinParentAgain(400 * time.Millisecond)
 		parent.End()
 	})
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	var samples, reqs []otlptest.Sample

@@ -144,7 +144,7 @@ func TestGoroutineProfilesSkipped(t *testing.T) {
 			before := p.Stats().GoroutineProfilesSkipped
 			metrics, units := readMetrics(t, reader)
 			after := p.Stats().GoroutineProfilesSkipped
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Fatal(err)
 			}
 			if units["pprofotel.goroutine_profiles.skipped"] != "{window}" {

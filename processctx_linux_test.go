@@ -3,7 +3,6 @@
 package profiler
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -36,7 +35,7 @@ func TestProcessContextIsTheOTLPResource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { p.Stop(context.Background()) })
+		t.Cleanup(func() { p.Stop(stopContext(t)) })
 		return p
 	}
 
@@ -46,7 +45,7 @@ func TestProcessContextIsTheOTLPResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wait(t, 1)
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 	r.mu.Lock()
@@ -110,7 +109,7 @@ func TestProcessContextSwitchedOff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer p.Stop(context.Background())
+			defer p.Stop(stopContext(t))
 			if _, err := processctxtest.Read(os.Getpid()); !errors.Is(err, processctxtest.ErrNotFound) {
 				t.Errorf("read while switched off: %v, want %v", err, processctxtest.ErrNotFound)
 			}

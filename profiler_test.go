@@ -173,7 +173,7 @@ func TestConfiguredOnlyThroughEnvironment(t *testing.T) {
 			go workload(stop)
 			r.wait(t, 2) // two full periods
 			close(stop)
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Fatal(err)
 			}
 			if got := runtime.SetMutexProfileFraction(-1); got != prevFraction {
@@ -305,7 +305,7 @@ func TestWindowsAreLossless(t *testing.T) {
 		}
 	}
 	close(stop)
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -505,4 +505,14 @@ func wantBuildID(t *testing.T) string {
 		t.Skipf("go tool buildid: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// stopContext is the context of a Stop that must deliver every window:
+// on a busy machine that may take longer than Stop's default five
+// seconds. Stop returns as soon as it is done; the deadline only bounds a
+// hang.
+func stopContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

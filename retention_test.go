@@ -43,7 +43,7 @@ func TestFileRetention(t *testing.T) {
 	}
 	poll(t, "files removed", func() bool { return p.Stats().FilesRemoved >= int64(len(earlier))+2 })
 	metrics, _ := readMetrics(t, reader)
-	if err := p.Stop(context.Background()); err != nil {
+	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 	s := checkAccounting(t, p)

@@ -124,7 +124,11 @@ func TestStatsAndMetrics(t *testing.T) {
 		t.Errorf("metrics report nothing done: %v", got)
 	}
 
-	if err := p.Stop(context.Background()); err != nil {
+	// No window may be lost: Stop is given as long as a busy machine
+	// needs to send the last one, not the default five seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s := checkAccounting(t, p)
@@ -212,7 +216,7 @@ func TestWindowsWithNothingToSend(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(30 * time.Millisecond) // a few windows; any number will do
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
 			s := p.Stats()

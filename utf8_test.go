@@ -73,9 +73,9 @@ func TestInvalidUTF8IsRepaired(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { p.Stop(context.Background()) }) // when a check fails before Stop
+			t.Cleanup(func() { p.Stop(stopContext(t)) }) // when a check fails before Stop
 			poll(t, "three windows exported", func() bool { return p.Stats().WindowsExported >= 3 })
-			if err := p.Stop(context.Background()); err != nil {
+			if err := p.Stop(stopContext(t)); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
 			s := checkAccounting(t, p)

@@ -84,6 +84,10 @@ EOF
 			go mod edit -replace github.com/pprofotel/profiler="$root" \
 				-require github.com/pprofotel/profiler@v0.0.0-00010101000000-000000000000
 		esac
+		case $imports in *github.com/pprofotel/profiler/opamp*)
+			go mod edit -replace github.com/pprofotel/profiler/opamp="$root/opamp" \
+				-require github.com/pprofotel/profiler/opamp@v0.0.0-00010101000000-000000000000
+		esac
 		quiet go get go.opentelemetry.io/otel@$otel go.opentelemetry.io/otel/sdk@$otel \
 			go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc@$otel "$@"
 		quiet go mod tidy

@@ -1,8 +1,11 @@
 module github.com/pprofotel/profiler/integration
 
-go 1.26.8
+go 1.26.0
 
-replace github.com/pprofotel/profiler => ../
+replace (
+	github.com/pprofotel/profiler => ../
+	github.com/pprofotel/profiler/opamp => ../opamp
+)
 
 require (
 	github.com/gin-gonic/gin v1.12.0
@@ -10,6 +13,7 @@ require (
 	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	github.com/open-telemetry/opamp-go v0.22.0
 	github.com/pprofotel/profiler v0.0.0-00010101000000-000000000000
+	github.com/pprofotel/profiler/opamp v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin v0.65.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0

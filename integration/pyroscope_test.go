@@ -84,7 +84,7 @@ func TestPyroscope(t *testing.T) {
 	} {
 		t.Run(string(tt.protocol), func(t *testing.T) {
 			t.Run("accepted", func(t *testing.T) {
-				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, ordinaryAttributes(), true, time.Second, 3*time.Second+time.Second/2)
+				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, ordinaryAttributes(), true, time.Second, 3*time.Second+time.Second/2, enoughSpans)
 				checkAccepted(t, run)
 				checkPyroscopeTotals(t, py, run)
 				checkProfileTypes(t, py, run)
@@ -99,7 +99,7 @@ func TestPyroscope(t *testing.T) {
 				// Windows of the shortest length the profiler takes,
 				// two full ones and a partial one: three rejections,
 				// of which one is logged.
-				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, attrs, false, time.Second, 2*time.Second+time.Second/2)
+				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, attrs, false, time.Second, 2*time.Second+time.Second/2, nil)
 				checkRejected(t, run)
 			})
 		})
@@ -117,8 +117,11 @@ type pyroscopeRun struct {
 
 // runForPyroscope profiles the workload for runFor, with windows of
 // period, exporting to endpoint; with allocate, an allocator of many
-// distinct large sizes runs alongside.
-func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, endpoint string, attrs []attribute.KeyValue, allocate bool, period, runFor time.Duration) *pyroscopeRun {
+// distinct large sizes runs alongside. When enough is not nil the run goes
+// on past runFor, window after window, until enough holds for the
+// exchanges of the run so far (on a busy machine the workload gets less
+// CPU, and the windows fewer samples), for at most a minute.
+func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, endpoint string, attrs []attribute.KeyValue, allocate bool, period, runFor time.Duration, enough func([]exchange) bool) *pyroscopeRun {
 	t.Helper()
 	run := &pyroscopeRun{
 		service: strings.NewReplacer("/", "-", " ", "-").Replace("pprofotel-" + t.Name()),
@@ -143,6 +146,9 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, end
 		runtime.GC()
 	}
 	time.Sleep(time.Until(run.started.Add(runFor)))
+	if enough != nil {
+		waitExchanges(t, proxy, run.service, enough)
+	}
 
 	run.stopped = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -164,6 +170,30 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, end
 		t.Fatalf("the proxy saw %d requests of %s; want at least 2", len(run.exchanges), run.service)
 	}
 	return run
+}
+
+// waitExchanges waits until enough holds for the exchanges of service
+// that proxy recorded, checking at each new one, for at most a minute.
+func waitExchanges(t *testing.T, proxy *recordingProxy, service string, enough func([]exchange) bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	seen := -1
+	for time.Now().Before(deadline) {
+		var mine []exchange
+		for _, x := range proxy.recorded() {
+			if requestService(x.req) == service {
+				mine = append(mine, x)
+			}
+		}
+		if len(mine) != seen {
+			if enough(mine) {
+				return
+			}
+			seen = len(mine)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Log("the run's windows did not reach what the test needs within a minute; checking what came")
 }
 
 // distinctLargeSizes is how many distinct sizes allocLargeSizes allocates:
@@ -519,29 +549,9 @@ func heapSizes(t *testing.T, fn string) int {
 // span's id equals the CPU linked to that span in what was sent.
 func checkSpanCPU(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 	t.Helper()
-	bySpan := make(map[string]int64)
-	for _, x := range run.exchanges {
-		d := dict{x.req.GetDictionary()}
-		pd := &profilespb.ProfilesData{ResourceProfiles: x.req.GetResourceProfiles(), Dictionary: x.req.GetDictionary()}
-		for _, p := range profilesOf(pd, "cpu") {
-			id, scale, err := pyroscopeProfileType(d, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if id != "process_cpu:cpu:nanoseconds:cpu:nanoseconds" {
-				continue
-			}
-			for _, s := range p.GetSamples() {
-				if s.GetLinkIndex() == 0 {
-					continue
-				}
-				l, err := d.link(s.GetLinkIndex())
-				if err != nil {
-					t.Fatal(err)
-				}
-				bySpan[hex.EncodeToString(l.GetSpanId())] += s.GetValues()[0] * scale
-			}
-		}
+	bySpan, err := cpuBySpan(run.exchanges)
+	if err != nil {
+		t.Fatal(err)
 	}
 	spans := slices.Sorted(maps.Keys(bySpan))
 	if len(spans) < 50 {
@@ -558,6 +568,43 @@ func checkSpanCPU(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 			t.Errorf("span %s: Pyroscope finds %d ns of CPU, %d were sent linked to it", span, got, bySpan[span])
 		}
 	}
+}
+
+// enoughSpans reports whether the CPU samples of exchanges link to at
+// least the 50 spans checkSpanCPU checks.
+func enoughSpans(exchanges []exchange) bool {
+	bySpan, err := cpuBySpan(exchanges)
+	return err != nil || len(bySpan) >= 50
+}
+
+// cpuBySpan returns the CPU time, in nanoseconds, that the CPU profiles of
+// exchanges link to each span, by span id in hex.
+func cpuBySpan(exchanges []exchange) (map[string]int64, error) {
+	bySpan := make(map[string]int64)
+	for _, x := range exchanges {
+		d := dict{x.req.GetDictionary()}
+		pd := &profilespb.ProfilesData{ResourceProfiles: x.req.GetResourceProfiles(), Dictionary: x.req.GetDictionary()}
+		for _, p := range profilesOf(pd, "cpu") {
+			id, scale, err := pyroscopeProfileType(d, p)
+			if err != nil {
+				return nil, err
+			}
+			if id != "process_cpu:cpu:nanoseconds:cpu:nanoseconds" {
+				continue
+			}
+			for _, s := range p.GetSamples() {
+				if s.GetLinkIndex() == 0 {
+					continue
+				}
+				l, err := d.link(s.GetLinkIndex())
+				if err != nil {
+					return nil, err
+				}
+				bySpan[hex.EncodeToString(l.GetSpanId())] += s.GetValues()[0] * scale
+			}
+		}
+	}
+	return bySpan, nil
 }
 
 // checkRejected checks a run whose every window Pyroscope refused: each

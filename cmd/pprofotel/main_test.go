@@ -119,7 +119,11 @@ func profiledDir(t *testing.T, n int) string {
 	}
 	close(stop)
 	<-done
-	if err := p.Stop(context.Background()); err != nil {
+	// Every window must arrive: Stop is given as long as a busy machine
+	// needs to write the last one, not the default five seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return dir

@@ -58,7 +58,13 @@ type slowRequest struct {
 	traceID, spanID, endpoint string
 	dur                       int64
 	parts                     []slowPart
+	// index maps a part's key to its place in parts while samples are
+	// gathered.
+	index map[partKey]int
 }
+
+// partKey is what tells the parts of a request apart.
+type partKey struct{ state, reason, fn, call string }
 
 // slowPart is the time a request spent in one state, for one reason, in
 // one function of the application; before is the part of it before the
@@ -89,7 +95,7 @@ func slowRequests(p *pprof.Profile) ([]slowRequest, error) {
 		}
 		r := byID[traceID+spanID]
 		if r == nil {
-			r = &slowRequest{traceID: traceID, spanID: spanID}
+			r = &slowRequest{traceID: traceID, spanID: spanID, index: map[partKey]int{}}
 			byID[traceID+spanID] = r
 			order = append(order, r)
 		}
@@ -99,13 +105,12 @@ func slowRequests(p *pprof.Profile) ([]slowRequest, error) {
 		v := s.Value[vi]
 		r.dur += v
 		fn, call := appFrame(s)
-		part := slowPart{state: first(s.Label[stateLabel]), reason: first(s.Label[reasonLabel]), fn: fn, call: call}
-		i := slices.IndexFunc(r.parts, func(x slowPart) bool {
-			return x.state == part.state && x.reason == part.reason && x.fn == part.fn && x.call == part.call
-		})
-		if i < 0 {
-			r.parts = append(r.parts, part)
-			i = len(r.parts) - 1
+		key := partKey{state: first(s.Label[stateLabel]), reason: first(s.Label[reasonLabel]), fn: fn, call: call}
+		i, ok := r.index[key]
+		if !ok {
+			i = len(r.parts)
+			r.index[key] = i
+			r.parts = append(r.parts, slowPart{state: key.state, reason: key.reason, fn: fn, call: call})
 		}
 		r.parts[i].dur += v
 		if first(s.Label[beforeLabel]) == "true" {
@@ -115,6 +120,7 @@ func slowRequests(p *pprof.Profile) ([]slowRequest, error) {
 	out := make([]slowRequest, len(order))
 	for i, r := range order {
 		slices.SortStableFunc(r.parts, func(a, b slowPart) int { return cmp.Compare(b.dur, a.dur) })
+		r.index = nil
 		out[i] = *r
 	}
 	slices.SortStableFunc(out, func(a, b slowRequest) int {

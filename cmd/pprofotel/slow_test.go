@@ -20,7 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // slowWindow writes, into a new directory, one window holding the given
 // profiles as the file exporter writes it, and returns the directory.
-func slowWindow(t *testing.T, inputs ...otlp.Input) string {
+func slowWindow(t testing.TB, inputs ...otlp.Input) string {
 	t.Helper()
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	var n byte

@@ -56,6 +56,8 @@ func newGRPCExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*grpcExporter, erro
 	if err != nil {
 		return nil, err
 	}
+	// The protocol's own metadata wins over a user header of its name.
+	c.headers = append(withoutKey(c.headers, profilesVersionKey), profilesVersionKey, profilesVersion)
 	codec := &requestCodec{proto: encoding.GetCodecV2(grpcproto.Name)}
 	return &grpcExporter{
 		grpcConn: c,
@@ -184,6 +186,17 @@ func grpcMetadata(headers map[string]string) ([]string, error) {
 		pairs = append(pairs, strings.ToLower(k), headers[k])
 	}
 	return pairs, nil
+}
+
+// withoutKey returns the metadata pairs whose key is not key (lower case).
+func withoutKey(pairs []string, key string) []string {
+	out := pairs[:0:0]
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if pairs[i] != key {
+			out = append(out, pairs[i], pairs[i+1])
+		}
+	}
+	return out
 }
 
 // Export makes one call. A failed call returns an *ExportError holding the

@@ -124,6 +124,10 @@ func TestGRPCExport(t *testing.T) {
 		{name: "plain", compression: "", wantCompression: ""},
 		{name: "none", compression: "none", headers: map[string]string{"X-Tenant": "team-a"}, wantCompression: ""},
 		{
+			// A user header must not override the protocol's own.
+			name: "version header", headers: map[string]string{"OTLP-Profiles-Development-Version": "2", "X-Tenant": "b"},
+		},
+		{
 			name:            "gzip with headers and user agent",
 			compression:     "gzip",
 			headers:         map[string]string{"Authorization": "Bearer s3cret", "x-scope": "profiles"},
@@ -159,7 +163,13 @@ func TestGRPCExport(t *testing.T) {
 					t.Errorf("request %d differs:\ngot  %v\nwant %v", i, c.requests[i], sent[i])
 				}
 				md := c.md[i]
+				if got := md.Get(profilesVersionKey); len(got) != 1 || got[0] != "1" {
+					t.Errorf("request %d metadata %s = %q, want [1]", i, profilesVersionKey, got)
+				}
 				for k, v := range tt.headers {
+					if strings.EqualFold(k, profilesVersionKey) {
+						continue
+					}
 					if got := md.Get(k); len(got) != 1 || got[0] != v {
 						t.Errorf("request %d metadata %q = %q, want [%q]", i, k, got, v)
 					}

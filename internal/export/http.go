@@ -123,6 +123,7 @@ func newHTTPExporter(cfg OTLPConfig, tlsConfig *tls.Config) (*httpExporter, erro
 	if e.json != nil {
 		e.header.Set("Content-Type", contentTypeJSON)
 	}
+	e.header.Set(profilesVersionKey, profilesVersion)
 	e.header.Del("Content-Encoding")
 	if e.gzip {
 		e.header.Set("Content-Encoding", "gzip")

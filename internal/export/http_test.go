@@ -128,7 +128,7 @@ func TestHTTPExport(t *testing.T) {
 		{
 			name: "json gzip", protocol: ProtocolHTTPJSON, compression: "gzip",
 			// A user header must not override the protocol's own.
-			headers:  map[string]string{"Content-Type": "text/plain", "X-Tenant": "a"},
+			headers:  map[string]string{"Content-Type": "text/plain", "X-Tenant": "a", "OTLP-Profiles-Development-Version": "2"},
 			wantType: "application/json",
 		},
 	}
@@ -171,12 +171,15 @@ func TestHTTPExport(t *testing.T) {
 					t.Errorf("request %d Content-Encoding = %q, want %q", i, got, wantEncoding)
 				}
 				for k, v := range tt.headers {
-					if strings.EqualFold(k, "Content-Type") {
+					if strings.EqualFold(k, "Content-Type") || strings.EqualFold(k, profilesVersionKey) {
 						continue
 					}
 					if got := call.header.Get(k); got != v {
 						t.Errorf("request %d header %q = %q, want %q", i, k, got, v)
 					}
+				}
+				if got := call.header.Values(profilesVersionKey); len(got) != 1 || got[0] != "1" {
+					t.Errorf("request %d %s = %q, want [1]", i, profilesVersionKey, got)
 				}
 				if tt.userAgent != "" && call.header.Get("User-Agent") != tt.userAgent {
 					t.Errorf("request %d User-Agent = %q, want %q", i, call.header.Get("User-Agent"), tt.userAgent)

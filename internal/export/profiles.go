@@ -20,6 +20,20 @@ const (
 	MaxMaxRequestBytes = 64 << 20
 )
 
+// The OTLP Profiles development version (opentelemetry-proto's
+// docs/specification.md, "Profiles development version"): a receiver reads
+// it from this request header (HTTP) or metadata key (gRPC) before it
+// decodes the request, takes its absence for version 1 and refuses a
+// version it does not support. profilesVersion is the version of the
+// schema the requests follow: that of
+// go.opentelemetry.io/proto/otlp/profiles/v1development v0.4.0, the first
+// development version. It changes with the module, when the module adopts
+// an incompatible schema change.
+const (
+	profilesVersionKey = "otlp-profiles-development-version"
+	profilesVersion    = "1"
+)
+
 // SplittingExporter is the OTLP profiles exporter of the exporter
 // packages: it cuts a request larger than its limit into parts that fit
 // (otlp.Split), sends them in order through a transport wrapped in the
