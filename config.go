@@ -51,9 +51,9 @@ type config struct {
 	// slowThreshold is the least duration of a request explained as slow;
 	// see WithSlowRequestThreshold.
 	slowThreshold time.Duration
-	// maxEndpoints bounds the distinct endpoints of a window; see
-	// WithMaxEndpoints.
-	maxEndpoints int
+	// maxRoutes bounds the distinct routes of a window; see
+	// WithMaxRoutes.
+	maxRoutes int
 	// exporter is the option's, or one built from the environment
 	// (fromEnv), which a failed Start shuts down again.
 	exporter Exporter
@@ -264,11 +264,11 @@ func (c *config) resolveCollect(o *options, env *envconfig.Reader) {
 		c.maxGoroutines = n
 	}
 
-	c.maxEndpoints = requests.DefaultMaxEndpoints
-	if o.maxEndpoints != 0 {
-		c.maxEndpoints = o.maxEndpoints
-	} else if n, ok := env.IntBetween(envMaxEndpoints, 1, maxMaxEndpoints, "must be a whole number of endpoints from 1 to 10000"); ok {
-		c.maxEndpoints = n
+	c.maxRoutes = requests.DefaultMaxRoutes
+	if o.maxRoutes != 0 {
+		c.maxRoutes = o.maxRoutes
+	} else if n, ok := env.IntBetween(envMaxRoutes, 1, maxMaxRoutes, "must be a whole number of routes from 1 to 10000"); ok {
+		c.maxRoutes = n
 	}
 
 	duty := defaultCPUDuty

@@ -146,7 +146,7 @@ func (c *config) settings(enabled bool) control.Settings {
 // returns the profiler's configuration with the values s holds in place of
 // its own: s is turned into the options that set each of its values, which
 // resolve, over an empty environment, into a scratch configuration whose
-// values of s are copied over. Every other setting (the endpoints' bound,
+// values of s are copied over. Every other setting (the routes' bound,
 // the slow-request threshold, whether from an option or the environment)
 // stays as Start resolved it. The errors are the options' own.
 func (p *Profiler) configFor(s control.Settings) (*config, error) {

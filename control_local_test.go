@@ -26,7 +26,7 @@ func pendingConfig(t *testing.T, p *Profiler) *config {
 }
 
 // TestRemoteChangeKeepsLocalSettings: a change of the settings remote
-// control reaches touches nothing else. The endpoints' bound and the
+// control reaches touches nothing else. The routes' bound and the
 // slow-request threshold, set by an option or by the environment, stay as
 // Start resolved them, and the local settings applied again (at an expiry
 // or the client's Shutdown) give back exactly the configuration Start
@@ -37,9 +37,9 @@ func TestRemoteChangeKeepsLocalSettings(t *testing.T) {
 		env  map[string]string
 		opts []Option
 	}{
-		{"options", nil, []Option{WithMaxEndpoints(1000), WithSlowRequestThreshold(2 * time.Second), WithMaxGoroutines(500)}},
+		{"options", nil, []Option{WithMaxRoutes(1000), WithSlowRequestThreshold(2 * time.Second), WithMaxGoroutines(500)}},
 		{"environment", map[string]string{
-			"PPROFOTEL_MAX_ENDPOINTS": "1000", "PPROFOTEL_SLOW_REQUEST_THRESHOLD": "2s", "PPROFOTEL_MAX_GOROUTINES": "500",
+			"PPROFOTEL_MAX_ROUTES": "1000", "PPROFOTEL_SLOW_REQUEST_THRESHOLD": "2s", "PPROFOTEL_MAX_GOROUTINES": "500",
 		}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,9 +64,9 @@ func TestRemoteChangeKeepsLocalSettings(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := pendingConfig(t, p)
-				if c.maxEndpoints != 1000 || c.slowThreshold != 2*time.Second || c.maxGoroutines != 500 || c.cpuDuty != 20 {
-					t.Errorf("after a change of the CPU duty cycle: %d endpoints, slow threshold %v, %d goroutines, duty %d%%; "+
-						"want 1000, 2s, 500 and 20%%", c.maxEndpoints, c.slowThreshold, c.maxGoroutines, c.cpuDuty)
+				if c.maxRoutes != 1000 || c.slowThreshold != 2*time.Second || c.maxGoroutines != 500 || c.cpuDuty != 20 {
+					t.Errorf("after a change of the CPU duty cycle: %d routes, slow threshold %v, %d goroutines, duty %d%%; "+
+						"want 1000, 2s, 500 and 20%%", c.maxRoutes, c.slowThreshold, c.maxGoroutines, c.cpuDuty)
 				}
 				if _, _, err := target.Apply(target.Local()); err != nil {
 					t.Fatal(err)
@@ -81,13 +81,13 @@ func TestRemoteChangeKeepsLocalSettings(t *testing.T) {
 func checkSameConfig(t *testing.T, got, want *config) {
 	t.Helper()
 	type collected struct {
-		window, cpuDuration, slowThreshold  time.Duration
-		cpuDuty, maxGoroutines, maxEndpoint int
-		rates                               [numProfileTypes]int
-		intervals                           [numProfileTypes]time.Duration
+		window, cpuDuration, slowThreshold time.Duration
+		cpuDuty, maxGoroutines, maxRoute   int
+		rates                              [numProfileTypes]int
+		intervals                          [numProfileTypes]time.Duration
 	}
 	of := func(c *config) collected {
-		return collected{c.window, c.cpuDuration, c.slowThreshold, c.cpuDuty, c.maxGoroutines, c.maxEndpoints, c.rates, c.intervals}
+		return collected{c.window, c.cpuDuration, c.slowThreshold, c.cpuDuty, c.maxGoroutines, c.maxRoutes, c.rates, c.intervals}
 	}
 	if of(got) != of(want) || !slices.Equal(got.profileTypes, want.profileTypes) {
 		t.Errorf("the local settings applied again give\n%+v %v\nwant what Start resolved\n%+v %v",

@@ -241,7 +241,7 @@ func TestRemoteChangeKeepsRequests(t *testing.T) {
 	var counted int64
 	for _, req := range exp.requests {
 		for _, s := range otlptest.Samples(req, "requests", "requests") {
-			if s.Attrs["endpoint"] == "GET /held" {
+			if s.Attrs["route"] == "GET /held" {
 				counted += s.Values[0]
 			}
 		}

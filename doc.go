@@ -142,9 +142,9 @@
 //   - PPROFOTEL_MAX_GOROUTINES: above this many goroutines a window goes
 //     without its goroutine profile; 0 sets no limit. Default 10000
 //     ([WithMaxGoroutines]).
-//   - PPROFOTEL_MAX_ENDPOINTS: the most distinct endpoints a window
+//   - PPROFOTEL_MAX_ROUTES: the most distinct routes a window
 //     carries, 1 to 10000; the requests of the others count under
-//     "_other". Default 100 ([WithMaxEndpoints]).
+//     "_other". Default 100 ([WithMaxRoutes]).
 //   - PPROFOTEL_PROCESS_CONTEXT: "false" stops publishing the resource as
 //     the process context that the OpenTelemetry eBPF profiler reads (OTEP
 //     4719, with OTEP 4947's threadlocal.schema_version
@@ -181,7 +181,7 @@
 // taken inside a span, and leaked goroutines started inside one, carry its
 // trace and span ids; the profiler sends them as OTLP links. Samples taken
 // in a request (a local root span and the spans under it) also carry its
-// endpoint, the sample attribute "endpoint" (the span's http.route, else
+// route, the sample attribute "route" (the span's http.route, else
 // its name), and every window counts the requests that ended in it by
-// endpoint (the "requests" profile): see docs/what-is-sent.md.
+// route (the "requests" profile): see docs/what-is-sent.md.
 package profiler

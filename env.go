@@ -20,7 +20,7 @@ const (
 	envMaxGoroutines = "PPROFOTEL_MAX_GOROUTINES"
 	envCPUDutyCycle  = "PPROFOTEL_CPU_DUTY_CYCLE"
 	envSlowThreshold = "PPROFOTEL_SLOW_REQUEST_THRESHOLD"
-	envMaxEndpoints  = "PPROFOTEL_MAX_ENDPOINTS"
+	envMaxRoutes     = "PPROFOTEL_MAX_ROUTES"
 )
 
 // envPrefix starts the name of every variable of the module's own.

@@ -18,7 +18,7 @@ var devVariables = []string{
 func knownVariables() []string {
 	known := []string{
 		envEnabled, envWindow, envProfiles, envProcessCtx,
-		envMaxGoroutines, envCPUDutyCycle, envSlowThreshold, envMaxEndpoints,
+		envMaxGoroutines, envCPUDutyCycle, envSlowThreshold, envMaxRoutes,
 	}
 	for t := range ProfileType(numProfileTypes) {
 		d := t.descriptor()

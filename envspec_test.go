@@ -261,7 +261,7 @@ func TestOwnVariablesIgnoreInvalidValues(t *testing.T) {
 		{"PPROFOTEL_SLOW_REQUEST_THRESHOLD", "100", nil, true, func(c *config) error {
 			return wantEqual("slow-request threshold", c.slowThreshold, collect.DefaultSlowThreshold)
 		}},
-		{"PPROFOTEL_MAX_ENDPOINTS", "-3", nil, true, func(c *config) error { return wantEqual("max endpoints", c.maxEndpoints, 100) }},
+		{"PPROFOTEL_MAX_ROUTES", "-3", nil, true, func(c *config) error { return wantEqual("max routes", c.maxRoutes, 100) }},
 		{"PPROFOTEL_OFFCPU_DUTY_CYCLE", "0", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_OFFCPU_DUTY_CYCLE", "101", nil, true, func(c *config) error { return wantEqual("off-CPU duty cycle", c.rates[OffCPUProfile], 10) }},
 		{"PPROFOTEL_GOROUTINELEAK_INTERVAL", "5", nil, true, func(c *config) error {

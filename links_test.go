@@ -35,9 +35,9 @@ func spin(d time.Duration) int {
 // in what the profiler exported: the parent's work links to the parent, the
 // child's to the child, the parent's work after the child ended to the
 // parent again, and the application's own pprof label is still there. The
-// samples of both spans carry the endpoint of the request (the parent, a
+// samples of both spans carry the route of the request (the parent, a
 // local root span) and not its root span id, and the window counts the
-// request under its endpoint.
+// request under its route.
 func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())
@@ -69,7 +69,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 		samples = append(samples, otlptest.Samples(req, "cpu", "samples")...)
 		reqs = append(reqs, otlptest.Samples(req, "requests", "requests")...)
 	}
-	if len(reqs) != 1 || reqs[0].Values[0] != 1 || reqs[0].Attrs["endpoint"] != "/work/{id}" || len(reqs[0].Funcs) != 1 || reqs[0].Funcs[0] != "/work/{id}" {
+	if len(reqs) != 1 || reqs[0].Values[0] != 1 || reqs[0].Attrs["route"] != "/work/{id}" || len(reqs[0].Funcs) != 1 || reqs[0].Funcs[0] != "/work/{id}" {
 		t.Errorf("request counts %+v, want one request of /work/{id}", reqs)
 	}
 
@@ -97,9 +97,9 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 				t.Errorf("%s: trace_id stayed a sample attribute; it belongs in the link", tc.fn)
 			}
 			if _, ok := s.Attrs[labels.LocalRootSpanIDKey]; ok {
-				t.Errorf("%s: local_root_id was sent; the endpoint stands for it", tc.fn)
+				t.Errorf("%s: local_root_id was sent; the route stands for it", tc.fn)
 			}
-			if s.Attrs["endpoint"] == "/work/{id}" {
+			if s.Attrs["route"] == "/work/{id}" {
 				routed += s.Values[0]
 			}
 		}
@@ -110,7 +110,7 @@ func TestCPUSamplesLinkToTheirSpans(t *testing.T) {
 			t.Errorf("%s: %d of %d samples link to span %s, want at least 90%%", tc.fn, linked, total, tc.want.SpanID())
 		}
 		if float64(routed) < 0.9*float64(total) {
-			t.Errorf("%s: %d of %d samples carry the endpoint /work/{id}, want at least 90%%", tc.fn, routed, total)
+			t.Errorf("%s: %d of %d samples carry the route /work/{id}, want at least 90%%", tc.fn, routed, total)
 		}
 	}
 }

@@ -42,7 +42,7 @@ type options struct {
 	cpuDuty        int
 	maxGoroutines  *int
 	slowThreshold  time.Duration
-	maxEndpoints   int
+	maxRoutes      int
 	processContext *bool
 
 	stopTimeout   *time.Duration
@@ -264,26 +264,26 @@ func WithMaxGoroutines(n int) Option {
 	})
 }
 
-// maxMaxEndpoints is the largest bound WithMaxEndpoints takes: each
-// distinct endpoint can multiply a window's samples, one per stack and
-// endpoint, and ten thousand is already more than a backend's label index
+// maxMaxRoutes is the largest bound WithMaxRoutes takes: each
+// distinct route can multiply a window's samples, one per stack and
+// route, and ten thousand is already more than a backend's label index
 // is glad to hold.
-const maxMaxEndpoints = 10_000
+const maxMaxRoutes = 10_000
 
-// WithMaxEndpoints sets the number of distinct endpoints a window carries:
-// the sample attribute "endpoint" of CPU, off-CPU and goroutine samples
+// WithMaxRoutes sets the number of distinct routes a window carries:
+// the sample attribute "route" of CPU, off-CPU and goroutine samples
 // taken in a request (a local root span of a TracerProvider wrapped with
-// package labels) and the request counts. The requests of the endpoints
-// past the first n of a window are counted under the endpoint "_other",
-// and in Stats.EndpointsOverflowed. n must be from 1 to 10,000; the
-// default is 100, overridden by PPROFOTEL_MAX_ENDPOINTS.
-func WithMaxEndpoints(n int) Option {
+// package labels) and the request counts. The requests of the routes
+// past the first n of a window are counted under the route "_other",
+// and in Stats.RoutesOverflowed. n must be from 1 to 10,000; the
+// default is 100, overridden by PPROFOTEL_MAX_ROUTES.
+func WithMaxRoutes(n int) Option {
 	return optionFunc(func(o *options) {
-		if n < 1 || n > maxMaxEndpoints {
-			o.fail("WithMaxEndpoints", n, "must be from 1 to 10000")
+		if n < 1 || n > maxMaxRoutes {
+			o.fail("WithMaxRoutes", n, "must be from 1 to 10000")
 			return
 		}
-		o.maxEndpoints = n
+		o.maxRoutes = n
 	})
 }
 

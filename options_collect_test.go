@@ -18,7 +18,7 @@ func TestCollectSettings(t *testing.T) {
 	maxGoroutines := func(c *config) any { return c.maxGoroutines }
 	cpuDuration := func(c *config) any { return c.cpuDuration }
 	slowThreshold := func(c *config) any { return c.slowThreshold }
-	maxEndpoints := func(c *config) any { return c.maxEndpoints }
+	maxRoutes := func(c *config) any { return c.maxRoutes }
 	tests := []struct {
 		name string
 		opts []Option
@@ -40,11 +40,11 @@ func TestCollectSettings(t *testing.T) {
 		{"slow: option", []Option{WithSlowRequestThreshold(time.Second)}, nil, slowThreshold, time.Second},
 		{"slow: option wins", []Option{WithSlowRequestThreshold(50 * time.Millisecond)}, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "1s"}, slowThreshold, 50 * time.Millisecond},
 		{"slow: option shadows an invalid variable", []Option{WithSlowRequestThreshold(50 * time.Millisecond)}, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "x"}, slowThreshold, 50 * time.Millisecond},
-		{"endpoints: default", nil, nil, maxEndpoints, 100},
-		{"endpoints: variable", nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "250"}, maxEndpoints, 250},
-		{"endpoints: option", []Option{WithMaxEndpoints(10_000)}, nil, maxEndpoints, 10_000},
-		{"endpoints: option wins", []Option{WithMaxEndpoints(1)}, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "250"}, maxEndpoints, 1},
-		{"endpoints: option shadows an invalid variable", []Option{WithMaxEndpoints(3)}, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "0"}, maxEndpoints, 3},
+		{"routes: default", nil, nil, maxRoutes, 100},
+		{"routes: variable", nil, map[string]string{"PPROFOTEL_MAX_ROUTES": "250"}, maxRoutes, 250},
+		{"routes: option", []Option{WithMaxRoutes(10_000)}, nil, maxRoutes, 10_000},
+		{"routes: option wins", []Option{WithMaxRoutes(1)}, map[string]string{"PPROFOTEL_MAX_ROUTES": "250"}, maxRoutes, 1},
+		{"routes: option shadows an invalid variable", []Option{WithMaxRoutes(3)}, map[string]string{"PPROFOTEL_MAX_ROUTES": "0"}, maxRoutes, 3},
 
 		{"cpu: default, 17% of the window", nil, nil, cpuDuration, 10200 * time.Millisecond},
 		{"cpu: default follows the window", []Option{WithWindow(30 * time.Second)}, nil, cpuDuration, 5100 * time.Millisecond},
@@ -79,11 +79,11 @@ func TestCollectSettingsErrors(t *testing.T) {
 		{[]Option{WithSlowRequestThreshold(time.Millisecond)}, nil, "profiler: WithSlowRequestThreshold(1ms): threshold must be at least 10ms"},
 		{[]Option{WithSlowRequestThreshold(-time.Second)}, nil, "profiler: WithSlowRequestThreshold(-1s): threshold must be at least 10ms"},
 		{nil, map[string]string{"PPROFOTEL_SLOW_REQUEST_THRESHOLD": "1ms"}, `profiler: PPROFOTEL_SLOW_REQUEST_THRESHOLD="1ms": threshold must be at least 10ms`},
-		{[]Option{WithMaxEndpoints(0)}, nil, "profiler: WithMaxEndpoints(0): must be from 1 to 10000"},
-		{[]Option{WithMaxEndpoints(10_001)}, nil, "profiler: WithMaxEndpoints(10001): must be from 1 to 10000"},
-		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "0"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="0": must be a whole number of endpoints from 1 to 10000`},
-		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "10001"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="10001": must be a whole number of endpoints from 1 to 10000`},
-		{nil, map[string]string{"PPROFOTEL_MAX_ENDPOINTS": "many"}, `profiler: PPROFOTEL_MAX_ENDPOINTS="many": must be a whole number of endpoints from 1 to 10000`},
+		{[]Option{WithMaxRoutes(0)}, nil, "profiler: WithMaxRoutes(0): must be from 1 to 10000"},
+		{[]Option{WithMaxRoutes(10_001)}, nil, "profiler: WithMaxRoutes(10001): must be from 1 to 10000"},
+		{nil, map[string]string{"PPROFOTEL_MAX_ROUTES": "0"}, `profiler: PPROFOTEL_MAX_ROUTES="0": must be a whole number of routes from 1 to 10000`},
+		{nil, map[string]string{"PPROFOTEL_MAX_ROUTES": "10001"}, `profiler: PPROFOTEL_MAX_ROUTES="10001": must be a whole number of routes from 1 to 10000`},
+		{nil, map[string]string{"PPROFOTEL_MAX_ROUTES": "many"}, `profiler: PPROFOTEL_MAX_ROUTES="many": must be a whole number of routes from 1 to 10000`},
 		{[]Option{WithCPUDutyCycle(0)}, nil, "profiler: WithCPUDutyCycle(0): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(-5)}, nil, "profiler: WithCPUDutyCycle(-5): duty cycle must be a percentage from 1 to 100"},
 		{[]Option{WithCPUDutyCycle(101)}, nil, "profiler: WithCPUDutyCycle(101): duty cycle must be a percentage from 1 to 100"},
@@ -108,8 +108,8 @@ func TestCollectSettingsErrors(t *testing.T) {
 			if len(c.warnings) != 1 || c.warnings[0].Error() != tt.want+"; ignored" {
 				t.Errorf("warnings = %v, want [%q]", c.warnings, tt.want+"; ignored")
 			}
-			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.window*defaultCPUDuty/100 || c.maxEndpoints != 100 {
-				t.Errorf("max goroutines %d, CPU duration %v, max endpoints %d: want the defaults", c.maxGoroutines, c.cpuDuration, c.maxEndpoints)
+			if c.maxGoroutines != collect.DefaultMaxGoroutines || c.cpuDuration != c.window*defaultCPUDuty/100 || c.maxRoutes != 100 {
+				t.Errorf("max goroutines %d, CPU duration %v, max routes %d: want the defaults", c.maxGoroutines, c.cpuDuration, c.maxRoutes)
 			}
 		})
 	}

@@ -43,7 +43,7 @@ type Profiler struct {
 	collector *collect.Collector
 	// tracker follows the requests from Start to Stop, handed from one
 	// collector to the next, so that a change of settings loses none;
-	// nil without endpoints, or when another tracker is installed.
+	// nil without routes, or when another tracker is installed.
 	tracker *requests.Tracker
 	// pipe converts the windows and exports them from its own goroutine,
 	// so that the loop never waits on the network.
@@ -221,15 +221,15 @@ func (p *Profiler) publishProcessContext() {
 }
 
 // startTracker installs the requests tracker the collectors use, unless
-// endpoints are off. Another one installed (only one profiler runs at a
-// time) costs the windows their endpoints and request counts, said once.
+// routes are off. Another one installed (only one profiler runs at a
+// time) costs the windows their routes and request counts, said once.
 func (p *Profiler) startTracker() {
-	if p.cfg.maxEndpoints <= 0 {
+	if p.cfg.maxRoutes <= 0 {
 		return
 	}
-	t := requests.New(requests.Config{MaxEndpoints: p.cfg.maxEndpoints})
+	t := requests.New(requests.Config{MaxRoutes: p.cfg.maxRoutes})
 	if err := t.Install(); err != nil {
-		p.cfg.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)
+		p.cfg.logger.Warn("pprofotel: samples carry no route and windows no request counts: another request tracker is installed", "error", err)
 		return
 	}
 	p.tracker = t
@@ -273,9 +273,9 @@ func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Ti
 	if maxGoroutines == 0 {
 		maxGoroutines = -1 // no limit, in collect.Config's terms
 	}
-	maxEndpoints := cfg.maxEndpoints
+	maxRoutes := cfg.maxRoutes
 	if p.tracker == nil {
-		maxEndpoints = 0 // endpoints off, or another tracker installed
+		maxRoutes = 0 // routes off, or another tracker installed
 	}
 	source := cfg.runtime.source
 	if source == nil {
@@ -293,7 +293,7 @@ func (p *Profiler) startCollection(cfg *config, first time.Duration, now time.Ti
 		CPUDuration:   cfg.cpuDuration,
 		SlowThreshold: cfg.slowThreshold,
 		FirstWindow:   first,
-		MaxEndpoints:  maxEndpoints,
+		MaxRoutes:     maxRoutes,
 		Tracker:       p.tracker,
 	})
 	if err == nil {

@@ -344,16 +344,16 @@ func TestWindowsAreLossless(t *testing.T) {
 			if name == "heap" || name == "mutex" || name == "block" {
 				before = parse(t, rec.raw[name][w])
 			}
-			// The profiler sends a request's endpoint in place of its
+			// The profiler sends a request's route in place of its
 			// root span id, or nothing for a root it does not know (a
 			// goroutine another test leaked in a span, say): what is
-			// compared here is every stack and value, the endpoints
+			// compared here is every stack and value, the routes
 			// are TestCPUSamplesLinkToTheirSpans'.
 			for _, s := range want.Sample {
 				delete(s.Label, labels.LocalRootSpanIDKey)
 			}
 			for _, s := range got.Sample {
-				delete(s.Label, "endpoint")
+				delete(s.Label, "route")
 			}
 			for i, st := range want.SampleType {
 				wantTotals := otlptest.StackTotals(want, i)

@@ -90,22 +90,22 @@ type Stats struct {
 	// spent, the execution tracer in use elsewhere, or no trace of the
 	// request's goroutine read.
 	SlowRequestsDropped int64
-	// EndpointsOverflowed counts requests whose endpoint was sent as
-	// "_other", their window having WithMaxEndpoints others already: in
-	// the request counts and in the "endpoint" attribute of their samples.
-	EndpointsOverflowed int64
-	// EndpointsUnknown counts requests whose endpoint changed after they
+	// RoutesOverflowed counts requests whose route was sent as
+	// "_other", their window having WithMaxRoutes others already: in
+	// the request counts and in the "route" attribute of their samples.
+	RoutesOverflowed int64
+	// RoutesUnknown counts requests whose route changed after they
 	// started (a span renamed or given its http.route later) and whose
-	// window remembered the endpoint of as many such requests as it may
-	// (262,144): their samples carry the endpoint they started with.
+	// window remembered the route of as many such requests as it may
+	// (262,144): their samples carry the route they started with.
 	// Their samples keep their span links.
-	EndpointsUnknown int64
-	// EndpointsAgedOut counts requests the profiler stopped following
+	RoutesUnknown int64
+	// RequestsAgedOut counts requests the profiler stopped following
 	// before they ended: running for an hour, or beyond the 65,536 that
 	// it follows running at once (the oldest go first). They are not
-	// counted when they end; their samples keep the endpoint they
+	// counted when they end; their samples keep the route they
 	// started with.
-	EndpointsAgedOut int64
+	RequestsAgedOut int64
 	// StringsRepaired counts strings that were not valid UTF-8, which
 	// proto3 requires of every string a request carries, and were sent
 	// with U+FFFD in place of each run of invalid bytes rather than
@@ -137,16 +137,16 @@ func (p *Profiler) Stats() Stats {
 		CollectionTime:   time.Duration(p.collectNanos.Load()),
 		ConversionTime:   time.Duration(p.convertNanos.Load()),
 
-		CPUProfilesSkipped:       p.omitted.CPUSkipped.Load(),
-		GoroutineProfilesSkipped: p.omitted.GoroutineSkipped.Load(),
-		ProfilesLeftOut:          p.omitted.Errors.Load(),
+		CPUProfilesSkipped:       p.omitted.CPUProfilesSkipped.Load(),
+		GoroutineProfilesSkipped: p.omitted.GoroutineProfilesSkipped.Load(),
+		ProfilesLeftOut:          p.omitted.ProfilesLeftOut.Load(),
 		OffCPUSkipped:            p.omitted.OffCPU.Skipped.Load(),
 		OffCPUTruncated:          p.omitted.OffCPU.Truncated.Load(),
-		SlowRequestsExplained:    p.omitted.OffCPU.SlowExplained.Load(),
-		SlowRequestsDropped:      p.omitted.OffCPU.SlowDropped.Load(),
-		EndpointsOverflowed:      p.omitted.EndpointsOverflowed.Load(),
-		EndpointsUnknown:         p.omitted.EndpointsUnknown.Load(),
-		EndpointsAgedOut:         p.omitted.EndpointsAgedOut.Load(),
+		SlowRequestsExplained:    p.omitted.OffCPU.SlowRequestsExplained.Load(),
+		SlowRequestsDropped:      p.omitted.OffCPU.SlowRequestsDropped.Load(),
+		RoutesOverflowed:         p.omitted.RoutesOverflowed.Load(),
+		RoutesUnknown:            p.omitted.RoutesUnknown.Load(),
+		RequestsAgedOut:          p.omitted.RequestsAgedOut.Load(),
 
 		GoroutinesLeaked: p.leaked.Load(),
 		StringsRepaired:  p.repaired.Load(),
@@ -225,12 +225,12 @@ var statsMetrics = []statsMetric{
 		func(s Stats) float64 { return float64(s.SlowRequestsExplained) }},
 	{"pprofotel.slow_requests.dropped", "{request}", "Requests that ran long and were not explained.", counter,
 		func(s Stats) float64 { return float64(s.SlowRequestsDropped) }},
-	{"pprofotel.endpoints.overflowed", "{request}", "Requests counted under the endpoint _other because their window had the most endpoints allowed.", counter,
-		func(s Stats) float64 { return float64(s.EndpointsOverflowed) }},
-	{"pprofotel.endpoints.unknown", "{request}", "Requests renamed after they started whose samples kept the endpoint they started with: more ended than the profiler remembers.", counter,
-		func(s Stats) float64 { return float64(s.EndpointsUnknown) }},
-	{"pprofotel.endpoints.aged_out", "{request}", "Requests no longer followed before they ended: running an hour, or beyond those followed at once.", counter,
-		func(s Stats) float64 { return float64(s.EndpointsAgedOut) }},
+	{"pprofotel.routes.overflowed", "{request}", "Requests counted under the route _other because their window had the most routes allowed.", counter,
+		func(s Stats) float64 { return float64(s.RoutesOverflowed) }},
+	{"pprofotel.routes.unknown", "{request}", "Requests renamed after they started whose samples kept the route they started with: more ended than the profiler remembers.", counter,
+		func(s Stats) float64 { return float64(s.RoutesUnknown) }},
+	{"pprofotel.requests.aged_out", "{request}", "Requests no longer followed before they ended: running an hour, or beyond those followed at once.", counter,
+		func(s Stats) float64 { return float64(s.RequestsAgedOut) }},
 	{"pprofotel.strings.repaired", "{string}", "Strings that were not valid UTF-8, sent with U+FFFD in place of the invalid bytes.", counter,
 		func(s Stats) float64 { return float64(s.StringsRepaired) }},
 }

@@ -103,8 +103,8 @@ func TestStatsAndMetrics(t *testing.T) {
 		"pprofotel.windows.queued": "{window}", "pprofotel.export.retries": "{retry}",
 		"pprofotel.export.bytes": "By", "pprofotel.collection.time": "s", "pprofotel.conversion.time": "s",
 		"pprofotel.goroutines.leaked": "{goroutine}", "pprofotel.files.removed": "{file}", "pprofotel.strings.repaired": "{string}",
-		"pprofotel.endpoints.overflowed": "{request}", "pprofotel.endpoints.unknown": "{request}",
-		"pprofotel.endpoints.aged_out": "{request}",
+		"pprofotel.routes.overflowed": "{request}", "pprofotel.routes.unknown": "{request}",
+		"pprofotel.requests.aged_out": "{request}",
 	}
 	for name, unit := range wantUnits {
 		v, ok := got[name]

@@ -7,8 +7,8 @@
 // The service is traced as a real one would be: the OpenTelemetry SDK's
 // tracer provider, wrapped by package labels, serves each request in a
 // server span whose http.route is the pattern the mux matched, so samples
-// link to spans and carry their endpoint, and requests are counted by
-// endpoint. One route, /checkout, is slow now and then: it refreshes its
+// link to spans and carry their route, and requests are counted by
+// route. One route, /checkout, is slow now and then: it refreshes its
 // stock under a lock for 200ms, and the checkouts waiting for the lock
 // are slow too. Another, /lookup, leaks a goroutine now and then, for the
 // goroutine-leak profile to find.
@@ -20,7 +20,7 @@
 // exporter, prints a summary of each window of this run (the window, the
 // part the CPU profile recorded, and per profile and sample type the total
 // and the top functions), then reads the run's windows back and prints
-// requests, CPU and off-CPU time by endpoint and where the time of one
+// requests, CPU and off-CPU time by route and where the time of one
 // slow request went, and ends with the commands that serve the run in
 // pprof's web UI and list its slowest requests. With
 // OTEL_EXPORTER_OTLP_ENDPOINT (or the PROFILES form) set, it sends the
@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	// The tracing SDK, wrapped so that samples link to spans and
-	// requests are counted by endpoint. A service would give the SDK a
+	// requests are counted by route. A service would give the SDK a
 	// span exporter too; the example keeps its spans in the process.
 	tp := sdktrace.NewTracerProvider()
 	defer tp.Shutdown(context.Background())

@@ -19,17 +19,17 @@ import (
 // The pprof labels and profiles the report reads, as pprofconv writes them
 // (docs/what-is-sent.md, docs/slow-requests.md).
 const (
-	endpointLabel = "endpoint"
-	traceIDLabel  = "trace_id"
-	spanIDLabel   = "span_id"
-	stateLabel    = "goroutine_state"
-	reasonLabel   = "wait_reason"
-	slowProfile   = "slowrequests"
-	noEndpoint    = "(no request)"
+	routeLabel   = "route"
+	traceIDLabel = "trace_id"
+	spanIDLabel  = "span_id"
+	stateLabel   = "goroutine_state"
+	reasonLabel  = "wait_reason"
+	slowProfile  = "slowrequests"
+	noRoute      = "(no request)"
 )
 
 // writeReport reads back the window files of dir whose names are not in
-// before, this run's, merged, and writes what they hold by endpoint and
+// before, this run's, merged, and writes what they hold by route and
 // where the slowest request's time went.
 func writeReport(w io.Writer, dir string, before map[string]bool) error {
 	var reqs []pprofconv.Request
@@ -47,24 +47,24 @@ func writeReport(w io.Writer, dir string, before map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	writeEndpoints(w, profiles)
+	writeRoutes(w, profiles)
 	writeSlowest(w, profiles[slowProfile])
 	return nil
 }
 
-// endpointRow is what the run's profiles hold of one endpoint.
-type endpointRow struct {
-	endpoint string
+// routeRow is what the run's profiles hold of one route.
+type routeRow struct {
+	route    string
 	requests int64
 	cpu      int64 // nanoseconds
 	offCPU   int64 // goroutine-nanoseconds
 }
 
-// writeEndpoints writes the requests, CPU time and off-CPU time of each
-// endpoint, the samples of no request apart.
-func writeEndpoints(w io.Writer, profiles map[string]*gpprof.Profile) {
-	rows := map[string]*endpointRow{}
-	add := func(p *gpprof.Profile, sampleType string, field func(*endpointRow) *int64) {
+// writeRoutes writes the requests, CPU time and off-CPU time of each
+// route, the samples of no request apart.
+func writeRoutes(w io.Writer, profiles map[string]*gpprof.Profile) {
+	rows := map[string]*routeRow{}
+	add := func(p *gpprof.Profile, sampleType string, field func(*routeRow) *int64) {
 		if p == nil {
 			return
 		}
@@ -73,58 +73,58 @@ func writeEndpoints(w io.Writer, profiles map[string]*gpprof.Profile) {
 			return
 		}
 		for _, s := range p.Sample {
-			e := first(s.Label[endpointLabel])
+			e := first(s.Label[routeLabel])
 			if e == "" {
-				e = noEndpoint
+				e = noRoute
 			}
 			if rows[e] == nil {
-				rows[e] = &endpointRow{endpoint: e}
+				rows[e] = &routeRow{route: e}
 			}
 			*field(rows[e]) += s.Value[i]
 		}
 	}
-	add(profiles["requests"], "requests", func(r *endpointRow) *int64 { return &r.requests })
-	add(profiles["cpu"], "cpu", func(r *endpointRow) *int64 { return &r.cpu })
-	add(profiles["offcpu"], "off_cpu", func(r *endpointRow) *int64 { return &r.offCPU })
-	sorted := slices.SortedFunc(func(yield func(*endpointRow) bool) {
+	add(profiles["requests"], "requests", func(r *routeRow) *int64 { return &r.requests })
+	add(profiles["cpu"], "cpu", func(r *routeRow) *int64 { return &r.cpu })
+	add(profiles["offcpu"], "off_cpu", func(r *routeRow) *int64 { return &r.offCPU })
+	sorted := slices.SortedFunc(func(yield func(*routeRow) bool) {
 		for _, r := range rows {
 			if !yield(r) {
 				return
 			}
 		}
-	}, func(a, b *endpointRow) int {
-		if (a.endpoint == noEndpoint) != (b.endpoint == noEndpoint) {
-			if a.endpoint == noEndpoint {
+	}, func(a, b *routeRow) int {
+		if (a.route == noRoute) != (b.route == noRoute) {
+			if a.route == noRoute {
 				return 1
 			}
 			return -1
 		}
-		return cmp.Or(cmp.Compare(b.requests, a.requests), cmp.Compare(a.endpoint, b.endpoint))
+		return cmp.Or(cmp.Compare(b.requests, a.requests), cmp.Compare(a.route, b.route))
 	})
 
-	width := len("endpoint")
+	width := len("route")
 	for _, r := range sorted {
-		width = max(width, len(r.endpoint))
+		width = max(width, len(r.route))
 	}
 	offCPU := profiles["offcpu"] != nil
-	fmt.Fprintln(w, "\nthis run by endpoint, the http.route of the request's server span, read back from its windows:")
-	header := fmt.Sprintf("  %-*s  %8s  %8s", width, "endpoint", "requests", "CPU time")
+	fmt.Fprintln(w, "\nthis run by route, the http.route of the request's server span, read back from its windows:")
+	header := fmt.Sprintf("  %-*s  %8s  %8s", width, "route", "requests", "CPU time")
 	if offCPU {
 		header += "  off-CPU time (goroutine-seconds)"
 	}
 	fmt.Fprintln(w, header)
 	for _, r := range sorted {
 		requests := fmt.Sprint(r.requests)
-		if r.endpoint == noEndpoint {
+		if r.route == noRoute {
 			requests = "-"
 		}
-		line := fmt.Sprintf("  %-*s  %8s  %6.2f s", width, r.endpoint, requests, time.Duration(r.cpu).Seconds())
+		line := fmt.Sprintf("  %-*s  %8s  %6.2f s", width, r.route, requests, time.Duration(r.cpu).Seconds())
 		if offCPU {
 			line += fmt.Sprintf("  %12.1f", time.Duration(r.offCPU).Seconds())
 		}
 		fmt.Fprintln(w, line)
 	}
-	fmt.Fprintf(w, "  %s is the time outside any server span: the load's clients, the runtime, the profiler\n", noEndpoint)
+	fmt.Fprintf(w, "  %s is the time outside any server span: the load's clients, the runtime, the profiler\n", noRoute)
 }
 
 // slowPart is the time a request spent in one state, for one reason, at
@@ -134,10 +134,10 @@ type slowPart struct {
 	dur         int64
 }
 
-// slowRequest is a request of the slow-request profile: its endpoint,
+// slowRequest is a request of the slow-request profile: its route,
 // its duration, the time no trace covered, and its parts.
 type slowRequest struct {
-	id, endpoint  string
+	id, route     string
 	dur, untraced int64
 	parts         map[slowPart]int64
 }
@@ -153,7 +153,7 @@ func slowRequests(p *gpprof.Profile) map[string]*slowRequest {
 			r = &slowRequest{id: id, parts: map[slowPart]int64{}}
 			byID[id] = r
 		}
-		r.endpoint = cmp.Or(r.endpoint, first(s.Label[endpointLabel]))
+		r.route = cmp.Or(r.route, first(s.Label[routeLabel]))
 		state := first(s.Label[stateLabel])
 		r.dur += s.Value[0]
 		if state == "untraced" {
@@ -196,7 +196,7 @@ func writeSlowest(w io.Writer, p *gpprof.Profile) {
 		which = "the slowest that the execution trace covered throughout"
 	}
 	fmt.Fprintf(w, "\n%d slow requests explained (those over the slow-request threshold); %s, %s, took %v (%s):\n",
-		len(reqs), which, r.endpoint, time.Duration(r.dur).Round(time.Millisecond), r.id)
+		len(reqs), which, r.route, time.Duration(r.dur).Round(time.Millisecond), r.id)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, part := range parts[:min(3, len(parts))] {
 		if i > 0 && part.dur < r.dur/100 {
@@ -207,7 +207,7 @@ func writeSlowest(w io.Writer, p *gpprof.Profile) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  (its time by goroutine state and wait reason, in the application's function and the call it waited in)")
-	if r.endpoint == "/checkout" {
+	if r.route == "/checkout" {
 		fmt.Fprintf(w, "  (a checkout that finds the stock older than %v refreshes it in warehouse, for %v, holding the\n"+
 			"  stock's lock: it waits in select there, and the checkouts behind it wait for the lock, off_cpu sync)\n",
 			refreshEvery, refreshTime)

@@ -94,7 +94,7 @@ func TestRun(t *testing.T) {
 			name: "default",
 			want: []string{"cpu", "offcpu", "heap", "goroutine", "mutex", "block"},
 			check: func(t *testing.T, out string, windows []window) {
-				checkEndpoints(t, out, true)
+				checkRoutes(t, out, true)
 				checkSlow(t, out)
 				checkOffCPUUnit(t, out, windows)
 				if n := strings.Count(out, "      (the count grows from window to window: /lookup leaks a goroutine"); n != 1 {
@@ -147,7 +147,7 @@ func TestRun(t *testing.T) {
 			want:     []string{"cpu", "heap"},
 			notWant:  []string{"offcpu", "goroutine", "goroutineleak"},
 			check: func(t *testing.T, out string, windows []window) {
-				checkEndpoints(t, out, false)
+				checkRoutes(t, out, false)
 				if !strings.Contains(out, "\nno slow request explained: the slow-request profile comes with the off-CPU one (PPROFOTEL_PROFILES=...,offcpu)\n") {
 					t.Errorf("the output does not say why no slow request is explained:\n%s", out)
 				}
@@ -250,21 +250,21 @@ func checkOffCPUUnit(t *testing.T, out string, windows []window) {
 	}
 }
 
-// checkEndpoints checks the run's table by endpoint: a row for every
+// checkRoutes checks the run's table by route: a row for every
 // route, each with requests, and the requests the load had answered
 // all counted (an answered request's span ended before its answer was
 // sent, the others may have ended too); off-CPU time beside CPU time
 // when the off-CPU profile ran.
-func checkEndpoints(t *testing.T, out string, offCPU bool) {
+func checkRoutes(t *testing.T, out string, offCPU bool) {
 	t.Helper()
-	header := `\nthis run by endpoint, the http.route of the request's server span, read back from its windows:\n` +
-		`  endpoint +requests  CPU time`
+	header := `\nthis run by route, the http.route of the request's server span, read back from its windows:\n` +
+		`  route +requests  CPU time`
 	if offCPU {
 		header += `  off-CPU time \(goroutine-seconds\)`
 	}
 	loc := regexp.MustCompile(header + "\n").FindStringIndex(out)
 	if loc == nil {
-		t.Fatalf("the output has no table by endpoint starting\n%s\noutput:\n%s", header, out)
+		t.Fatalf("the output has no table by route starting\n%s\noutput:\n%s", header, out)
 	}
 	table := out[loc[1]:]
 	rowRE := regexp.MustCompile(`^  (\S+) +(\d+|-) +\d+\.\d\d s(?: +(\d+\.\d))?$`)
@@ -287,7 +287,7 @@ func checkEndpoints(t *testing.T, out string, offCPU bool) {
 	}
 	for _, r := range routes {
 		if counted[r.pattern] == 0 {
-			t.Errorf("the table by endpoint counts no request of %s:\n%s", r.pattern, table)
+			t.Errorf("the table by route counts no request of %s:\n%s", r.pattern, table)
 		}
 	}
 	m := regexp.MustCompile(`\nload done: (\d+) requests\n`).FindStringSubmatch(out)
@@ -295,7 +295,7 @@ func checkEndpoints(t *testing.T, out string, offCPU bool) {
 		t.Fatalf("the output does not say how many requests the load sent:\n%s", out)
 	}
 	if answered, _ := strconv.Atoi(m[1]); total < answered || answered == 0 {
-		t.Errorf("the table by endpoint counts %d requests, the load had %s answered:\n%s", total, m[1], table)
+		t.Errorf("the table by route counts %d requests, the load had %s answered:\n%s", total, m[1], table)
 	}
 }
 

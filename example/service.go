@@ -87,7 +87,7 @@ func (s *service) handler(tracer trace.Tracer) http.Handler {
 // the method, and gets the route the mux matched (r.Pattern) as its
 // http.route once next has served the request. Through a tracer wrapped
 // by package labels, the span is a request: its samples carry its
-// endpoint, and the profiler counts it.
+// route, and the profiler counts it.
 func serverSpans(tracer trace.Tracer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, span := tracer.Start(r.Context(), r.Method,

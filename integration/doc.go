@@ -3,7 +3,7 @@
 // its own so that the Collector's build tooling and the tests' dependencies
 // stay out of the profiler's go.mod. The one package meant to be imported
 // is testservice, the three-route service of issue 29's proof
-// (TestEndpointsAndSlowRequests), which the overhead benchmark
+// (TestRoutesAndSlowRequests), which the overhead benchmark
 // (benchmark/overhead) serves too.
 //
 // The Collector binary is built from Go modules by build-collector.sh, from

@@ -43,12 +43,12 @@ import (
 // one request spins across a window's end (slowRequest), so that its
 // samples are sent in two windows. What the profiler sent is checked
 // against what the handlers saw:
-// every CPU sample linked to a request's span carries the endpoint the
+// every CPU sample linked to a request's span carries the route the
 // instrumentation gives that request, and the requests counted per
-// endpoint over all windows are the requests served.
+// route over all windows are the requests served.
 
 // The routes of the instrumented services, as the tests name them; each
-// case says what endpoint its instrumentation makes of them.
+// case says what route its instrumentation makes of them.
 const (
 	routeUsers  = "users"
 	routeOrders = "orders"
@@ -67,10 +67,10 @@ const (
 )
 
 // instrCase is one instrumentation: how its service is served, and the
-// endpoint the profiler should send for each route.
+// route the profiler should send for each route.
 type instrCase struct {
-	name      string
-	endpoints map[string]string
+	name   string
+	routes map[string]string
 	// serve starts the service on loopback, its routes handled by h, and
 	// returns how a client calls a route (id distinguishes requests, for
 	// routes with a parameter).
@@ -84,7 +84,7 @@ var instrCases = []instrCase{
 		// only, and otelhttp renames it to "GET /users/{id}" once the
 		// handler has returned (it never sets http.route on the span).
 		name: "otelhttp around ServeMux",
-		endpoints: map[string]string{
+		routes: map[string]string{
 			routeUsers: "GET /users/{id}", routeOrders: "POST /orders", routeSlow: "GET /slow/{id}",
 		},
 		serve: func(t *testing.T, tp trace.TracerProvider, h *instrHandlers) func(string, int) error {
@@ -100,7 +100,7 @@ var instrCases = []instrCase{
 		// set Request.Pattern before the span starts, so http.route is
 		// among the start attributes.
 		name: "otelhttp inside ServeMux",
-		endpoints: map[string]string{
+		routes: map[string]string{
 			routeUsers: "/users/{id}", routeOrders: "/orders", routeSlow: "/slow/{id}",
 		},
 		serve: func(t *testing.T, tp trace.TracerProvider, h *instrHandlers) func(string, int) error {
@@ -115,7 +115,7 @@ var instrCases = []instrCase{
 		// otelgrpc's server stats handler names the span after the full
 		// method, without its leading slash, when it starts it.
 		name: "otelgrpc",
-		endpoints: map[string]string{
+		routes: map[string]string{
 			routeUsers: "pprofotel.it.Work/Users", routeOrders: "pprofotel.it.Work/Orders", routeSlow: "pprofotel.it.Work/Slow",
 		},
 		serve: serveGRPC,
@@ -124,7 +124,7 @@ var instrCases = []instrCase{
 		// otelgin gives the span gin's route template (FullPath) as
 		// http.route when it starts it.
 		name: "gin with otelgin",
-		endpoints: map[string]string{
+		routes: map[string]string{
 			routeUsers: "/users/:id", routeOrders: "/orders", routeSlow: "/slow/:id",
 		},
 		serve: func(t *testing.T, tp trace.TracerProvider, h *instrHandlers) func(string, int) error {
@@ -144,7 +144,7 @@ var instrCases = []instrCase{
 		// the span stays "GET": chi sets Request.Pattern on its own copy
 		// of the request, which otelhttp never sees.)
 		name: "chi with otelhttp and a route middleware",
-		endpoints: map[string]string{
+		routes: map[string]string{
 			routeUsers: "/users/{id}", routeOrders: "/orders", routeSlow: "/slow/{id}",
 		},
 		serve: func(t *testing.T, tp trace.TracerProvider, h *instrHandlers) func(string, int) error {
@@ -420,7 +420,7 @@ func sendInstrLoad(t *testing.T, call func(string, int) error) map[string]int {
 }
 
 // checkInstrumentedCPU checks that every CPU sample linked to a request's
-// span carries that request's endpoint, that every route has samples, and
+// span carries that request's route, that every route has samples, and
 // that some of the slow request's samples came in a window that ended
 // while it ran.
 func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
@@ -447,7 +447,7 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 				if route == routeSlow && running {
 					slowRunning += n
 				}
-				if ep, _ := sampleAttr(d, s, endpointKey); ep != c.endpoints[route] {
+				if ep, _ := sampleAttr(d, s, routeKey); ep != c.routes[route] {
 					if wrong[route] == nil {
 						wrong[route] = map[string]int64{}
 					}
@@ -462,7 +462,7 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 			t.Errorf("%s: no labelled CPU sample", route)
 		}
 		if len(wrong[route]) > 0 {
-			t.Errorf("%s: of %d labelled CPU samples, these carry another endpoint than %q: %v", route, samples[route], c.endpoints[route], wrong[route])
+			t.Errorf("%s: of %d labelled CPU samples, these carry another route than %q: %v", route, samples[route], c.routes[route], wrong[route])
 		}
 	}
 	if slowRunning == 0 {
@@ -470,7 +470,7 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 	}
 }
 
-// checkInstrumentedCounts checks that the requests counted per endpoint,
+// checkInstrumentedCounts checks that the requests counted per route,
 // over all windows, are the requests served, and that nothing else was
 // counted.
 func checkInstrumentedCounts(t *testing.T, c instrCase, run *instrRun) {
@@ -480,15 +480,15 @@ func checkInstrumentedCounts(t *testing.T, c instrCase, run *instrRun) {
 		d := dict{pd.GetDictionary()}
 		for _, p := range profilesOf(pd, requestsProfile) {
 			for _, s := range p.GetSamples() {
-				ep, _ := sampleAttr(d, s, endpointKey)
+				ep, _ := sampleAttr(d, s, routeKey)
 				got[ep] += sum(s)
 			}
 		}
 	}
-	t.Logf("requests counted by endpoint: %v", got)
+	t.Logf("requests counted by route: %v", got)
 	want := map[string]int64{}
 	for route, n := range run.sent {
-		want[c.endpoints[route]] = int64(n)
+		want[c.routes[route]] = int64(n)
 	}
 	for ep, n := range want {
 		if got[ep] != n {
@@ -497,7 +497,7 @@ func checkInstrumentedCounts(t *testing.T, c instrCase, run *instrRun) {
 	}
 	for ep, n := range got {
 		if _, ok := want[ep]; !ok {
-			t.Errorf("%d requests counted under %q, none of the endpoints %v", n, ep, slices.Sorted(maps.Keys(want)))
+			t.Errorf("%d requests counted under %q, none of the routes %v", n, ep, slices.Sorted(maps.Keys(want)))
 		}
 	}
 }

@@ -29,16 +29,16 @@ import (
 // that is far below the rate of the hand-run tool
 // (benchmark/cmd/prodrates), whose figures are in benchmark/README.md.
 
-// prodRoutes are the endpoints of the production-rate requests, each
+// prodRoutes are the routes of the production-rate requests, each
 // given to Start as http.route. A request's route is the last byte of its
 // span id (routeIDs), so that each CPU sample's link tells its route.
 var prodRoutes = []string{"/users/{id}", "/orders"}
 
-// routeKey is the context key of a request's route index, for routeIDs.
-type routeKey struct{}
+// routeIndexKey is the context key of a request's route index, for routeIDs.
+type routeIndexKey struct{}
 
 // routeIDs is an IDGenerator whose span ids end in the route index the
-// starting context carries (routeKey): an id per span, unique within the
+// starting context carries (routeIndexKey): an id per span, unique within the
 // run, from a counter.
 type routeIDs struct{ n atomic.Uint64 }
 
@@ -53,12 +53,12 @@ func (g *routeIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 func (g *routeIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 	var sid trace.SpanID
 	binary.BigEndian.PutUint64(sid[:], g.n.Add(1)<<8)
-	route, _ := ctx.Value(routeKey{}).(int)
+	route, _ := ctx.Value(routeIndexKey{}).(int)
 	sid[7] = byte(route)
 	return sid
 }
 
-// prodRenamed are the endpoints of the requests of a run whose spans
+// prodRenamed are the routes of the requests of a run whose spans
 // start as "GET" and are renamed just before they end, as otelhttp names
 // its spans around a ServeMux.
 var prodRenamed = []string{"GET /users/{id}", "GET /orders"}
@@ -87,15 +87,15 @@ func prodRequest(ctx context.Context, tracer trace.Tracer, i, work int, renamed 
 
 // prodRun is a profiled run of local root spans.
 type prodRun struct {
-	// endpoints are the requests' endpoints by route: prodRoutes, or
+	// routes are the requests' routes by route: prodRoutes, or
 	// prodRenamed when renamed.
-	endpoints []string
-	renamed   bool
-	tracer    trace.Tracer
-	p         *profiler.Profiler
-	recv      *receivertest.HTTPReceiver
-	requests  []*collectorpb.ExportProfilesServiceRequest
-	stats     profiler.Stats
+	routes   []string
+	renamed  bool
+	tracer   trace.Tracer
+	p        *profiler.Profiler
+	recv     *receivertest.HTTPReceiver
+	requests []*collectorpb.ExportProfilesServiceRequest
+	stats    profiler.Stats
 }
 
 // startProdRun starts the profiler with the given options, exporting to
@@ -124,7 +124,7 @@ func startProdRun(t *testing.T, opts ...profiler.Option) *prodRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &prodRun{tracer: labels.WrapTracerProvider(sdk).Tracer(tracerID), p: p, recv: recv, endpoints: prodRoutes}
+	return &prodRun{tracer: labels.WrapTracerProvider(sdk).Tracer(tracerID), p: p, recv: recv, routes: prodRoutes}
 }
 
 // stop stops the profiler and keeps what it sent.
@@ -148,7 +148,7 @@ func (r *prodRun) send(n, work int) []int64 {
 		wg.Go(func() {
 			ctxs := make([]context.Context, len(prodRoutes))
 			for i := range ctxs {
-				ctxs[i] = context.WithValue(context.Background(), routeKey{}, i)
+				ctxs[i] = context.WithValue(context.Background(), routeIndexKey{}, i)
 			}
 			mine := make([]int64, len(prodRoutes))
 			for j := g; j < n; j += 2 {
@@ -167,24 +167,24 @@ func (r *prodRun) send(n, work int) []int64 {
 	return counts
 }
 
-// endpointShare is what the CPU profiles of a run say of its requests'
+// routeShare is what the CPU profiles of a run say of its requests'
 // samples: how many are linked to a request, and how many of those carry
-// the request's endpoint.
-type endpointShare struct {
+// the request's route.
+type routeShare struct {
 	labelled, right int64
-	wrong           map[string]int64 // by the endpoint they carry instead
+	wrong           map[string]int64 // by the route they carry instead
 }
 
-func (s endpointShare) share() float64 {
+func (s routeShare) share() float64 {
 	if s.labelled == 0 {
 		return 0
 	}
 	return float64(s.right) / float64(s.labelled)
 }
 
-// cpuEndpoints reads the CPU samples of what the run sent.
-func (r *prodRun) cpuEndpoints(t *testing.T) endpointShare {
-	s := endpointShare{wrong: map[string]int64{}}
+// cpuRoutes reads the CPU samples of what the run sent.
+func (r *prodRun) cpuRoutes(t *testing.T) routeShare {
+	s := routeShare{wrong: map[string]int64{}}
 	for _, req := range r.requests {
 		pd := &profilespb.ProfilesData{ResourceProfiles: req.GetResourceProfiles(), Dictionary: req.GetDictionary()}
 		d := dict{pd.GetDictionary()}
@@ -203,8 +203,8 @@ func (r *prodRun) cpuEndpoints(t *testing.T) endpointShare {
 				}
 				n := sum(smp)
 				s.labelled += n
-				ep, _ := sampleAttr(d, smp, endpointKey)
-				if ep == r.endpoints[sid[7]] {
+				ep, _ := sampleAttr(d, smp, routeKey)
+				if ep == r.routes[sid[7]] {
 					s.right += n
 				} else {
 					s.wrong[ep] += n
@@ -215,7 +215,7 @@ func (r *prodRun) cpuEndpoints(t *testing.T) endpointShare {
 	return s
 }
 
-// counted returns the requests counted per endpoint over all windows.
+// counted returns the requests counted per route over all windows.
 func (r *prodRun) counted() map[string]int64 {
 	got := map[string]int64{}
 	for _, req := range r.requests {
@@ -223,7 +223,7 @@ func (r *prodRun) counted() map[string]int64 {
 		d := dict{pd.GetDictionary()}
 		for _, p := range profilesOf(pd, requestsProfile) {
 			for _, s := range p.GetSamples() {
-				ep, _ := sampleAttr(d, s, endpointKey)
+				ep, _ := sampleAttr(d, s, routeKey)
 				got[ep] += sum(s)
 			}
 		}
@@ -233,30 +233,30 @@ func (r *prodRun) counted() map[string]int64 {
 
 // checkCounted checks that the requests counted are exactly sent, by
 // route, and nothing else.
-func checkCounted(t *testing.T, got map[string]int64, endpoints []string, sent []int64) {
+func checkCounted(t *testing.T, got map[string]int64, routes []string, sent []int64) {
 	t.Helper()
-	for i, route := range endpoints {
+	for i, route := range routes {
 		if got[route] != sent[i] {
 			t.Errorf("%s: %d requests counted, %d sent", route, got[route], sent[i])
 		}
 	}
 	if len(got) > len(prodRoutes) {
-		t.Errorf("requests counted under endpoints the run did not use: %v", got)
+		t.Errorf("requests counted under routes the run did not use: %v", got)
 	}
 }
 
-// TestProductionRateEndpoints sends 100,000 requests (local root spans,
+// TestProductionRateRoutes sends 100,000 requests (local root spans,
 // each spinning a few microseconds) in one window of the default 60 s, the
 // CPU profile recording all of it: at least 99 % of the CPU samples
-// linked to a request carry its endpoint, and every request is counted
+// linked to a request carry its route, and every request is counted
 // under it; both with the route given at start and with spans renamed
 // just before they end, as otelhttp names its spans around a ServeMux.
 // The load starts once the first window, 10 s, has been sent, so
 // that it falls in a whole 60 s window unless the machine sends fewer
 // than 1,700 a second (the race detector's cost included); on main
-// 387098c, whose tracker remembered the endpoints of 65,536 requests a
+// 387098c, whose tracker remembered the routes of 65,536 requests a
 // window, about half of the samples carried theirs.
-func TestProductionRateEndpoints(t *testing.T) {
+func TestProductionRateRoutes(t *testing.T) {
 	for _, renamed := range []bool{false, true} {
 		name := "route at start"
 		if renamed {
@@ -266,25 +266,25 @@ func TestProductionRateEndpoints(t *testing.T) {
 			const n = 100_000
 			run := startProdRun(t, profiler.WithCPUDutyCycle(100), profiler.WithProfileTypes(profiler.CPUProfile))
 			if renamed {
-				run.renamed, run.endpoints = true, prodRenamed
+				run.renamed, run.routes = true, prodRenamed
 			}
 			waitFor(t, "the first window", func() bool { return run.p.Stats().WindowsCollected >= 1 })
 			start := time.Now()
 			sent := run.send(n, 10_000)
 			elapsed := time.Since(start)
 			run.stop(t)
-			s := run.cpuEndpoints(t)
+			s := run.cpuRoutes(t)
 			got := run.counted()
-			t.Logf("%d requests in %v (%.0f a second), %d windows; labelled CPU samples %d, %d with their endpoint (%.2f %%), others %v; counted %v; stats %+v",
+			t.Logf("%d requests in %v (%.0f a second), %d windows; labelled CPU samples %d, %d with their route (%.2f %%), others %v; counted %v; stats %+v",
 				n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), run.stats.WindowsCollected,
 				s.labelled, s.right, 100*s.share(), s.wrong, got, run.stats)
 			if s.labelled < 50 {
 				t.Errorf("%d labelled CPU samples; the requests spun for seconds", s.labelled)
 			}
 			if s.share() < 0.99 {
-				t.Errorf("%.2f %% of the labelled CPU samples carry their request's endpoint, want at least 99 %%", 100*s.share())
+				t.Errorf("%.2f %% of the labelled CPU samples carry their request's route, want at least 99 %%", 100*s.share())
 			}
-			checkCounted(t, got, run.endpoints, sent)
+			checkCounted(t, got, run.routes, sent)
 		})
 	}
 }
@@ -298,7 +298,7 @@ func TestProductionRateEndpoints(t *testing.T) {
 func TestNeverEndingSpans(t *testing.T) {
 	run := startProdRun(t, profiler.WithProfileTypes(profiler.CPUProfile))
 	leaked := make([]trace.Span, 0, 100_000)
-	ctx := context.WithValue(context.Background(), routeKey{}, 0)
+	ctx := context.WithValue(context.Background(), routeIndexKey{}, 0)
 	// The spans are started on a goroutine of their own, whose labels
 	// they are left holding.
 	done := make(chan struct{})
@@ -324,8 +324,8 @@ func TestNeverEndingSpans(t *testing.T) {
 	}
 	// The tracker follows a bounded number of running requests and ages
 	// out the oldest beyond it: some of the 100,000, never the 10,000.
-	if a := run.stats.EndpointsAgedOut; a <= 0 || a > int64(len(leaked)) {
-		t.Errorf("Stats().EndpointsAgedOut = %d, want between 1 and the %d spans left running", a, len(leaked))
+	if a := run.stats.RequestsAgedOut; a <= 0 || a > int64(len(leaked)) {
+		t.Errorf("Stats().RequestsAgedOut = %d, want between 1 and the %d spans left running", a, len(leaked))
 	}
 	for _, span := range leaked {
 		span.End()

@@ -77,14 +77,14 @@ func TestPyroscope(t *testing.T) {
 	proxy := startRecordingProxy(t, strings.TrimPrefix(py.URL, "http://"), py.URL)
 	for _, tt := range []struct {
 		protocol protocol
-		endpoint string
+		route    string
 	}{
 		{protocolGRPC, proxy.GRPCAddr},
 		{protocolHTTPProtobuf, proxy.HTTPAddr},
 	} {
 		t.Run(string(tt.protocol), func(t *testing.T) {
 			t.Run("accepted", func(t *testing.T) {
-				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, ordinaryAttributes(), true, time.Second, 3*time.Second+time.Second/2, enoughSpans)
+				run := runForPyroscope(t, proxy, tt.protocol, tt.route, ordinaryAttributes(), true, time.Second, 3*time.Second+time.Second/2, enoughSpans)
 				checkAccepted(t, run)
 				checkPyroscopeTotals(t, py, run)
 				checkProfileTypes(t, py, run)
@@ -99,7 +99,7 @@ func TestPyroscope(t *testing.T) {
 				// Windows of the shortest length the profiler takes,
 				// two full ones and a partial one: three rejections,
 				// of which one is logged.
-				run := runForPyroscope(t, proxy, tt.protocol, tt.endpoint, attrs, false, time.Second, 2*time.Second+time.Second/2, nil)
+				run := runForPyroscope(t, proxy, tt.protocol, tt.route, attrs, false, time.Second, 2*time.Second+time.Second/2, nil)
 				checkRejected(t, run)
 			})
 		})
@@ -116,12 +116,12 @@ type pyroscopeRun struct {
 }
 
 // runForPyroscope profiles the workload for runFor, with windows of
-// period, exporting to endpoint; with allocate, an allocator of many
+// period, exporting to route; with allocate, an allocator of many
 // distinct large sizes runs alongside. When enough is not nil the run goes
 // on past runFor, window after window, until enough holds for the
 // exchanges of the run so far (on a busy machine the workload gets less
 // CPU, and the windows fewer samples), for at most a minute.
-func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, endpoint string, attrs []attribute.KeyValue, allocate bool, period, runFor time.Duration, enough func([]exchange) bool) *pyroscopeRun {
+func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, route string, attrs []attribute.KeyValue, allocate bool, period, runFor time.Duration, enough func([]exchange) bool) *pyroscopeRun {
 	t.Helper()
 	run := &pyroscopeRun{
 		service: strings.NewReplacer("/", "-", " ", "-").Replace("pprofotel-" + t.Name()),
@@ -130,7 +130,7 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, end
 	tracer, _ := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
-	p, err := profiler.Start(append(allProfilesOptions(t, run.service, protocol, endpoint, period, run.logs),
+	p, err := profiler.Start(append(allProfilesOptions(t, run.service, protocol, route, period, run.logs),
 		profiler.WithResource(resource.NewSchemaless(attrs...)))...)
 	if err != nil {
 		t.Fatal(err)
@@ -438,8 +438,8 @@ func checkSeriesCount(t *testing.T, py *pyroscope, run *pyroscopeRun) {
 			"start":    start, "end": end,
 		}, &resp)
 		// Pyroscope makes sample labels series labels (span ids
-		// aside): one series per wait_reason and endpoint sent, sets
-		// the runtime and WithMaxEndpoints bound.
+		// aside): one series per wait_reason and route sent, sets
+		// the runtime and WithMaxRoutes bound.
 		want := sentSeriesLabels(t, run, id)
 		if len(resp.LabelsSet) != len(want) {
 			t.Errorf("%s: %d series, want %d: %v", id, len(resp.LabelsSet), len(want), want)
@@ -474,7 +474,7 @@ const (
 
 // seriesSampleLabels are the sample attributes the profiler sends that
 // Pyroscope makes series labels, in the order Pyroscope lists labels.
-var seriesSampleLabels = []string{"endpoint", "wait_reason"}
+var seriesSampleLabels = []string{"route", "wait_reason"}
 
 // sentSeriesLabels returns the combinations of seriesSampleLabels that
 // the samples of Pyroscope profile type id carried in what the run sent,

@@ -4,7 +4,7 @@
 // started through the wrapper is current on a goroutine, that goroutine
 // carries the runtime/pprof labels [TraceIDKey] and [SpanIDKey],
 // [LocalRootSpanIDKey] naming the span's local root and, while a profiler
-// runs, [EndpointKey] naming the root's endpoint, so CPU and goroutine
+// runs, [RouteKey] naming the root's route, so CPU and goroutine
 // profile samples taken meanwhile name the span and the request it serves.
 // The application keeps using the OpenTelemetry API as before:
 //
@@ -23,7 +23,7 @@
 //     TraceIDKey, SpanIDKey and LocalRootSpanIDKey: the span's own id for
 //     a local root span, the one its parent carries for the others (none
 //     when the parent was not started through a wrapper and the context
-//     names no root); and EndpointKey for a local root a profiler follows.
+//     names no root); and RouteKey for a local root a profiler follows.
 //     On a key clash the span's value wins.
 //   - remembers the label set the calling goroutine has at that moment and
 //     replaces it with the new one.
@@ -78,27 +78,27 @@
 // new root). Their descendants in the process then run with the root's
 // labels, which is cheaper when spans are many and short.
 //
-// # Endpoints and requests
+// # Routes and requests
 //
 // A local root span is a request. While a profiler runs, the wrapper tells
 // it of every sampled local root span: its start, its end, and its
-// endpoint, which is its http.route attribute (the semantic conventions'
+// route, which is its http.route attribute (the semantic conventions'
 // key, given to Start with [trace.WithAttributes] or set later with
 // SetAttributes) when it has one, and otherwise its name, as last set with
 // SetName: HTTP middleware often learns the route only after the span
 // started. While a profiler runs, the root's goroutine, and the spans and
-// goroutines started under it, carry the endpoint the root starts with as
-// the label [EndpointKey]; http.route set later with SetAttributes, on the
+// goroutines started under it, carry the route the root starts with as
+// the label [RouteKey]; http.route set later with SetAttributes, on the
 // goroutine that carries the root's labels, replaces that goroutine's
 // label from then on, and the spans started under the root afterwards
 // take it (spans and goroutines started before keep theirs). A
 // name set later does not change the label: instrumentation that names
 // the span as it ends would only pay for it. The profiler sends the
-// endpoint of a sample's local root as the sample attribute "endpoint",
-// the root's last endpoint when its window remembers it, else the label's,
+// route of a sample's local root as the sample attribute "route",
+// the root's last route when its window remembers it, else the label's,
 // at most a bounded number of distinct values per window (the profiler's
-// WithMaxEndpoints), and counts the requests that ended in each window by
-// endpoint. Without a profiler no endpoint label is set: a span name with
+// WithMaxRoutes), and counts the requests that ended in each window by
+// route. Without a profiler no route label is set: a span name with
 // ids in it would be a label value per request.
 //
 // # Wrapped spans

@@ -28,9 +28,9 @@ func ExampleWrapTracerProvider() {
 }
 
 // Every span's samples also carry the span id of their local root span,
-// which the profiler turns into the root's endpoint (its http.route, else
+// which the profiler turns into the root's route (its http.route, else
 // its name): one request's work, whatever spans it runs in, counts towards
-// its endpoint.
+// its route.
 func ExampleWrapTracerProvider_localRoot() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	defer tp.Shutdown(context.Background())

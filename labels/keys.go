@@ -14,15 +14,15 @@ const (
 	// LocalRootSpanIDKey carries the span id of the active span's local
 	// root: the span with no parent span in this process that the active
 	// one descends from, or is. The profiler maps it to the root's
-	// endpoint (its http.route, else its name) and sends the endpoint as
-	// the sample attribute "endpoint" in its place.
+	// route (its http.route, else its name) and sends the route as
+	// the sample attribute "route" in its place.
 	LocalRootSpanIDKey = labelkey.LocalRootSpanID
-	// EndpointKey carries, while a profiler runs, the endpoint of the
+	// RouteKey carries, while a profiler runs, the route of the
 	// active span's local root as the root started: its http.route if
 	// Start was given one, else its name. The profiler sends the root's
-	// endpoint as it ended when it knows it, this one otherwise, bounded
+	// route as it ended when it knows it, this one otherwise, bounded
 	// per window, as the sample attribute of the same name.
-	EndpointKey = labelkey.Endpoint
+	RouteKey = labelkey.Route
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that

@@ -89,10 +89,10 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 		request = beginRequest(span, ids, name, opts)
 	}
 	set := labelSet(request, rootID, spanID, traceID)
-	if e, ok := parent.routedEndpoint(); ok && !root {
-		// The parent's context carries the endpoint its root started
+	if e, ok := parent.routedRoute(); ok && !root {
+		// The parent's context carries the route its root started
 		// with; the root's goroutine carries the route since.
-		set = pprof.Labels(EndpointKey, e, LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+		set = pprof.Labels(RouteKey, e, LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
 	}
 	ctx = pprof.WithLabels(ctx, set)
 
@@ -141,12 +141,12 @@ func unwrapParent(ctx context.Context) (context.Context, trace.Span, *labeledSpa
 }
 
 // labelSet returns the labels of a span: its ids, its local root's, and
-// the endpoint of request, the span's when it is a followed local root.
+// the route of request, the span's when it is a followed local root.
 // Keys are passed in sorted order, which spares pprof.Labels a sort.
 func labelSet(request *requests.Request, rootID, spanID, traceID string) pprof.LabelSet {
 	switch {
 	case request != nil:
-		return pprof.Labels(EndpointKey, request.Labelled(), LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+		return pprof.Labels(RouteKey, request.Labelled(), LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
 	case rootID != "":
 		return pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
 	}
@@ -179,12 +179,12 @@ func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOptio
 	}
 	r := requests.Begin(ids, name, start)
 	if r != nil && len(opts) > 0 {
-		startRoute(r, opts)
+		startHTTPRoute(r, opts)
 	}
 	return r
 }
 
-// startRoute gives r the route among the attributes opts give a span.
+// startHTTPRoute gives r the route among the attributes opts give a span.
 // Reading them through trace.NewSpanStartConfig applies every option and
 // copies the attributes, for a route that is rarely there (HTTP
 // instrumentation sets it once the router has matched): a third of what
@@ -192,10 +192,10 @@ func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOptio
 // attributes options (attributesOption) are read in place, and the others
 // skipped; NewSpanStartConfig remains for a version of package trace whose
 // options are not what attributesOption expects.
-func startRoute(r *requests.Request, opts []trace.SpanStartOption) {
+func startHTTPRoute(r *requests.Request, opts []trace.SpanStartOption) {
 	if attributesOption == nil {
 		cfg := trace.NewSpanStartConfig(opts...)
-		setRoute(r, cfg.Attributes())
+		setHTTPRoute(r, cfg.Attributes())
 		return
 	}
 	for _, o := range opts {
@@ -206,13 +206,13 @@ func startRoute(r *requests.Request, opts []trace.SpanStartOption) {
 		// its elements are read where they are. (Through reflect, a
 		// pointer to each costs a lookup of the pointer type.)
 		v := reflect.ValueOf(o)
-		setRoute(r, unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()))
+		setHTTPRoute(r, unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()))
 	}
 }
 
 // attributesOption is the type of the options trace.WithAttributes
 // returns, a slice of the attributes, as found by looking at one; nil if
-// it is not such a slice, and then startRoute applies the options.
+// it is not such a slice, and then startHTTPRoute applies the options.
 var attributesOption = findAttributesOption()
 
 func findAttributesOption() reflect.Type {
@@ -227,21 +227,21 @@ func findAttributesOption() reflect.Type {
 	return v.Type()
 }
 
-// setRoute gives r the route among attrs, if there is one, and reports
+// setHTTPRoute gives r the route among attrs, if there is one, and reports
 // whether there was.
-func setRoute(r *requests.Request, attrs []attribute.KeyValue) bool {
+func setHTTPRoute(r *requests.Request, attrs []attribute.KeyValue) bool {
 	routed := false
 	for i := range attrs {
-		if isRoute(&attrs[i]) && attrs[i].Value.AsString() != "" {
-			r.SetRoute(attrs[i].Value.AsString())
+		if isHTTPRoute(&attrs[i]) && attrs[i].Value.AsString() != "" {
+			r.SetHTTPRoute(attrs[i].Value.AsString())
 			routed = true
 		}
 	}
 	return routed
 }
 
-// isRoute reports whether a is the semantic conventions' http.route.
-func isRoute(a *attribute.KeyValue) bool {
+// isHTTPRoute reports whether a is the semantic conventions' http.route.
+func isHTTPRoute(a *attribute.KeyValue) bool {
 	return a.Key == semconv.HTTPRouteKey && a.Value.Type() == attribute.STRING
 }
 

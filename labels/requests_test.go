@@ -14,7 +14,7 @@ import (
 )
 
 // TestRequestsTracked checks what the installed request tracker hears of
-// local root spans: their endpoint as the span's name or route changes,
+// local root spans: their route as the span's name or route changes,
 // their end, and nothing of the spans below them.
 func TestRequestsTracked(t *testing.T) {
 	route := func(r string) attribute.KeyValue { return attribute.String("http.route", r) }
@@ -186,10 +186,10 @@ func TestRootOfChildOfUnwrappedSpan(t *testing.T) {
 	checkLabels(t, "child context", contextLabels(childCtx), spanLabels(child.SpanContext(), rootOf(root)))
 }
 
-// TestEndpointLabel checks the endpoint label of the spans of a local root
-// while a tracker is installed: the root's endpoint as it started, on the
-// root and the spans below it, and no endpoint label without a tracker.
-func TestEndpointLabel(t *testing.T) {
+// TestRouteLabel checks the route label of the spans of a local root
+// while a tracker is installed: the root's route as it started, on the
+// root and the spans below it, and no route label without a tracker.
+func TestRouteLabel(t *testing.T) {
 	route := trace.WithAttributes(attribute.String("http.route", "/users/{id}"))
 	tests := []struct {
 		name    string
@@ -198,7 +198,7 @@ func TestEndpointLabel(t *testing.T) {
 		// rename is given to SetName after Start, and routed to
 		// SetAttributes as http.route; "" for none.
 		rename, routed string
-		// The endpoint label of root and child, "" for none.
+		// The route label of root and child, "" for none.
 		wantRoot, wantChild string
 	}{
 		{"untracked", false, nil, "", "", "", ""},
@@ -245,8 +245,8 @@ func TestEndpointLabel(t *testing.T) {
 				if what == "child" {
 					got = childLabels
 				}
-				if e, ok := got[EndpointKey]; e != want || ok != (want != "") {
-					t.Errorf("%s: endpoint label %q, %v; want %q", what, e, ok, want)
+				if e, ok := got[RouteKey]; e != want || ok != (want != "") {
+					t.Errorf("%s: route label %q, %v; want %q", what, e, ok, want)
 				}
 				if got[LocalRootSpanIDKey] != root.SpanContext().SpanID().String() {
 					t.Errorf("%s: %s %q", what, LocalRootSpanIDKey, got[LocalRootSpanIDKey])
@@ -259,7 +259,7 @@ func TestEndpointLabel(t *testing.T) {
 // TestLabelKeysShort checks that every label key the wrapper sets is read
 // whole by the OpenTelemetry eBPF profiler, which reads at most 15 bytes.
 func TestLabelKeysShort(t *testing.T) {
-	for _, k := range []string{TraceIDKey, SpanIDKey, LocalRootSpanIDKey, EndpointKey} {
+	for _, k := range []string{TraceIDKey, SpanIDKey, LocalRootSpanIDKey, RouteKey} {
 		if len(k) > 15 {
 			t.Errorf("label key %q is %d bytes, more than 15", k, len(k))
 		}

@@ -133,18 +133,18 @@ func (s *labeledSpan) SetName(name string) {
 // its request's route from http.route, which relabel puts in the labels.
 func (s *labeledSpan) SetAttributes(kv ...attribute.KeyValue) {
 	s.Span.SetAttributes(kv...)
-	if s.request != nil && setRoute(s.request, kv) {
+	if s.request != nil && setHTTPRoute(s.request, kv) {
 		s.relabel()
 	}
 }
 
-// routedEndpoint returns the endpoint relabel gave the span's request,
+// routedRoute returns the route relabel gave the span's request,
 // and false if it gave none.
-func (s *labeledSpan) routedEndpoint() (string, bool) {
+func (s *labeledSpan) routedRoute() (string, bool) {
 	if s == nil || s.root == nil || s.root.relabelled.Load() == nil {
 		return "", false
 	}
-	return s.root.request.Endpoint(), true
+	return s.root.request.Route(), true
 }
 
 // carries reports whether ls, a goroutine's label set, is one the span
@@ -153,18 +153,18 @@ func (s *labeledSpan) carries(ls unsafe.Pointer) bool {
 	return ls == s.installed || ls == unsafe.Pointer(s.relabelled.Load())
 }
 
-// relabel puts the request's endpoint, now its route, in the labels of
+// relabel puts the request's route, now its route, in the labels of
 // the calling goroutine when it carries the span's and the span runs:
 // the samples taken there from then on name the route, and so do the
-// spans started under it afterwards (routedEndpoint). Spans and
-// goroutines started before keep the endpoint the root started with; the
-// window's end gives those samples the request's last endpoint when it
+// spans started under it afterwards (routedRoute). Spans and
+// goroutines started before keep the route the root started with; the
+// window's end gives those samples the request's last route when it
 // remembers the root.
 func (s *labeledSpan) relabel() {
 	if s.ended.Load() || !s.carries(goroutineLabelSet()) {
 		return
 	}
-	ctx := pprof.WithLabels(s.Context, pprof.Labels(EndpointKey, s.request.Labelled()))
+	ctx := pprof.WithLabels(s.Context, pprof.Labels(RouteKey, s.request.Labelled()))
 	pprof.SetGoroutineLabels(ctx)
 	s.relabelled.Store((*byte)(goroutineLabelSet()))
 }

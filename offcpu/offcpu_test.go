@@ -146,8 +146,8 @@ func startToFiles(t *testing.T, opts ...profiler.Option) (oteltrace.Tracer, *pro
 // TestOffCPUWaitsByStackReasonAndSpan is the off-CPU profile end to end: a
 // goroutine inside a span waits on a channel, a mutex and a sleep, and the
 // exported profile holds each wait on its stack, with its reason, linked
-// to the span and carrying its endpoint (the span is a local root, whose
-// name is its endpoint), timed inside the window.
+// to the span and carrying its route (the span is a local root, whose
+// name is its route), timed inside the window.
 func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 	tracer, p, dir := startToFiles(t, profiler.WithProfileTypes(profiler.OffCPUProfile), profiler.WithOffCPUDutyCycle(100))
 	waits := []struct {
@@ -191,8 +191,8 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 			if g.TraceID != sc.TraceID().String() || g.SpanID != sc.SpanID().String() {
 				t.Errorf("%s: wait linked to %s/%s, want span %s/%s", w.fn, g.TraceID, g.SpanID, sc.TraceID(), sc.SpanID())
 			}
-			if e, ok := g.Attrs["endpoint"]; e != "request" || g.Attrs[labels.LocalRootSpanIDKey] != "" {
-				t.Errorf("%s: wait with endpoint %q (%v), attributes %v; want endpoint request, no root span id", w.fn, e, ok, g.Attrs)
+			if e, ok := g.Attrs["route"]; e != "request" || g.Attrs[labels.LocalRootSpanIDKey] != "" {
+				t.Errorf("%s: wait with route %q (%v), attributes %v; want route request, no root span id", w.fn, e, ok, g.Attrs)
 			}
 			if start, end := g.Profile.GetTimeUnixNano(), g.Profile.GetTimeUnixNano()+g.Profile.GetDurationNano(); g.at < start || g.at >= end {
 				t.Errorf("%s: wait at %d, outside the window [%d, %d)", w.fn, g.at, start, end)
@@ -220,7 +220,7 @@ func lockHandler(d time.Duration) { waittest.OnMutex(d) }
 // and everything else at its default, past the off-CPU profile's first traced
 // stretch, and serves a slow request (a root span whose handler waits
 // 400 ms on a contended mutex) and a fast one: the window's slow-request
-// profile explains the slow one, linked to its span, under its endpoint,
+// profile explains the slow one, linked to its span, under its route,
 // its values adding up to its duration, most of them the mutex wait under
 // the handler; the fast one is absent.
 func TestSlowRequestsEndToEnd(t *testing.T) {
@@ -257,8 +257,8 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 			if ids != slow {
 				continue
 			}
-			if e := s.Attrs["endpoint"]; e != "GET /lock" {
-				t.Errorf("endpoint %q, want GET /lock", e)
+			if e := s.Attrs["route"]; e != "GET /lock" {
+				t.Errorf("route %q, want GET /lock", e)
 			}
 			for _, v := range s.Values {
 				all += time.Duration(v)

@@ -19,7 +19,7 @@ import (
 // Every request explained must be explained as it was: its values adding
 // up to its duration within 10 %, and no more than 20 % of it off CPU
 // elsewhere than in the mutex wait under the handler. Issue 29's proof
-// (integration/endpoints_test.go) found requests that began about 20 ms
+// (integration/routes_test.go) found requests that began about 20 ms
 // before a stretch, at the 10 s cycles of the default window, explained by
 // the last 30–60 µs of their span only (on_cpu, in labels' End).
 //

@@ -63,7 +63,7 @@
 // restarted. A change, an expiry and Shutdown wait for no more than one
 // window of the local length, whatever the window in effect: a longer one
 // is cut short. A configuration changes only the settings it names; every
-// other setting, those it cannot reach (profiler.WithMaxEndpoints,
+// other setting, those it cannot reach (profiler.WithMaxRoutes,
 // profiler.WithSlowRequestThreshold...) included, keeps the value the
 // application gave by option or environment, and the local settings come
 // back exactly at its expiry and at Shutdown. The off-CPU profile can be turned on only in a program that

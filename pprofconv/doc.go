@@ -15,9 +15,9 @@
 // into one pprof profile per runtime profile ("cpu", "heap", "goroutine",
 // "mutex", "block", "offcpu", "goroutineleak"), with all its sample types,
 // as runtime/pprof writes it, and the request counts ("requests":
-// requests/count, one sample per endpoint on a frame named after it).
+// requests/count, one sample per route on a frame named after it).
 // Span links come back as the pprof labels trace_id and span_id, sample
-// attributes as labels: the endpoint of a request is the label endpoint. pprof has no timestamps: a sample that carries one
+// attributes as labels: the route of a request is the label route. pprof has no timestamps: a sample that carries one
 // value per timestamp (the off-CPU profile's waits) becomes one pprof sample
 // holding their sum. PGO reduces a merged CPU profile to what the Go
 // compiler uses.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds this harness, as it is in the working tree, against the SDK at
-# COMMIT (by default b62fcc8, the SDK before issue 29's endpoints and slow
+# COMMIT (by default b62fcc8, the SDK before issue 29's routes and slow
 # requests) and prints the binary's path, for -baseline:
 #
 #   ./run.sh -baseline "$(./baseline.sh)" -configs base:pprofotel-cpu-offcpu-spans,pprofotel-cpu-offcpu-spans

@@ -15,7 +15,7 @@
 #            starting and stopping the flight recorder, WriteTo, parsing,
 #            building the window (its trace hooks included, its GC not)
 #   sdk      the rest of pprofotel (collection, encoding, export)
-# Then, for issue 29's endpoints and slow requests, every sample counted
+# Then, for issue 29's routes and slow requests, every sample counted
 # once more, in the first of these that a frame of its stack belongs to
 # (GC and tracer hooks included):
 #   tracker  the requests tracker (internal/collect/requests): on the

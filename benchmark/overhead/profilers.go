@@ -58,7 +58,7 @@ var setups = []setup{
 	// Issue 29: the service in server spans, with a slow request now and
 	// then (-lock-every), without a profiler and with the profile types of
 	// the issue's proof; run against a build of the SDK before the issue
-	// (-baseline) to see what endpoints and slow requests add.
+	// (-baseline) to see what routes and slow requests add.
 	{"spans", "no profiler, traced service", startNone, true},
 	{"pprofotel-cpu-offcpu-spans", "pprofotel cpu,offcpu (default duty cycles), traced service", startPprofotelCPUOffCPU, true},
 }

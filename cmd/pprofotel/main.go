@@ -24,13 +24,13 @@
 //	go run ./cmd/pprofotel pprof -http=127.0.0.1:0 /tmp/profiles
 //	go tool pprof -sample_index=inuse_space pprof/heap.pb.gz
 //	go tool pprof -tagfocus span_id=00f067aa0ba902b7 pprof/cpu.pb.gz
-//	go tool pprof -tagfocus endpoint=/users/{id} pprof/cpu.pb.gz
+//	go tool pprof -tagfocus route=/users/{id} pprof/cpu.pb.gz
 //	go tool pprof -top pprof/requests.pb.gz
 //
-// The endpoint of a request (the label "endpoint") selects its CPU,
+// The route of a request (the label "route") selects its CPU,
 // off-CPU and goroutine samples with -tagfocus; DIR/requests.pb.gz holds
-// the requests that ended in the selected windows, one frame per endpoint,
-// so that -top lists the endpoints by their requests.
+// the requests that ended in the selected windows, one frame per route,
+// so that -top lists the routes by their requests.
 //
 // The pgo subcommand writes the merged CPU profile:
 //
@@ -39,7 +39,7 @@
 //
 // The slow subcommand lists the slowest requests of the selected windows,
 // from the slow-request profile that comes with the off-CPU one
-// (docs/slow-requests.md): for each, its duration, endpoint, trace id and
+// (docs/slow-requests.md): for each, its duration, route, trace id and
 // span id, and the largest parts of its time, each with the state of its
 // goroutine (on_cpu, off_cpu with the wait reason, runnable), the
 // innermost function of the application it was in and the

@@ -44,7 +44,7 @@ func spinInRequest(d time.Duration) { cputest.Spin(d) }
 
 // requestTracer starts the workload's requests: local root spans of the
 // real SDK through the label wrapper, so that their samples carry their
-// endpoint.
+// route.
 var requestTracer = labels.WrapTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))).Tracer("cmd-test")
 
 // requestsRun counts the requests the workload ran.
@@ -182,7 +182,7 @@ func windowTotals(t *testing.T, reqs []pprofconv.Request, noLabels bool) []map[s
 // TestPprofOfProfilerWindows converts what the profiler wrote with the
 // command and checks that go tool pprof reads every file, that each file
 // holds all its sample types (-sample_index=inuse_space), that span links
-// are labels (-tagfocus), and so are endpoints, that the request counts
+// are labels (-tagfocus), and so are routes, that the request counts
 // are the requests run, and that the merged profiles are the sum of the
 // windows, the snapshots aside, which are the last window's.
 func TestPprofOfProfilerWindows(t *testing.T) {
@@ -255,17 +255,17 @@ func TestPprofOfProfilerWindows(t *testing.T) {
 	if !strings.Contains(top, "spinInSpan") || strings.Contains(top, "spinOutside") {
 		t.Errorf("go tool pprof -tagfocus span_id=%s should show spinInSpan and not spinOutside:\n%s", testSpanID, top)
 	}
-	top = goToolPprof(t, "-top", "-tagfocus", "endpoint=/spin", cpu)
+	top = goToolPprof(t, "-top", "-tagfocus", "route=/spin", cpu)
 	if !strings.Contains(top, "spinInRequest") || strings.Contains(top, "spinOutside") || strings.Contains(top, "spinInSpan") {
-		t.Errorf("go tool pprof -tagfocus endpoint=/spin should show spinInRequest alone:\n%s", top)
+		t.Errorf("go tool pprof -tagfocus route=/spin should show spinInRequest alone:\n%s", top)
 	}
 	// The request counts: every request the workload ran, under its
-	// endpoint, listed by go tool pprof -top.
+	// route, listed by go tool pprof -top.
 	reqCounts := readProfile(t, filepath.Join(out, "requests.pb.gz"))
 	var counted int64
 	for _, s := range reqCounts.Sample {
-		if s.Label["endpoint"][0] != "/spin" || s.Location[0].Line[0].Function.Name != "/spin" {
-			t.Errorf("request sample of endpoint %v on %s", s.Label["endpoint"], s.Location[0].Line[0].Function.Name)
+		if s.Label["route"][0] != "/spin" || s.Location[0].Line[0].Function.Name != "/spin" {
+			t.Errorf("request sample of route %v on %s", s.Label["route"], s.Location[0].Line[0].Function.Name)
 		}
 		counted += s.Value[0]
 	}
@@ -273,7 +273,7 @@ func TestPprofOfProfilerWindows(t *testing.T) {
 		t.Errorf("%d requests counted, the workload ran %d", counted, n)
 	}
 	if top := goToolPprof(t, "-top", filepath.Join(out, "requests.pb.gz")); !strings.Contains(top, "/spin") {
-		t.Errorf("go tool pprof -top does not list the endpoint /spin:\n%s", top)
+		t.Errorf("go tool pprof -top does not list the route /spin:\n%s", top)
 	}
 }
 

@@ -27,7 +27,7 @@ const (
 	stateLabel     = otlpattr.GoroutineState
 	reasonLabel    = otlpattr.WaitReason
 	beforeLabel    = otlpattr.BeforeTrace
-	endpointLabel  = requests.EndpointKey
+	routeLabel     = requests.RouteKey
 )
 
 func runSlow(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -53,11 +53,11 @@ func runSlow(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 }
 
 // slowRequest is one request of the slow-request profile: its span, its
-// endpoint, its duration (the sum of its samples) and where it went.
+// route, its duration (the sum of its samples) and where it went.
 type slowRequest struct {
-	traceID, spanID, endpoint string
-	dur                       int64
-	parts                     []slowPart
+	traceID, spanID, route string
+	dur                    int64
+	parts                  []slowPart
 	// index maps a part's key to its place in parts while samples are
 	// gathered.
 	index map[partKey]int
@@ -99,8 +99,8 @@ func slowRequests(p *pprof.Profile) ([]slowRequest, error) {
 			byID[traceID+spanID] = r
 			order = append(order, r)
 		}
-		if e := first(s.Label[endpointLabel]); e != "" {
-			r.endpoint = e
+		if e := first(s.Label[routeLabel]); e != "" {
+			r.route = e
 		}
 		v := s.Value[vi]
 		r.dur += v
@@ -180,11 +180,11 @@ func writeSlow(w io.Writer, reqs []slowRequest, n, top int) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range reqs[:min(n, len(reqs))] {
-		endpoint := r.endpoint
-		if endpoint == "" {
-			endpoint = "-"
+		route := r.route
+		if route == "" {
+			route = "-"
 		}
-		fmt.Fprintf(w, "\n%v  %s  trace %s span %s\n", time.Duration(r.dur).Round(time.Microsecond), endpoint, r.traceID, r.spanID)
+		fmt.Fprintf(w, "\n%v  %s  trace %s span %s\n", time.Duration(r.dur).Round(time.Microsecond), route, r.traceID, r.spanID)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, p := range r.parts[:min(top, len(r.parts))] {
 			what := p.state

@@ -38,7 +38,7 @@ func slowWindow(t testing.TB, inputs ...otlp.Input) string {
 }
 
 // TestSlow lists the slowest requests of a window's slow-request profile
-// against golden output: durations, endpoints, ids, and the largest parts
+// against golden output: durations, routes, ids, and the largest parts
 // of each request with their shares, states, reasons, functions and the
 // time before the trace.
 func TestSlow(t *testing.T) {

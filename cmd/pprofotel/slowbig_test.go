@@ -50,7 +50,7 @@ func bigSlow(start time.Time, n, fns int) *pprofdecode.Profile {
 		if i < n/10 {
 			l = append(l, pprofdecode.Label{Key: "before_trace", Str: "true"})
 		}
-		l = append(l, pprofdecode.Label{Key: requests.EndpointKey, Str: "/long"},
+		l = append(l, pprofdecode.Label{Key: requests.RouteKey, Str: "/long"},
 			pprofdecode.Label{Key: labels.SpanIDKey, Str: "b7ad6b7169203331"},
 			pprofdecode.Label{Key: labels.TraceIDKey, Str: "0af7651916cd43dd8448eb211c80319c"})
 		p.Samples = append(p.Samples, pprofdecode.Sample{
@@ -84,8 +84,8 @@ func TestSlowManyParts(t *testing.T) {
 	}
 	r := reqs[0]
 	step := int64(time.Minute) / n
-	if r.dur != n*step || r.endpoint != "/long" || r.spanID != "b7ad6b7169203331" {
-		t.Errorf("request %v on %q span %s, want %v on /long span b7ad6b7169203331", time.Duration(r.dur), r.endpoint, r.spanID, time.Duration(n*step))
+	if r.dur != n*step || r.route != "/long" || r.spanID != "b7ad6b7169203331" {
+		t.Errorf("request %v on %q span %s, want %v on /long span b7ad6b7169203331", time.Duration(r.dur), r.route, r.spanID, time.Duration(n*step))
 	}
 	if len(r.parts) != n {
 		t.Fatalf("%d parts, want %d", len(r.parts), n)

@@ -1,5 +1,5 @@
 // Package testservice is the three-route HTTP service of issue 29, built to
-// prove what the profiler says about endpoints and slow requests: /fast does
+// prove what the profiler says about routes and slow requests: /fast does
 // nothing, /cpu spends a known amount of CPU, and /lock makes one request in
 // LockEvery wait LockHold on a contended sync.Mutex. It is instrumented as
 // a user instruments a service: an OpenTelemetry SDK TracerProvider wrapped

@@ -82,31 +82,31 @@ type CPUProfiler struct {
 // Omissions counts what the collector left out of its windows. The fields
 // are updated atomically and may be read at any time.
 type Omissions struct {
-	// CPUSkipped counts windows without a CPU profile because the CPU
+	// CPUProfilesSkipped counts windows without a CPU profile because the CPU
 	// profiler was in use by someone else, or was stopped by someone else
 	// (a stray pprof.StopCPUProfile) during the window.
-	CPUSkipped atomic.Int64
-	// Errors counts profiles that could not be read or decoded.
-	Errors atomic.Int64
-	// GoroutineSkipped counts windows without a goroutine profile because
+	CPUProfilesSkipped atomic.Int64
+	// ProfilesLeftOut counts profiles that could not be read or decoded.
+	ProfilesLeftOut atomic.Int64
+	// GoroutineProfilesSkipped counts windows without a goroutine profile because
 	// more goroutines than Config.MaxGoroutines were running.
-	GoroutineSkipped atomic.Int64
+	GoroutineProfilesSkipped atomic.Int64
 	// OffCPU counts what the off-CPU recorder left out.
 	OffCPU OffCPUOmissions
-	// EndpointsOverflowed counts requests counted under the overflow
-	// endpoint (requests.Overflow) because their window had
-	// Config.MaxEndpoints others already.
-	EndpointsOverflowed atomic.Int64
-	// EndpointsUnknown counts requests whose endpoint changed after they
+	// RoutesOverflowed counts requests counted under the overflow
+	// route (requests.Overflow) because their window had
+	// Config.MaxRoutes others already.
+	RoutesOverflowed atomic.Int64
+	// RoutesUnknown counts requests whose route changed after they
 	// started and that their window could not remember (more than
-	// requests.DefaultMaxRoots): their samples carry the endpoint they
+	// requests.DefaultMaxRoots): their samples carry the route they
 	// started with.
-	EndpointsUnknown atomic.Int64
-	// EndpointsAgedOut counts requests the tracker stopped following,
+	RoutesUnknown atomic.Int64
+	// RequestsAgedOut counts requests the tracker stopped following,
 	// running for requests.DefaultMaxAge or beyond the
 	// requests.DefaultMaxRequests running at once: not counted when they
 	// end.
-	EndpointsAgedOut atomic.Int64
+	RequestsAgedOut atomic.Int64
 }
 
 // OffCPUOmissions counts what the off-CPU recorder left out. The fields
@@ -120,15 +120,15 @@ type OffCPUOmissions struct {
 	// the recorder's byte budget, the window its wait limit, or the trace
 	// could not be read to its end. What was read is kept.
 	Truncated atomic.Int64
-	// SlowExplained counts the slow requests explained in the windows'
+	// SlowRequestsExplained counts the slow requests explained in the windows'
 	// slow-request profiles.
-	SlowExplained atomic.Int64
-	// SlowDropped counts the requests that ran long and were not
+	SlowRequestsExplained atomic.Int64
+	// SlowRequestsDropped counts the requests that ran long and were not
 	// explained: more watched at once than the recorder watches, more
 	// slow in a window than it explains (the fastest are dropped), the
 	// trace budget or the execution tracer unavailable while they ran,
 	// or no trace of their goroutine read.
-	SlowDropped atomic.Int64
+	SlowRequestsDropped atomic.Int64
 }
 
 // DefaultMaxGoroutines is the number of goroutines above which the
@@ -193,13 +193,13 @@ type Collector struct {
 	windowStart time.Time
 	// slowThreshold is Config.SlowThreshold.
 	slowThreshold time.Duration
-	// maxEndpoints is Config.MaxEndpoints, and tracker the requests
+	// maxRoutes is Config.MaxRoutes, and tracker the requests
 	// tracker the collector uses from Start to Stop; nil when another one
 	// is installed. ownTracker says the collector installed it, and stops
 	// it at Stop; otherwise it is Config.Tracker, which outlives it.
-	maxEndpoints int
-	tracker      *requests.Tracker
-	ownTracker   bool
+	maxRoutes  int
+	tracker    *requests.Tracker
+	ownTracker bool
 	// settle is Config.Settle.
 	settle time.Duration
 }
@@ -215,7 +215,7 @@ type Config struct {
 	Omissions *Omissions
 	// MaxGoroutines is the number of running goroutines above which a
 	// window goes without its goroutine profile, counted in
-	// Stats.GoroutineSkipped and logged. 0 takes DefaultMaxGoroutines; a
+	// Stats.GoroutineProfilesSkipped and logged. 0 takes DefaultMaxGoroutines; a
 	// negative value sets no limit.
 	MaxGoroutines int
 	// Window is the length of a window. With Intervals, the interval of
@@ -240,10 +240,10 @@ type Config struct {
 	// window: its CPU profile then records from Start on, to the end of
 	// the window or of the CPU duration, whichever comes first.
 	FirstWindow time.Duration
-	// MaxEndpoints bounds the distinct endpoints of a window's requests
-	// (requests.Config.MaxEndpoints). 0 follows no requests: no tracker is
-	// installed, and samples go without endpoints.
-	MaxEndpoints int
+	// MaxRoutes bounds the distinct routes of a window's requests
+	// (requests.Config.MaxRoutes). 0 follows no requests: no tracker is
+	// installed, and samples go without routes.
+	MaxRoutes int
 	// Tracker, when set, is the installed requests tracker the collector
 	// uses, configured at Start, and leaves running at Stop: the
 	// requests running when one collector hands over to the next are
@@ -279,7 +279,7 @@ func New(cfg Config) (*Collector, error) {
 		firstWindow:   cfg.FirstWindow,
 		slowThreshold: cfg.SlowThreshold,
 		cpuOffset:     cfg.CPUOffset,
-		maxEndpoints:  cfg.MaxEndpoints,
+		maxRoutes:     cfg.MaxRoutes,
 		tracker:       cfg.Tracker,
 		settle:        cfg.Settle,
 	}
@@ -337,14 +337,14 @@ func New(cfg Config) (*Collector, error) {
 
 // startTracker installs the requests tracker, which the label wrapper
 // reports local root spans to. Only one is installed in a process, as only
-// one profiler runs; should another be, the windows go without endpoints
+// one profiler runs; should another be, the windows go without routes
 // and request counts, and say so once.
 func (c *Collector) startTracker() {
-	if c.maxEndpoints <= 0 {
+	if c.maxRoutes <= 0 {
 		c.tracker = nil
 		return
 	}
-	cfg := requests.Config{MaxEndpoints: c.maxEndpoints}
+	cfg := requests.Config{MaxRoutes: c.maxRoutes}
 	for _, rec := range c.recorders {
 		if sr, ok := rec.(SlowRecorder); ok {
 			// A request is watched once it has run half the threshold,
@@ -354,12 +354,12 @@ func (c *Collector) startTracker() {
 				threshold = DefaultSlowThreshold
 			}
 			cfg.LongAfter = threshold / 2
-			// The off-CPU samples name the root, not its endpoint.
+			// The off-CPU samples name the root, not its route.
 			cfg.LabelledRoots = true
-			cfg.OnLong = func(r *requests.Request) { sr.Watch(r.IDs(), r.Endpoint(), r.Start()) }
+			cfg.OnLong = func(r *requests.Request) { sr.Watch(r.IDs(), r.Route(), r.Start()) }
 			cfg.OnEnd = func(r *requests.Request) {
 				if end, ok := r.Ended(); ok {
-					sr.Ended(r.IDs(), r.Endpoint(), r.Start(), end)
+					sr.Ended(r.IDs(), r.Route(), r.Start(), end)
 				}
 			}
 		}
@@ -370,7 +370,7 @@ func (c *Collector) startTracker() {
 	}
 	t := requests.New(cfg)
 	if err := t.Install(); err != nil {
-		c.logger.Warn("pprofotel: samples carry no endpoint and windows no request counts: another request tracker is installed", "error", err)
+		c.logger.Warn("pprofotel: samples carry no route and windows no request counts: another request tracker is installed", "error", err)
 		return
 	}
 	c.tracker, c.ownTracker = t, true
@@ -387,7 +387,7 @@ func (c *Collector) Abandon() {
 }
 
 // endRequests ends the window of the requests tracker at now: it gives the
-// samples of w's profiles their request's endpoint in place of its root
+// samples of w's profiles their request's route in place of its root
 // span id, and adds the request counts profile. When next is set, it
 // first waits, up to the settle time, for the requests the samples name
 // that may still be renamed; otherwise a tracker the collector installed
@@ -402,9 +402,9 @@ func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
 			}
 			c.tracker = nil
 		}
-		c.stats.EndpointsOverflowed.Add(q.Overflowed)
-		c.stats.EndpointsUnknown.Add(q.Dropped)
-		c.stats.EndpointsAgedOut.Add(q.AgedOut)
+		c.stats.RoutesOverflowed.Add(q.Overflowed)
+		c.stats.RoutesUnknown.Add(q.Dropped)
+		c.stats.RequestsAgedOut.Add(q.AgedOut)
 		if next && c.settle > 0 {
 			if ids := unsettled(w, &q); len(ids) > 0 {
 				q.Settle(ids, c.settle)
@@ -412,7 +412,7 @@ func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
 		}
 	}
 	for _, p := range w.Profiles {
-		labelEndpoints(p.Data, &q)
+		labelRoutes(p.Data, &q)
 	}
 	if p := requestsProfile(q.Counts); p != nil {
 		w.Profiles = append(w.Profiles, Profile{Name: Requests, Data: p})
@@ -626,7 +626,7 @@ func (c *Collector) stopCPU(now time.Time) {
 		// Someone else stopped the profile: what it recorded is
 		// theirs, and the profiler may already be theirs again, so
 		// it is not stopped here.
-		c.stats.CPUSkipped.Add(1)
+		c.stats.CPUProfilesSkipped.Add(1)
 		c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
 		return
 	}
@@ -641,7 +641,7 @@ func (c *Collector) startCPU(now time.Time) {
 	buf := &c.cpuBufs[c.cpuCur]
 	buf.reset()
 	if err := c.cpuProf.Start(buf); err != nil {
-		c.stats.CPUSkipped.Add(1)
+		c.stats.CPUProfilesSkipped.Add(1)
 		if !c.cpuBusyLogged {
 			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler is in use elsewhere; will retry every window",
 				"error", err)
@@ -669,7 +669,7 @@ func randomOffset(max time.Duration) time.Duration {
 func (c *Collector) tooManyGoroutines() bool {
 	n := runtime.NumGoroutine()
 	if c.maxGoroutines > 0 && n > c.maxGoroutines {
-		c.stats.GoroutineSkipped.Add(1)
+		c.stats.GoroutineProfilesSkipped.Add(1)
 		if !c.goroutinesLogged {
 			c.logger.Warn("pprofotel: goroutine profile skipped: writing it would hold up the application for too long; will check every window",
 				"goroutines", n, "limit", c.maxGoroutines)
@@ -758,7 +758,7 @@ type reusedProfile struct {
 }
 
 func (c *Collector) fail(name string, err error) {
-	c.stats.Errors.Add(1)
+	c.stats.ProfilesLeftOut.Add(1)
 	c.logger.Warn("pprofotel: profile left out of the window", "profile", name, "error", err)
 }
 

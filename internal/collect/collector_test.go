@@ -390,8 +390,8 @@ func TestCPUProfilerBusy(t *testing.T) {
 			t.Errorf("window %d: goroutine profile missing; a busy CPU profiler must not affect other types", i+1)
 		}
 	}
-	if got := stats.CPUSkipped.Load(); got != 2 {
-		t.Errorf("CPUSkipped = %d, want 2", got)
+	if got := stats.CPUProfilesSkipped.Load(); got != 2 {
+		t.Errorf("CPUProfilesSkipped = %d, want 2", got)
 	}
 	if cpu.w != nil {
 		t.Error("the CPU profile is still running after Stop")
@@ -570,7 +570,7 @@ func TestMalformedStackLeavesProfileOut(t *testing.T) {
 			if !tt.ok {
 				wantErrors = 2 // the baseline and the window
 			}
-			if got := stats.Errors.Load(); got != wantErrors {
+			if got := stats.ProfilesLeftOut.Load(); got != wantErrors {
 				t.Errorf("%d errors counted, want %d", got, wantErrors)
 			}
 		})
@@ -595,8 +595,8 @@ func TestStrayStopCPUProfile(t *testing.T) {
 			t.Errorf("the window the application stopped the CPU profile in has a CPU profile of %d samples", len(p.Data.Samples))
 		}
 	}
-	if got := stats.CPUSkipped.Load(); got != 1 {
-		t.Errorf("CPUSkipped = %d, want 1", got)
+	if got := stats.CPUProfilesSkipped.Load(); got != 1 {
+		t.Errorf("CPUProfilesSkipped = %d, want 1", got)
 	}
 	if err := pprof.StartCPUProfile(io.Discard); err == nil {
 		pprof.StopCPUProfile()
@@ -607,8 +607,8 @@ func TestStrayStopCPUProfile(t *testing.T) {
 	if p := findProfile(t, w, CPU); len(p.Samples) == 0 {
 		t.Error("the CPU profile of the window after the restart has no samples")
 	}
-	if got := stats.CPUSkipped.Load(); got != 1 {
-		t.Errorf("CPUSkipped = %d after the restarted window, want 1", got)
+	if got := stats.CPUProfilesSkipped.Load(); got != 1 {
+		t.Errorf("CPUProfilesSkipped = %d after the restarted window, want 1", got)
 	}
 }
 
@@ -659,8 +659,8 @@ func TestGoroutineGuard(t *testing.T) {
 			if p := findName(w, Goroutine); p == nil {
 				t.Error("goroutine profile still missing below the limit")
 			}
-			if skipped != tt.want || stats.GoroutineSkipped.Load() != int64(tt.want) {
-				t.Errorf("skipped %d windows, counted %d, want %d", skipped, stats.GoroutineSkipped.Load(), tt.want)
+			if skipped != tt.want || stats.GoroutineProfilesSkipped.Load() != int64(tt.want) {
+				t.Errorf("skipped %d windows, counted %d, want %d", skipped, stats.GoroutineProfilesSkipped.Load(), tt.want)
 			}
 			if n := strings.Count(logs.String(), "goroutine profile skipped"); n != min(tt.want, 1) {
 				t.Errorf("logged the skip %d times, want %d:\n%s", n, min(tt.want, 1), logs.String())

@@ -152,7 +152,7 @@ func TestCPUDutyCycleWindowEndsFirst(t *testing.T) {
 	if from, to := w.Profiles[0].Span(w); !from.Equal(at) || !to.Equal(end) {
 		t.Errorf("CPU profile covers %v–%v, want %v–%v", from, to, at, end)
 	}
-	if cpu.w != nil || stats.CPUSkipped.Load() != 0 {
-		t.Errorf("recording after the window: %v; skipped %d, want 0", cpu.w != nil, stats.CPUSkipped.Load())
+	if cpu.w != nil || stats.CPUProfilesSkipped.Load() != 0 {
+		t.Errorf("recording after the window: %v; skipped %d, want 0", cpu.w != nil, stats.CPUProfilesSkipped.Load())
 	}
 }

@@ -106,12 +106,12 @@ type SlowRecorder interface {
 	Recorder
 	// Watch tells the recorder that the request whose local root span
 	// has the given ids (trace id and span id, 48 hex digits), begun at
-	// start, at endpoint as far as it is known yet, runs long. It never
+	// start, at route as far as it is known yet, runs long. It never
 	// blocks.
-	Watch(ids, endpoint string, start time.Time)
+	Watch(ids, route string, start time.Time)
 	// Ended tells it that a request it was told to watch ended, at end,
-	// at endpoint. It never blocks.
-	Ended(ids, endpoint string, start, end time.Time)
+	// at route. It never blocks.
+	Ended(ids, route string, start, end time.Time)
 	// Slow returns the slow-request profile of the window the last
 	// Collect ended, nil for none; valid until the next Collect.
 	Slow() *pprofdecode.Profile

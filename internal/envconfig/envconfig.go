@@ -1,6 +1,6 @@
 // Package envconfig reads configuration from environment variables, typed,
 // for the profiler's own variables, the OTLP exporter's and Splunk's alike,
-// and holds the endpoint forms that variables and options share.
+// and holds the route forms that variables and options share.
 //
 // Every message about a variable names it and its value:
 // NAME="value": reason; what is done instead. A value longer than
@@ -36,7 +36,7 @@ type Reader struct {
 	prefix   string
 	warnings []error
 	// warned holds the text of every warning recorded, so that a variable
-	// read twice (the INSECURE flag by two endpoint forms) warns once.
+	// read twice (the INSECURE flag by two route forms) warns once.
 	warned map[string]bool
 }
 

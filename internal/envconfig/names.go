@@ -27,6 +27,7 @@ var Renames = []Rename{
 	{Old: "PPROFOTEL_OFFCPU_DUTY", New: "PPROFOTEL_OFFCPU_DUTY_CYCLE", Read: true, Until: "0.2.0"},
 	{Old: "PPROFOTEL_MUTEX_FRACTION", New: "PPROFOTEL_MUTEX_PROFILE_FRACTION", Read: true, Until: "0.2.0"},
 	{Old: "PPROFOTEL_BLOCK_RATE", New: "PPROFOTEL_BLOCK_PROFILE_RATE", Read: true, Until: "0.2.0"},
+	{Old: "PPROFOTEL_MAX_ENDPOINTS", New: "PPROFOTEL_MAX_ROUTES", Read: true, Until: "0.2.0"},
 }
 
 // oldName returns the old name read in name's place, if any.

@@ -5,12 +5,12 @@
 package labelkey
 
 // The pprof label keys that carry the active span; package labels
-// documents them (TraceIDKey, SpanIDKey, LocalRootSpanIDKey, EndpointKey).
+// documents them (TraceIDKey, SpanIDKey, LocalRootSpanIDKey, RouteKey).
 const (
 	TraceID         = "trace_id"
 	SpanID          = "span_id"
 	LocalRootSpanID = "local_root_id"
-	Endpoint        = "endpoint"
+	Route           = "route"
 )
 
 // TraceLogCategory is the category of the runtime/trace log records that

@@ -107,7 +107,7 @@ var SampleTypes = []SampleType{
 	{Profile: "goroutineleak", Pprof: ValueType{"goroutineleak", "count"}, PprofPeriod: ValueType{"goroutineleak", "count"},
 		Sample: ValueType{"goroutineleak", "count"}, Period: ValueType{"goroutineleak", "count"}},
 	// Not a runtime profile: the requests that ended in the window, one
-	// sample per endpoint (the collector's requests profile). Every
+	// sample per route (the collector's requests profile). Every
 	// request is counted: a period of 1 request, whose type names the
 	// profile for receivers that name profiles by it (Pyroscope refuses a
 	// Profile of no name other than off_cpu: requests:requests:count:

@@ -1,10 +1,10 @@
-// Command prodrates measures endpoints and request counts at production
+// Command prodrates measures routes and request counts at production
 // rates, end to end (issue 34): local root spans started through
 // labels.WrapTracerProvider at a set rate from one goroutine per P, each
 // spinning a little work, the profiler running with the CPU profile
 // continuous and the default window, its windows kept in memory as the
 // OTLP exporter would send them. It reports the rate reached, the share
-// of the labelled CPU samples that carry their request's endpoint, the
+// of the labelled CPU samples that carry their request's route, the
 // requests counted against those sent, the profiler's Stats, and the
 // memory the request tracker held at the end of the load (the heap
 // profile's in-use bytes allocated under package
@@ -52,13 +52,13 @@ import (
 	"github.com/pprofotel/profiler/labels"
 )
 
-// routes are the requests' endpoints, given to Start as http.route. A
+// httpRoutes are the requests' routes, given to Start as http.route. A
 // request's route index is the last byte of its span id (routeIDs).
-var routes = []string{"/users/{id}", "/orders"}
+var httpRoutes = []string{"/users/{id}", "/orders"}
 
-// endpoints are the routes as endpoints: with -rename, the span names
+// routes are the httpRoutes as routes: with -rename, the span names
 // otelhttp gives them.
-var endpoints = routes
+var routes = httpRoutes
 
 // renamed is -rename: requests named as otelhttp names them over a mux.
 var renamed bool
@@ -86,7 +86,7 @@ func run(rate int, dur time.Duration, requests, work, leak int, window time.Dura
 		opts = append(opts, profiler.WithWindow(window))
 	}
 	if renamed {
-		endpoints = []string{"GET /users/{id}", "GET /orders"}
+		routes = []string{"GET /users/{id}", "GET /orders"}
 	}
 	p, err := profiler.Start(opts...)
 	if err != nil {
@@ -145,18 +145,18 @@ func startLeaked(tracer trace.Tracer, n int) []trace.Span {
 // sent by route.
 func load(tracer trace.Tracer, rate int, dur time.Duration, requests, work int) []int64 {
 	procs := runtime.GOMAXPROCS(0)
-	counts := make([]int64, len(routes))
+	counts := make([]int64, len(httpRoutes))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	start := time.Now()
 	for range procs {
 		wg.Go(func() {
-			ctxs := make([]context.Context, len(routes))
+			ctxs := make([]context.Context, len(httpRoutes))
 			for i := range ctxs {
 				ctxs[i] = context.WithValue(context.Background(), routeKey{}, i)
 			}
-			mine := make([]int64, len(routes))
+			mine := make([]int64, len(httpRoutes))
 			for n := int64(0); ; n++ {
 				j := next.Add(1)
 				if requests > 0 && j > int64(requests) {
@@ -174,7 +174,7 @@ func load(tracer trace.Tracer, rate int, dur time.Duration, requests, work int) 
 						}
 					}
 				}
-				i := int(j) % len(routes)
+				i := int(j) % len(httpRoutes)
 				request(ctxs[i], tracer, i, work)
 				mine[i]++
 			}
@@ -197,13 +197,13 @@ func request(ctx context.Context, tracer trace.Tracer, i, work int) (x uint64) {
 	if renamed {
 		_, span = tracer.Start(ctx, "GET")
 	} else {
-		_, span = tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", routes[i])))
+		_, span = tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", httpRoutes[i])))
 	}
 	for range work {
 		x = x*6364136223846793005 + 1442695040888963407
 	}
 	if renamed {
-		span.SetName(endpoints[i])
+		span.SetName(routes[i])
 	}
 	span.End()
 	return x
@@ -279,7 +279,7 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 				for _, p := range sp.GetProfiles() {
 					for _, s := range p.GetSamples() {
 						n := sampleCount(s)
-						ep := endpoint(d, s)
+						ep := route(d, s)
 						switch {
 						case name == "requests":
 							counted[ep] += n
@@ -301,10 +301,10 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	if labelled > 0 {
 		share = 100 * float64(right) / float64(labelled)
 	}
-	fmt.Printf("windows %d; labelled CPU samples %d, with their endpoint %d (%.2f %%), others by endpoint %v\n",
+	fmt.Printf("windows %d; labelled CPU samples %d, with their route %d (%.2f %%), others by route %v\n",
 		st.WindowsCollected, labelled, right, share, wrong)
 	exact := true
-	for i, r := range endpoints {
+	for i, r := range routes {
 		exact = exact && counted[r] == sent[i]
 	}
 	fmt.Printf("requests counted %v, sent %v: exact %v\n", counted, sent, exact)
@@ -314,11 +314,11 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	return nil
 }
 
-// routeOf returns the endpoint of the requests whose span ids end in b:
+// routeOf returns the route of the requests whose span ids end in b:
 // the leaked spans' for 0xff.
 func routeOf(b byte) string {
-	if int(b) < len(endpoints) {
-		return endpoints[b]
+	if int(b) < len(routes) {
+		return routes[b]
 	}
 	return "/stream"
 }
@@ -340,11 +340,11 @@ func sampleCount(s *profilespb.Sample) int64 {
 	return n
 }
 
-// endpoint returns the sample's endpoint attribute, "" if none.
-func endpoint(d *profilespb.ProfilesDictionary, s *profilespb.Sample) string {
+// route returns the sample's route attribute, "" if none.
+func route(d *profilespb.ProfilesDictionary, s *profilespb.Sample) string {
 	for _, i := range s.GetAttributeIndices() {
 		kv := d.GetAttributeTable()[i]
-		if d.GetStringTable()[kv.GetKeyStrindex()] != "endpoint" {
+		if d.GetStringTable()[kv.GetKeyStrindex()] != "route" {
 			continue
 		}
 		switch v := kv.GetValue().GetValue().(type) {

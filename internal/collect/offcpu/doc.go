@@ -90,12 +90,12 @@
 // and 2 MiB at once, each start charged 32 KiB and its short first
 // trace. One trace serves every request watched while it runs; once the
 // budget is spent it goes on, in debt up to a quarter of the burst, until
-// the requests watched until then end, and for requests of an endpoint
+// the requests watched until then end, and for requests of a route
 // with fewer than 10 explained in the window. At most 16 requests are
-// watched at once (32 for endpoints none of which is watched) and 1,000
+// watched at once (32 for routes none of which is watched) and 1,000
 // explained a window, the slowest 10 of each
-// endpoint first, then the slowest; what is not explained is counted
-// (Stats.SlowDropped).
+// route first, then the slowest; what is not explained is counted
+// (Stats.SlowRequestsDropped).
 //
 // The runtime writes the stack of a goroutine already waiting when a trace
 // starts only at the end of the trace's first generation, and only if it

@@ -253,18 +253,18 @@ func (r *Recorder) Slow() *pprofdecode.Profile { return r.slowProfile }
 
 // Watch tells the recorder that a request, the local root span with the
 // given ids (its trace id's 32 hex digits and its span id's 16), begun at
-// start, at endpoint as far as is known yet, has run long: the recorder
+// start, at route as far as is known yet, has run long: the recorder
 // traces it until it ends, within its bounds. It never blocks; a report
 // that finds the recorder's queue full is dropped and counted.
-func (r *Recorder) Watch(ids, endpoint string, start time.Time) {
-	r.post(watchEvent{ids: ids, endpoint: endpoint, start: start})
+func (r *Recorder) Watch(ids, route string, start time.Time) {
+	r.post(watchEvent{ids: ids, route: route, start: start})
 }
 
 // Ended tells the recorder that a request it was told to watch ended, at
-// endpoint: when it lasted the slow-request threshold or longer, the
+// route: when it lasted the slow-request threshold or longer, the
 // window explains it.
-func (r *Recorder) Ended(ids, endpoint string, start, end time.Time) {
-	r.post(watchEvent{ids: ids, endpoint: endpoint, start: start, end: end, ended: true})
+func (r *Recorder) Ended(ids, route string, start, end time.Time) {
+	r.post(watchEvent{ids: ids, route: route, start: start, end: end, ended: true})
 }
 
 // maxInbox bounds the reports waiting for the recorder's goroutine.
@@ -274,7 +274,7 @@ func (r *Recorder) post(e watchEvent) {
 	r.inboxMu.Lock()
 	if len(r.inbox) >= maxInbox {
 		r.inboxMu.Unlock()
-		r.cfg.Stats.SlowDropped.Add(1)
+		r.cfg.Stats.SlowRequestsDropped.Add(1)
 		return
 	}
 	r.inbox = append(r.inbox, e)
@@ -393,8 +393,8 @@ func (r *Recorder) inDebtBound() bool {
 }
 
 // mayStartWatch reports whether the budget allows a watch trace: a
-// start needs minTokens, or, for a request whose endpoint has fewer than
-// minPerEndpoint explanations in the window, a debt under the bound.
+// start needs minTokens, or, for a request whose route has fewer than
+// minPerRoute explanations in the window, a debt under the bound.
 func (r *Recorder) mayStartWatch() bool {
 	return r.refill() >= minTokens || r.inDebtBound() && r.slow.liveOwed()
 }

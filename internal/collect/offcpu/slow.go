@@ -23,7 +23,7 @@ const (
 	// that turns long while as many are watched is not.
 	DefaultMaxWatched = 16
 	// DefaultMaxSlow bounds the requests a window explains: the slowest
-	// minPerEndpoint of each endpoint, then the slowest (choose). At a
+	// minPerRoute of each route, then the slowest (choose). At a
 	// few hundred bytes of OTLP each, a full window's explanations weigh
 	// about as much as its off-CPU profile.
 	DefaultMaxSlow = 1000
@@ -131,9 +131,9 @@ type watch struct {
 	hasEndG    bool
 	// seq numbers the watches in the order they began.
 	seq int
-	// endpoint is the request's endpoint as the tracker knew it when it
+	// route is the request's route as the tracker knew it when it
 	// was watched, final as it ended.
-	endpoint, final string
+	route, final string
 }
 
 // slowState is the recorder's watched requests and explanations. It is
@@ -151,10 +151,10 @@ type slowState struct {
 	live int
 	// seq is the number of the last watch begun.
 	seq int
-	// byEndpoint counts the window's explanations by the endpoint their
+	// byRoute counts the window's explanations by the route their
 	// requests had when watched; liveBy the live watches likewise.
-	byEndpoint map[string]int
-	liveBy     map[string]int
+	byRoute map[string]int
+	liveBy  map[string]int
 	// explained are the window's slow requests, explained.
 	explained []explanation
 	// prelude are the intervals a trace's end cut of goroutines in
@@ -216,7 +216,7 @@ func newSlowState(cfg *Config) *slowState {
 		stats:      cfg.Stats,
 		byRoot:     make(map[string]*watch),
 		prelude:    make(map[string]*prelude),
-		byEndpoint: make(map[string]int),
+		byRoute:    make(map[string]int),
 		liveBy:     make(map[string]int),
 	}
 }
@@ -225,7 +225,7 @@ func newSlowState(cfg *Config) *slowState {
 // request tracker reports it.
 type watchEvent struct {
 	ids        string
-	endpoint   string
+	route      string
 	start, end time.Time
 	ended      bool
 }
@@ -241,19 +241,19 @@ func (ss *slowState) apply(e watchEvent) {
 		if w != nil {
 			return
 		}
-		if !ss.mayWatch(e.endpoint) {
-			ss.stats.SlowDropped.Add(1)
+		if !ss.mayWatch(e.route) {
+			ss.stats.SlowRequestsDropped.Add(1)
 			return
 		}
 		ss.seq++
-		w := &watch{ids: e.ids, endpoint: e.endpoint, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
+		w := &watch{ids: e.ids, route: e.route, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
 		if p := ss.prelude[root]; p != nil {
 			w.goroutines = p.goroutines
 			delete(ss.prelude, root)
 		}
 		ss.byRoot[root] = w
 		ss.live++
-		ss.liveBy[w.endpoint]++
+		ss.liveBy[w.route]++
 		ss.gen++
 		return
 	}
@@ -262,31 +262,31 @@ func (ss *slowState) apply(e watchEvent) {
 	}
 	w.ended, w.start, w.end = true, e.start, e.end
 	ss.unlive(w)
-	if w.endpoint == "" {
-		w.endpoint = e.endpoint
+	if w.route == "" {
+		w.route = e.route
 	}
-	w.final = e.endpoint
+	w.final = e.route
 }
 
-// mayWatch reports whether a request of endpoint (as known when it turned
+// mayWatch reports whether a request of route (as known when it turned
 // long) may be watched: while fewer than maxWatched are, or, up to twice
-// that, when none of its endpoint is, so that one endpoint's slow
+// that, when none of its route is, so that one route's slow
 // requests, or requests slowed by a busy CPU, do not keep another's
 // from being watched.
-func (ss *slowState) mayWatch(endpoint string) bool {
-	return ss.live < ss.maxWatched || ss.live < 2*ss.maxWatched && ss.liveBy[endpoint] == 0
+func (ss *slowState) mayWatch(route string) bool {
+	return ss.live < ss.maxWatched || ss.live < 2*ss.maxWatched && ss.liveBy[route] == 0
 }
 
 // unlive counts w, watched, as no longer live.
 func (ss *slowState) unlive(w *watch) {
 	ss.live--
-	if ss.liveBy[w.endpoint]--; ss.liveBy[w.endpoint] <= 0 {
-		delete(ss.liveBy, w.endpoint)
+	if ss.liveBy[w.route]--; ss.liveBy[w.route] <= 0 {
+		delete(ss.liveBy, w.route)
 	}
 }
 
 // liveUpTo reports whether a watch numbered seq or lower, or one whose
-// endpoint has fewer than minPerEndpoint explanations in the window yet,
+// route has fewer than minPerRoute explanations in the window yet,
 // still lives.
 func (ss *slowState) liveUpTo(seq int) bool {
 	for _, w := range ss.byRoot {
@@ -297,17 +297,17 @@ func (ss *slowState) liveUpTo(seq int) bool {
 	return false
 }
 
-// liveOwed reports whether a watched request lives whose endpoint has
-// fewer than minPerEndpoint explanations in the window yet.
+// liveOwed reports whether a watched request lives whose route has
+// fewer than minPerRoute explanations in the window yet.
 func (ss *slowState) liveOwed() bool { return ss.liveUpTo(0) }
 
-// owed reports whether w's endpoint has fewer than minPerEndpoint
+// owed reports whether w's route has fewer than minPerRoute
 // explanations in the window yet.
-func (ss *slowState) owed(w *watch) bool { return ss.byEndpoint[w.endpoint] < minPerEndpoint }
+func (ss *slowState) owed(w *watch) bool { return ss.byRoute[w.route] < minPerRoute }
 
-// minPerEndpoint is how many slow requests of every endpoint a window
+// minPerRoute is how many slow requests of every route a window
 // explains before the slowest of all are chosen, when it can.
-const minPerEndpoint = 10
+const minPerRoute = 10
 
 // watching reports whether any request is watched: the reading then keeps
 // the goroutines' timelines.
@@ -326,7 +326,7 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 			}
 		case !w.ended && now.Sub(w.start) > maxWatchAge:
 			ss.unlive(w)
-			ss.stats.SlowDropped.Add(1)
+			ss.stats.SlowRequestsDropped.Add(1)
 		default:
 			continue
 		}
@@ -337,10 +337,10 @@ func (ss *slowState) settle(reach int64, tracing bool, now time.Time) {
 
 // explanation is one slow request's wall time, part by part.
 type explanation struct {
-	ids      string
-	endpoint string
-	dur      time.Duration
-	parts    []part
+	ids   string
+	route string
+	dur   time.Duration
+	parts []part
 }
 
 // part is an interval of an explanation; before marks the part before
@@ -368,11 +368,11 @@ func (ss *slowState) explain(w *watch) {
 	}
 	parts := explainParts(tl, w.start.UnixNano(), w.end.UnixNano())
 	if parts == nil {
-		ss.stats.SlowDropped.Add(1)
+		ss.stats.SlowRequestsDropped.Add(1)
 		return
 	}
-	ss.byEndpoint[w.endpoint]++
-	ss.explained = append(ss.explained, explanation{ids: w.ids, endpoint: w.final, dur: w.end.Sub(w.start), parts: parts})
+	ss.byRoute[w.route]++
+	ss.explained = append(ss.explained, explanation{ids: w.ids, route: w.final, dur: w.end.Sub(w.start), parts: parts})
 	if len(ss.explained) >= 2*ss.maxSlow {
 		// The window keeps no more than it could send.
 		ss.choose()
@@ -524,7 +524,7 @@ func samePlace(x, y []trace.StackFrame) bool {
 // and forgets them; the others are counted as dropped.
 func (ss *slowState) build(w *window) {
 	ss.choose()
-	clear(ss.byEndpoint)
+	clear(ss.byRoute)
 	var key []byte
 	for _, e := range ss.explained {
 		for _, p := range e.parts {
@@ -542,7 +542,7 @@ func (ss *slowState) build(w *window) {
 					lbls = append(lbls, pprofdecode.Label{Key: BeforeTraceKey, Str: "true"})
 				}
 				// The request's own span is its root: the collector
-				// turns the root's id into the request's endpoint.
+				// turns the root's id into the request's route.
 				return append(lbls,
 					pprofdecode.Label{Key: labelkey.LocalRootSpanID, Str: e.ids[32:]},
 					pprofdecode.Label{Key: labelkey.SpanID, Str: e.ids[32:]},
@@ -551,13 +551,13 @@ func (ss *slowState) build(w *window) {
 			w.events = append(w.events, event{kind: k, start: p.start, dur: p.end - p.start})
 		}
 	}
-	ss.stats.SlowExplained.Add(int64(len(ss.explained)))
+	ss.stats.SlowRequestsExplained.Add(int64(len(ss.explained)))
 	clear(ss.explained)
 	ss.explained = ss.explained[:0]
 }
 
 // choose keeps maxSlow of the window's explanations, slowest first:
-// the slowest minPerEndpoint of each endpoint (as the request ended),
+// the slowest minPerRoute of each route (as the request ended),
 // then the slowest of the others. The others are counted as dropped.
 func (ss *slowState) choose() {
 	slices.SortStableFunc(ss.explained, func(a, b explanation) int { return int(min(max(b.dur-a.dur, -1), 1)) })
@@ -569,9 +569,9 @@ func (ss *slowState) choose() {
 	keep := make([]bool, n)
 	kept := 0
 	for i, e := range ss.explained {
-		if kept < ss.maxSlow && per[e.endpoint] < minPerEndpoint {
+		if kept < ss.maxSlow && per[e.route] < minPerRoute {
 			keep[i] = true
-			per[e.endpoint]++
+			per[e.route]++
 			kept++
 		}
 	}
@@ -583,7 +583,7 @@ func (ss *slowState) choose() {
 	}
 	i := 0
 	ss.explained = slices.DeleteFunc(ss.explained, func(explanation) bool { i++; return !keep[i-1] })
-	ss.stats.SlowDropped.Add(int64(n - ss.maxSlow))
+	ss.stats.SlowRequestsDropped.Add(int64(n - ss.maxSlow))
 }
 
 // reasonFromStack names the wait of a goroutine found waiting when the

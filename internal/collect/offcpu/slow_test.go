@@ -160,7 +160,7 @@ func TestSlowRequestExplained(t *testing.T) {
 			}
 			p := r.Slow()
 			if p == nil {
-				t.Fatalf("no slow-request profile: %d explained, %d dropped", stats.SlowExplained.Load(), stats.SlowDropped.Load())
+				t.Fatalf("no slow-request profile: %d explained, %d dropped", stats.SlowRequestsExplained.Load(), stats.SlowRequestsDropped.Load())
 			}
 			dur := slow.end.Sub(slow.start)
 			all, matching, _ := explained(p, slow.ids, tc.state, tc.reason, tc.fn)
@@ -205,8 +205,8 @@ func TestSlowRequestExplained(t *testing.T) {
 				// It waited for a CPU past the threshold: slow.
 				wantExplained++
 			}
-			if got := stats.SlowExplained.Load(); got != wantExplained {
-				t.Errorf("SlowExplained = %d, want %d", got, wantExplained)
+			if got := stats.SlowRequestsExplained.Load(); got != wantExplained {
+				t.Errorf("SlowRequestsExplained = %d, want %d", got, wantExplained)
 			}
 		})
 	}
@@ -354,8 +354,8 @@ func TestSlowBounds(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		ss.apply(watchEvent{ids: ids(i), start: t0})
 	}
-	if ss.live != 3 || stats.SlowDropped.Load() != 2 {
-		t.Fatalf("%d watched, %d dropped; want 3, 2", ss.live, stats.SlowDropped.Load())
+	if ss.live != 3 || stats.SlowRequestsDropped.Load() != 2 {
+		t.Fatalf("%d watched, %d dropped; want 3, 2", ss.live, stats.SlowRequestsDropped.Load())
 	}
 	run := []xtrace.StackFrame{{Func: "main.handle"}}
 	for i, d := range map[int]time.Duration{1: 300 * time.Millisecond, 2: 200 * time.Millisecond, 3: 150 * time.Millisecond} {
@@ -383,8 +383,8 @@ func TestSlowBounds(t *testing.T) {
 		t.Errorf("explained %v, want the two slowest %v", got, want)
 	}
 	// 2 not watched, 1 past MaxSlow, 1 with no trace of its goroutine.
-	if n := stats.SlowDropped.Load(); n != 4 || stats.SlowExplained.Load() != 2 {
-		t.Errorf("dropped %d, explained %d; want 4, 2", n, stats.SlowExplained.Load())
+	if n := stats.SlowRequestsDropped.Load(); n != 4 || stats.SlowRequestsExplained.Load() != 2 {
+		t.Errorf("dropped %d, explained %d; want 4, 2", n, stats.SlowRequestsExplained.Load())
 	}
 }
 

@@ -216,7 +216,7 @@ func BenchmarkSlowCapture(b *testing.B) {
 				b.ReportMetric(float64(cpu.Microseconds())/float64(served), "cpu-µs/req")
 				b.ReportMetric(float64(served)/time.Since(start).Seconds(), "req/s")
 				b.ReportMetric(float64(r.readTotal)/time.Since(start).Seconds()/1024, "trace-KiB/s")
-				if n := stats.SlowExplained.Load(); slow > 0 && n > 0 {
+				if n := stats.SlowRequestsExplained.Load(); slow > 0 && n > 0 {
 					b.ReportMetric(100*float64(n)/float64(slow), "explained-%")
 					// What the explanations weigh on the wire.
 					req := otlp.NewBuilder(nil, nil).Build(start, time.Now(), []otlp.Input{{Name: "slowrequests", Profile: r.Slow()}})

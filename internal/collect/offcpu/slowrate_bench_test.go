@@ -29,7 +29,7 @@ import (
 // 200 ms on a contended mutex in handleLock; every request in a root span
 // of a wrapped tracer, the client in the same process. As the request
 // tracker does, it reports the requests that run half the threshold
-// (Watch) and their end (Ended, with the endpoint). A warm-up window of
+// (Watch) and their end (Ended, with the route). A warm-up window of
 // slowRatesWarm (SLOWRATES_WARM, a duration) spends some of the trace
 // budget's burst, as a service running for a while has; the next window,
 // of slowRatesRun, is measured. It reports

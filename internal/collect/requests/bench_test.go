@@ -86,7 +86,7 @@ func benchRequests(b *testing.B) func(i, mine int) {
 		// or by a middleware on the goroutine that carries its labels:
 		// the labels carry the route.
 		r := Begin(all[i%n], "GET", start)
-		r.SetRoute(routes[i%2])
+		r.SetHTTPRoute(routes[i%2])
 		r.Labelled()
 		r.End(start)
 		if mine%1000 == 0 {

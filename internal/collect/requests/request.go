@@ -17,9 +17,9 @@ type Request struct {
 
 	// mu guards name and route, which the span's owner may change while
 	// the Tracker reads them.
-	mu          sync.Mutex
-	name, route string
-	// labelled is the endpoint the span's labels carry, set by Labelled
+	mu              sync.Mutex
+	name, httpRoute string
+	// labelled is the route the span's labels carry, set by Labelled
 	// and Relabel.
 	labelled string
 
@@ -68,8 +68,8 @@ func (r *Request) Start() time.Time {
 	return r.start
 }
 
-// SetName records the span's new name, which is the request's endpoint
-// unless it has a route. A request that ended keeps its endpoint.
+// SetName records the span's new name, which is the request's route
+// unless it has a route. A request that ended keeps its route.
 func (r *Request) SetName(name string) {
 	if r == nil || r.took.Load() != 0 {
 		return
@@ -79,15 +79,15 @@ func (r *Request) SetName(name string) {
 	r.mu.Unlock()
 }
 
-// SetRoute records the span's route (the semantic conventions'
-// http.route), which is the request's endpoint from then on. An empty
-// route is ignored. A request that ended keeps its endpoint.
-func (r *Request) SetRoute(route string) {
+// SetHTTPRoute records the span's route (the semantic conventions'
+// http.route), which is the request's route from then on. An empty
+// route is ignored. A request that ended keeps its route.
+func (r *Request) SetHTTPRoute(route string) {
 	if r == nil || route == "" || r.took.Load() != 0 {
 		return
 	}
 	r.mu.Lock()
-	r.route = route
+	r.httpRoute = route
 	r.mu.Unlock()
 }
 
@@ -115,9 +115,9 @@ func (r *Request) Ended() (time.Time, bool) {
 	return r.start.Add(time.Duration(d - 1)), true
 }
 
-// Labelled returns the request's endpoint now, which the caller puts in
+// Labelled returns the request's route now, which the caller puts in
 // the span's labels, at Start and again once it has a route: a request
-// whose endpoint is another when it ends is one whose root the Tracker
+// whose route is another when it ends is one whose root the Tracker
 // remembers first.
 func (r *Request) Labelled() string {
 	if r == nil {
@@ -125,45 +125,45 @@ func (r *Request) Labelled() string {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.labelled = r.endpoint()
+	r.labelled = r.route()
 	return r.labelled
 }
 
-// outcome returns the request's endpoint now, and whether it is not the
+// outcome returns the request's route now, and whether it is not the
 // one its labels carry.
 func (r *Request) outcome() (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.endpoint()
+	e := r.route()
 	return e, e != r.labelled
 }
 
 // unsettled reports whether the request runs and has no route, and
-// whether its name is the one it started with (its labels' endpoint).
+// whether its name is the one it started with (its labels' route).
 func (r *Request) unsettled() bool {
 	if r.took.Load() != 0 {
 		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.route == "" && r.name == r.labelled
+	return r.httpRoute == "" && r.name == r.labelled
 }
 
-// Endpoint returns the request's endpoint now: its route if it has one,
+// Route returns the request's route now: its route if it has one,
 // otherwise its span's name.
-func (r *Request) Endpoint() string {
+func (r *Request) Route() string {
 	if r == nil {
 		return ""
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.endpoint()
+	return r.route()
 }
 
-// endpoint is Endpoint, with r.mu held.
-func (r *Request) endpoint() string {
-	if r.route != "" {
-		return r.route
+// route is Route, with r.mu held.
+func (r *Request) route() string {
+	if r.httpRoute != "" {
+		return r.httpRoute
 	}
 	return r.name
 }

@@ -13,24 +13,24 @@ import (
 	"github.com/pprofotel/profiler/internal/validutf8"
 )
 
-// EndpointKey is the sample attribute, and the pprof label, that carries
-// the endpoint of a sample's request. It is a valid Prometheus and
+// RouteKey is the sample attribute, and the pprof label, that carries
+// the route of a sample's request. It is a valid Prometheus and
 // Pyroscope label name, so that a query can select it
-// ({endpoint="/users/{id}"}), and pprof's -tagfocus=endpoint=... reads it.
-const EndpointKey = "endpoint"
+// ({route="/users/{id}"}), and pprof's -tagfocus=route=... reads it.
+const RouteKey = "route"
 
-// Overflow is the endpoint of the requests of a window whose own endpoint
-// did not fit in it: the window already had MaxEndpoints others.
+// Overflow is the route of the requests of a window whose own route
+// did not fit in it: the window already had MaxRoutes others.
 const Overflow = "_other"
 
 // Defaults of Config.
 const (
-	// DefaultMaxEndpoints is the number of distinct endpoints a window
+	// DefaultMaxRoutes is the number of distinct routes a window
 	// carries unless configured otherwise. A service's routes are tens,
 	// rarely more than a hundred; span names with ids in them are
 	// unbounded, and the bound keeps them from multiplying the samples
-	// (each distinct endpoint is a distinct sample per stack).
-	DefaultMaxEndpoints = 100
+	// (each distinct route is a distinct sample per stack).
+	DefaultMaxRoutes = 100
 	// DefaultMaxRequests bounds the requests running at once that the
 	// Tracker follows: beyond it, the sweep ages out the oldest.
 	DefaultMaxRequests = 1 << 16
@@ -39,7 +39,7 @@ const (
 	// the process) is no longer followed, nor counted when it ends.
 	DefaultMaxAge = time.Hour
 	// DefaultMaxRoots bounds the root span ids a window remembers the
-	// endpoint of, for the samples whose labels cannot tell it (see
+	// route of, for the samples whose labels cannot tell it (see
 	// Tracker), in each of the two windows kept.
 	DefaultMaxRoots = 1 << 18
 	// DefaultSettle is how long a window's end waits, at most, for the
@@ -58,22 +58,22 @@ const (
 
 // Config configures a Tracker.
 type Config struct {
-	// MaxEndpoints is the most distinct endpoints a window carries; the
+	// MaxRoutes is the most distinct routes a window carries; the
 	// requests of others are counted under Overflow. 0 takes
-	// DefaultMaxEndpoints.
-	MaxEndpoints int
+	// DefaultMaxRoutes.
+	MaxRoutes int
 	// MaxRequests bounds the running requests followed at once; 0 takes
 	// DefaultMaxRequests.
 	MaxRequests int
 	// MaxAge is how long a request is followed before it is aged out; 0
 	// takes DefaultMaxAge.
 	MaxAge time.Duration
-	// MaxRoots bounds the root span ids a window maps to their endpoint;
+	// MaxRoots bounds the root span ids a window maps to their route;
 	// 0 takes DefaultMaxRoots.
 	MaxRoots int
 	// LabelledRoots has the window remember also the roots whose labels
-	// carry their endpoint, while it holds fewer than MaxRoots/2: for a
-	// profile whose samples carry the root's id but no endpoint label
+	// carry their route, while it holds fewer than MaxRoots/2: for a
+	// profile whose samples carry the root's id but no route label
 	// (the off-CPU profile's come from the execution trace).
 	LabelledRoots bool
 	// LongAfter is how long a request runs before OnLong is called for
@@ -89,8 +89,8 @@ type Config struct {
 
 // withDefaults returns cfg with its zero bounds set to the defaults.
 func (cfg Config) withDefaults() Config {
-	if cfg.MaxEndpoints <= 0 {
-		cfg.MaxEndpoints = DefaultMaxEndpoints
+	if cfg.MaxRoutes <= 0 {
+		cfg.MaxRoutes = DefaultMaxRoutes
 	}
 	if cfg.MaxRequests <= 0 {
 		cfg.MaxRequests = DefaultMaxRequests
@@ -120,13 +120,13 @@ var installed atomic.Pointer[Tracker]
 var ErrInstalled = errors.New("requests: another tracker is installed")
 
 // Tracker follows the requests of the process: it counts those that end
-// in each window by endpoint, remembers the endpoint of root span ids for
+// in each window by route, remembers the route of root span ids for
 // the window's samples, and watches the running ones for OnLong.
 //
-// The label wrapper puts a request's endpoint as it starts (its route,
+// The label wrapper puts a request's route as it starts (its route,
 // else its name) in the labels of its goroutines, so a sample names its
-// endpoint without the Tracker. The Tracker remembers, up to MaxRoots a
-// window, the roots whose endpoint changed after their labels took it
+// route without the Tracker. The Tracker remembers, up to MaxRoots a
+// window, the roots whose route changed after their labels took it
 // and, with LabelledRoots, the others while the window has room for half
 // as many.
 //
@@ -155,24 +155,24 @@ type Tracker struct {
 	prev *windowState
 }
 
-// windowState is what a sweep gathers for the current window. Endpoints
+// windowState is what a sweep gathers for the current window. Routes
 // are kept as indexes into names, so that the roots hold no pointer for
 // the garbage collector to follow: they are the Tracker's largest memory.
 type windowState struct {
-	names  []string          // the window's endpoints
+	names  []string          // the window's routes
 	index  map[string]uint16 // names' indexes
-	counts []int64           // requests ended, by endpoint index
-	// endpoints counts names but Overflow.
-	endpoints int
-	// recent remembers the last endpoints admitted, as the requests gave
+	counts []int64           // requests ended, by route index
+	// routes counts names but Overflow.
+	routes int
+	// recent remembers the last routes admitted, as the requests gave
 	// them, with their index: a service's requests have a handful of
 	// routes and names, the same strings again and again (a route is the
 	// router's pattern, a name most often a constant), which compare
 	// equal at once by their pointer; admitting one anew means cutting
-	// it to MaxEndpointLen, checking its UTF-8 and hashing it.
+	// it to MaxRouteLen, checking its UTF-8 and hashing it.
 	recent    [4]admitted
 	recentLen int // of recent, filled in turn
-	// roots holds the roots that ended, with their endpoint: appended by
+	// roots holds the roots that ended, with their route: appended by
 	// the sweeps in the order they ended, sorted by span id when the
 	// window ends. A slice, not a map: a sweep appends without hashing,
 	// growing a table or missing the cache.
@@ -181,30 +181,30 @@ type windowState struct {
 	rootsFull  int64
 }
 
-// admitted is an endpoint as a request gave it, and the index admit
+// admitted is a route as a request gave it, and the index admit
 // gave it.
 type admitted struct {
-	endpoint string
-	index    uint16
+	route string
+	index uint16
 }
 
 // root is a local root span that ended: its span id, as a number, and the
-// index of its endpoint in its window's names.
+// index of its route in its window's names.
 type root struct {
-	id       uint64
-	endpoint uint16
+	id    uint64
+	route uint16
 }
 
-// sortedRoots is a window's roots sorted by span id, for endpointOf.
+// sortedRoots is a window's roots sorted by span id, for routeOf.
 type sortedRoots []root
 
-// endpointOf returns the endpoint index of the root with span id id.
-func (rs sortedRoots) endpointOf(id uint64) (uint16, bool) {
+// routeOf returns the route index of the root with span id id.
+func (rs sortedRoots) routeOf(id uint64) (uint16, bool) {
 	i, ok := slices.BinarySearchFunc(rs, id, func(r root, id uint64) int { return cmp.Compare(r.id, id) })
 	if !ok {
 		return 0, false
 	}
-	return rs[i].endpoint, true
+	return rs[i].route, true
 }
 
 // New returns a Tracker; Begin reports to it once it is installed.
@@ -383,13 +383,13 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 }
 
 // ended counts r, which ended, in the current window, and remembers its
-// root's endpoint: first those whose endpoint is not the one their labels
+// root's route: first those whose route is not the one their labels
 // carry, then, with LabelledRoots, while the window has room for half as
 // many, the others.
 func (t *Tracker) ended(r *Request) {
 	w := t.win
-	endpoint, renamed := r.outcome()
-	e := w.admit(endpoint, t.cfg.MaxEndpoints)
+	route, renamed := r.outcome()
+	e := w.admit(route, t.cfg.MaxRoutes)
 	w.counts[e]++
 	if w.names[e] == Overflow {
 		w.overflowed++
@@ -403,7 +403,7 @@ func (t *Tracker) ended(r *Request) {
 		switch {
 		case renamed && len(w.roots) < t.cfg.MaxRoots,
 			t.cfg.LabelledRoots && len(w.roots) < t.cfg.MaxRoots/2:
-			w.roots = append(w.roots, root{id: id, endpoint: e})
+			w.roots = append(w.roots, root{id: id, route: e})
 		case renamed:
 			w.rootsFull++
 		}
@@ -413,41 +413,41 @@ func (t *Tracker) ended(r *Request) {
 	}
 }
 
-// MaxEndpointLen is the longest endpoint sent, in bytes: a longer span
+// MaxRouteLen is the longest route sent, in bytes: a longer span
 // name is cut at a character boundary before it and marked with its length
 // (validutf8.Clip). Routes are far shorter; a span name is whatever the
 // application made it.
-const MaxEndpointLen = 256
+const MaxRouteLen = 256
 
 // admit returns the index of e when the window has room for it, that of
-// Overflow otherwise. A window has at most limit endpoints, and Overflow.
+// Overflow otherwise. A window has at most limit routes, and Overflow.
 func (w *windowState) admit(e string, limit int) uint16 {
 	for _, a := range w.recent[:min(w.recentLen, len(w.recent))] {
-		if a.endpoint == e {
+		if a.route == e {
 			return a.index
 		}
 	}
 	i := w.admitNew(e, limit)
-	// Within a window, an endpoint is admitted the same way every time:
-	// the window only gains endpoints, and once full it stays so.
-	w.recent[w.recentLen%len(w.recent)] = admitted{endpoint: e, index: i}
+	// Within a window, a route is admitted the same way every time:
+	// the window only gains routes, and once full it stays so.
+	w.recent[w.recentLen%len(w.recent)] = admitted{route: e, index: i}
 	w.recentLen++
 	return i
 }
 
-// admitNew is admit for an endpoint not among recent.
+// admitNew is admit for a route not among recent.
 func (w *windowState) admitNew(e string, limit int) uint16 {
-	e = validutf8.Clip(e, MaxEndpointLen)
+	e = validutf8.Clip(e, MaxRouteLen)
 	if i, ok := w.index[e]; ok {
 		return i
 	}
-	if e == Overflow || w.endpoints >= limit {
+	if e == Overflow || w.routes >= limit {
 		e = Overflow
 		if i, ok := w.index[e]; ok {
 			return i
 		}
 	} else {
-		w.endpoints++
+		w.routes++
 	}
 	if w.index == nil {
 		w.index = make(map[string]uint16)
@@ -474,16 +474,16 @@ func rootKey(id string) (uint64, bool) {
 // Requests is what a Tracker saw of one window's requests. Its methods
 // are for one goroutine, before the Tracker's next Window.
 type Requests struct {
-	// Counts holds the requests that ended in the window, by endpoint:
-	// at most MaxEndpoints endpoints, and Overflow. Its keys are the
-	// window's endpoints; one seen only on requests still running at the
+	// Counts holds the requests that ended in the window, by route:
+	// at most MaxRoutes routes, and Overflow. Its keys are the
+	// window's routes; one seen only on requests still running at the
 	// window's end, or only in samples' labels, counts 0.
 	Counts map[string]int64
 	// Overflowed counts the window's requests counted under Overflow.
 	Overflowed int64
-	// Dropped counts the roots of the window whose endpoint changed after
+	// Dropped counts the roots of the window whose route changed after
 	// they started and that the window could not remember, MaxRoots being
-	// remembered already: their samples carry the endpoint they started
+	// remembered already: their samples carry the route they started
 	// with.
 	Dropped int64
 	// AgedOut counts the requests the window's sweeps stopped following,
@@ -491,22 +491,22 @@ type Requests struct {
 	// when they end.
 	AgedOut int64
 
-	// w is the window's state, whose names the samples' endpoints are
+	// w is the window's state, whose names the samples' routes are
 	// admitted to; roots its roots, prevRoots those that ended in the
-	// window before, with their endpoints' indexes in prevNames; live
+	// window before, with their routes' indexes in prevNames; live
 	// maps the span id of one running at the window's end to it.
 	w                *windowState
-	maxEndpoints     int
+	maxRoutes        int
 	roots, prevRoots sortedRoots
 	prevNames        []string
 	live             map[uint64]*Request
 }
 
-// Endpoint returns the endpoint of the local root span with hex span id
+// Route returns the route of the local root span with hex span id
 // rootID, and false when the window does not know it. A request running
-// at the window's end is given its endpoint now, which it keeps once it
+// at the window's end is given its route now, which it keeps once it
 // ended.
-func (q *Requests) Endpoint(rootID string) (string, bool) {
+func (q *Requests) Route(rootID string) (string, bool) {
 	k, ok := rootKey(rootID)
 	if !ok || q.w == nil {
 		return "", false
@@ -515,25 +515,25 @@ func (q *Requests) Endpoint(rootID string) (string, bool) {
 		e, _ := r.outcome()
 		return q.Admit(e), true
 	}
-	if i, ok := q.roots.endpointOf(k); ok {
+	if i, ok := q.roots.routeOf(k); ok {
 		return q.w.names[i], true
 	}
-	if i, ok := q.prevRoots.endpointOf(k); ok {
+	if i, ok := q.prevRoots.routeOf(k); ok {
 		return q.Admit(q.prevNames[i]), true
 	}
 	return "", false
 }
 
-// Admit returns endpoint e as the window sends it: cut to MaxEndpointLen
-// and valid UTF-8, or Overflow when the window has MaxEndpoints others.
-// An endpoint admitted is among Counts' keys. Without a Tracker, e is
+// Admit returns route e as the window sends it: cut to MaxRouteLen
+// and valid UTF-8, or Overflow when the window has MaxRoutes others.
+// A route admitted is among Counts' keys. Without a Tracker, e is
 // returned as is.
 func (q *Requests) Admit(e string) string {
 	if q.w == nil {
 		return e
 	}
 	n := len(q.w.names)
-	i := q.w.admit(e, q.maxEndpoints)
+	i := q.w.admit(e, q.maxRoutes)
 	name := q.w.names[i]
 	if len(q.w.names) > n && q.Counts != nil {
 		q.Counts[name] = 0
@@ -596,27 +596,27 @@ func (t *Tracker) Window(now time.Time) Requests {
 		if id, ok := rootKey(r.RootID()); ok {
 			live[id] = r
 			// Admitted in the order they started, as their samples were
-			// taken: a request's endpoint may still change (Endpoint).
-			w.admit(r.Endpoint(), t.cfg.MaxEndpoints)
+			// taken: a request's route may still change (Route).
+			w.admit(r.Route(), t.cfg.MaxRoutes)
 		}
 	}
-	// The roots that ended in the window before keep their endpoint when
+	// The roots that ended in the window before keep their route when
 	// there is room for it.
 	for i, e := range t.prev.names {
 		if t.prev.counts[i] > 0 {
-			w.admit(e, t.cfg.MaxEndpoints)
+			w.admit(e, t.cfg.MaxRoutes)
 		}
 	}
 	q := Requests{
-		Overflowed:   w.overflowed,
-		Dropped:      w.rootsFull,
-		AgedOut:      t.agedOut,
-		w:            w,
-		maxEndpoints: t.cfg.MaxEndpoints,
-		roots:        w.roots,
-		live:         live,
-		prevRoots:    t.prev.roots,
-		prevNames:    t.prev.names,
+		Overflowed: w.overflowed,
+		Dropped:    w.rootsFull,
+		AgedOut:    t.agedOut,
+		w:          w,
+		maxRoutes:  t.cfg.MaxRoutes,
+		roots:      w.roots,
+		live:       live,
+		prevRoots:  t.prev.roots,
+		prevNames:  t.prev.names,
 	}
 	t.agedOut = 0
 	q.Counts = make(map[string]int64, len(w.names))

@@ -40,13 +40,13 @@ type step struct {
 	end    bool
 }
 
-func TestCountsAndEndpoints(t *testing.T) {
+func TestCountsAndRoutes(t *testing.T) {
 	tests := []struct {
-		name         string
-		maxEndpoints int
-		windows      [][]step
+		name      string
+		maxRoutes int
+		windows   [][]step
 		// counts and roots are what each window returns; roots maps a
-		// request's number to the endpoint Endpoint returns, "" for
+		// request's number to the route Route returns, "" for
 		// unknown.
 		counts     []map[string]int64
 		roots      []map[int]string
@@ -102,8 +102,8 @@ func TestCountsAndEndpoints(t *testing.T) {
 			overflowed: []int64{0},
 		},
 		{
-			name:         "bounded",
-			maxEndpoints: 2,
+			name:      "bounded",
+			maxRoutes: 2,
 			windows: [][]step{
 				{
 					{n: 1, begin: true, name: "a", end: true},
@@ -128,10 +128,10 @@ func TestCountsAndEndpoints(t *testing.T) {
 			overflowed: []int64{3, 0},
 		},
 		{
-			// More endpoints than admit remembers, an empty one among
+			// More routes than admit remembers, an empty one among
 			// them, each seen again after the window is full.
-			name:         "recent endpoints",
-			maxEndpoints: 3,
+			name:      "recent routes",
+			maxRoutes: 3,
 			windows: [][]step{{
 				{n: 1, begin: true, name: "a", end: true},
 				{n: 2, begin: true, name: "", end: true},
@@ -152,7 +152,7 @@ func TestCountsAndEndpoints(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := install(t, Config{MaxEndpoints: tt.maxEndpoints})
+			tr := install(t, Config{MaxRoutes: tt.maxRoutes})
 			reqs := map[int]*Request{}
 			start := time.Now()
 			for w, steps := range tt.windows {
@@ -162,7 +162,7 @@ func TestCountsAndEndpoints(t *testing.T) {
 					}
 					r := reqs[s.n]
 					if s.route != "" {
-						r.SetRoute(s.route)
+						r.SetHTTPRoute(s.route)
 					}
 					if s.rename != "" {
 						r.SetName(s.rename)
@@ -179,9 +179,9 @@ func TestCountsAndEndpoints(t *testing.T) {
 					t.Errorf("window %d: overflowed %d, want %d", w, q.Overflowed, tt.overflowed[w])
 				}
 				for n, want := range tt.roots[w] {
-					got, ok := q.Endpoint(rootID(n))
+					got, ok := q.Route(rootID(n))
 					if got != want || ok != (want != "") {
-						t.Errorf("window %d: endpoint of root %d is %q, %v; want %q", w, n, got, ok, want)
+						t.Errorf("window %d: route of root %d is %q, %v; want %q", w, n, got, ok, want)
 					}
 				}
 			}
@@ -189,17 +189,17 @@ func TestCountsAndEndpoints(t *testing.T) {
 	}
 }
 
-func TestEndpointOfBadID(t *testing.T) {
+func TestRouteOfBadID(t *testing.T) {
 	tr := install(t, Config{})
 	Begin(ids(1), "a", time.Now()).End(time.Now())
 	q := tr.Window(time.Now())
 	for _, id := range []string{"", "1", rootID(1) + "0", "000000000000000g", "000000000000000G"} {
-		if e, ok := q.Endpoint(id); ok {
-			t.Errorf("Endpoint(%q) = %q, true", id, e)
+		if e, ok := q.Route(id); ok {
+			t.Errorf("Route(%q) = %q, true", id, e)
 		}
 	}
-	if e, ok := q.Endpoint(rootID(1)); !ok || e != "a" {
-		t.Errorf("Endpoint of root 1 = %q, %v", e, ok)
+	if e, ok := q.Route(rootID(1)); !ok || e != "a" {
+		t.Errorf("Route of root 1 = %q, %v", e, ok)
 	}
 }
 
@@ -257,7 +257,7 @@ func TestAgedOut(t *testing.T) {
 }
 
 // TestRootsRemembered checks which roots a window remembers: those whose
-// endpoint is not the one their labels carry, up to MaxRoots, and, with
+// route is not the one their labels carry, up to MaxRoots, and, with
 // LabelledRoots, the others while the window holds fewer than half of
 // MaxRoots.
 func TestRootsRemembered(t *testing.T) {
@@ -297,7 +297,7 @@ func TestRootsRemembered(t *testing.T) {
 			q := tr.Window(start)
 			var known []int
 			for i := 1; i <= n; i++ {
-				if _, ok := q.Endpoint(rootID(i)); ok {
+				if _, ok := q.Route(rootID(i)); ok {
 					known = append(known, i)
 				}
 			}
@@ -314,11 +314,11 @@ func TestLongRequests(t *testing.T) {
 	tr := install(t, Config{
 		MaxAge:    3 * time.Hour,
 		LongAfter: time.Second,
-		OnLong:    func(r *Request) { mu.Lock(); long = append(long, r.Endpoint()); mu.Unlock() },
+		OnLong:    func(r *Request) { mu.Lock(); long = append(long, r.Route()); mu.Unlock() },
 		OnEnd: func(r *Request) {
 			end, ok := r.Ended()
 			mu.Lock()
-			ended = append(ended, fmt.Sprintf("%s %v %v", r.Endpoint(), end.Sub(r.Start()), ok))
+			ended = append(ended, fmt.Sprintf("%s %v %v", r.Route(), end.Sub(r.Start()), ok))
 			mu.Unlock()
 		},
 	})
@@ -402,9 +402,9 @@ func TestSweeperEndsWhenIdle(t *testing.T) {
 func TestNilRequest(t *testing.T) {
 	var r *Request
 	r.SetName("a")
-	r.SetRoute("/a")
+	r.SetHTTPRoute("/a")
 	r.End(time.Now())
-	if _, ok := r.Ended(); ok || r.Endpoint() != "" || r.IDs() != "" || r.RootID() != "" || !r.Start().IsZero() {
+	if _, ok := r.Ended(); ok || r.Route() != "" || r.IDs() != "" || r.RootID() != "" || !r.Start().IsZero() {
 		t.Error("a nil request is not empty")
 	}
 }
@@ -420,7 +420,7 @@ func TestConcurrent(t *testing.T) {
 			for i := range each {
 				n := g*each + i + 1
 				r := Begin(ids(n), fmt.Sprint("e", n%3), time.Now())
-				r.SetRoute(fmt.Sprint("/", n%3))
+				r.SetHTTPRoute(fmt.Sprint("/", n%3))
 				r.End(time.Now())
 			}
 		})
@@ -428,7 +428,7 @@ func TestConcurrent(t *testing.T) {
 	total := map[string]int64{}
 	add := func(q Requests) {
 		for e, c := range q.Counts {
-			if c != 0 { // an endpoint of running requests only
+			if c != 0 { // a route of running requests only
 				total[e] += c
 			}
 		}

@@ -201,7 +201,7 @@ func TestBuildDictionary(t *testing.T) {
 		// handle/main, unlock/handle/main.
 		{"stack_table", len(d.StackTable), 5},
 		{"link_table", len(d.LinkTable), 2},
-		// zero + 4 profile names, endpoint, trace_id and span_id of the
+		// zero + 4 profile names, route, trace_id and span_id of the
 		// malformed pair, gnu and go build ids, 3 mapping flags,
 		// is_folded; not the numeric labels bytes and worker.
 		{"attribute_table", len(d.AttributeTable), 14},
@@ -254,7 +254,7 @@ func TestBuildSamples(t *testing.T) {
 		link   bool
 		value  int64
 	}
-	route := "endpoint=/api"
+	route := "route=/api"
 	tests := []struct {
 		scope, sampleType string
 		want              []sample
@@ -441,7 +441,7 @@ func TestBuildGolden(t *testing.T) {
 
 // TestBuildRequestsGolden builds the request counts the collector adds to
 // a window: one Profile of requests/count without a period, a sample per
-// endpoint on a one-frame stack, with the endpoint attribute.
+// route on a one-frame stack, with the route attribute.
 func TestBuildRequestsGolden(t *testing.T) {
 	checkGolden(t, "requests.json", newTestBuilder().Build(windowStart, windowEnd,
 		[]otlp.Input{{Name: "requests", Profile: otlptest.RequestsFixture()}}))
@@ -692,13 +692,13 @@ func TestBuildSlowRequests(t *testing.T) {
 		t.Errorf("wall time per span %v, want %v", perSpan, want)
 	}
 	wantStates := []string{
-		"[before_trace=true endpoint=/lock goroutine_state=off_cpu wait_reason=sync]",
-		"[endpoint=/lock goroutine_state=off_cpu wait_reason=sync]",
-		"[endpoint=/lock goroutine_state=runnable]",
-		"[endpoint=/lock goroutine_state=on_cpu]",
-		"[endpoint=/lock goroutine_state=on_cpu]",
-		"[endpoint=/cpu goroutine_state=on_cpu]",
-		"[endpoint=/cpu goroutine_state=off_cpu wait_reason=network]",
+		"[before_trace=true route=/lock goroutine_state=off_cpu wait_reason=sync]",
+		"[route=/lock goroutine_state=off_cpu wait_reason=sync]",
+		"[route=/lock goroutine_state=runnable]",
+		"[route=/lock goroutine_state=on_cpu]",
+		"[route=/lock goroutine_state=on_cpu]",
+		"[route=/cpu goroutine_state=on_cpu]",
+		"[route=/cpu goroutine_state=off_cpu wait_reason=network]",
 	}
 	if !reflect.DeepEqual(states, wantStates) {
 		t.Errorf("attributes\n got %q\nwant %q", states, wantStates)

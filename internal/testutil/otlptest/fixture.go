@@ -55,7 +55,7 @@ func FixtureInputs() []otlp.Input {
 	}
 	cpu.Samples = []pprofdecode.Sample{
 		{Locations: []int32{l["alloc"], l["handle"], l["main"]}, Values: []int64{3, 30000000},
-			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "endpoint", Str: "/api"}}},
+			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: FixtureTraceID}, {Key: labels.SpanIDKey, Str: FixtureSpanID}, {Key: "route", Str: "/api"}}},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{1, 10000000}, Labels: traced},
 		{Locations: []int32{l["handle"], l["main"]}, Values: []int64{2, 0},
 			Labels: []pprofdecode.Label{{Key: labels.TraceIDKey, Str: "XYZ"}, {Key: labels.SpanIDKey, Str: fixtureOtherSpan}}},
@@ -92,8 +92,8 @@ func FixtureInputs() []otlp.Input {
 }
 
 // RequestsFixture returns the request counts profile the collector adds
-// to a window: 3 requests of /api and 2 of endpoints past the bound, each
-// endpoint a sample on a frame named after it.
+// to a window: 3 requests of /api and 2 of routes past the bound, each
+// route a sample on a frame named after it.
 func RequestsFixture() *pprofdecode.Profile {
 	p := &pprofdecode.Profile{
 		SampleTypes:       []pprofdecode.ValueType{{Type: "requests", Unit: "count"}},
@@ -102,13 +102,13 @@ func RequestsFixture() *pprofdecode.Profile {
 		Period:            1,
 	}
 	for i, e := range []struct {
-		endpoint string
-		n        int64
+		route string
+		n     int64
 	}{{"/api", 3}, {"_other", 2}} {
-		p.Functions = append(p.Functions, pprofdecode.Function{Name: e.endpoint, SystemName: e.endpoint})
+		p.Functions = append(p.Functions, pprofdecode.Function{Name: e.route, SystemName: e.route})
 		p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Lines: []pprofdecode.Line{{Function: int32(i)}}})
 		p.Samples = append(p.Samples, pprofdecode.Sample{Locations: []int32{int32(i)}, Values: []int64{e.n},
-			Labels: []pprofdecode.Label{{Key: "endpoint", Str: e.endpoint}}})
+			Labels: []pprofdecode.Label{{Key: "route", Str: e.route}}})
 	}
 	return p
 }
@@ -207,7 +207,7 @@ const (
 
 // SlowFixture returns a slow-request profile of two requests in the
 // second after start, as the off-CPU recorder builds it: one of 250 ms on
-// endpoint /lock (FixtureTraceID, FixtureSpanID), 200 ms of it waiting on
+// route /lock (FixtureTraceID, FixtureSpanID), 200 ms of it waiting on
 // a mutex under main.handleLock (the first 50 ms before the trace began),
 // 10 ms runnable and 40 ms on CPU; and one of 120 ms on /cpu, 100 ms on
 // CPU in main.hash and 20 ms waiting on the network. Each interval is an
@@ -229,7 +229,7 @@ func SlowFixture(start time.Time) *pprofdecode.Profile {
 		p.Locations = append(p.Locations, pprofdecode.Location{Mapping: -1, Address: uint64(0x1000 * (i + 1)),
 			Lines: []pprofdecode.Line{{Function: int32(i), Line: int64(10 * (i + 1))}}})
 	}
-	lbl := func(ids [2]string, endpoint, state, reason string, before bool) []pprofdecode.Label {
+	lbl := func(ids [2]string, route, state, reason string, before bool) []pprofdecode.Label {
 		l := []pprofdecode.Label{{Key: "goroutine_state", Str: state}}
 		if reason != "" {
 			l = append(l, pprofdecode.Label{Key: "wait_reason", Str: reason})
@@ -237,7 +237,7 @@ func SlowFixture(start time.Time) *pprofdecode.Profile {
 		if before {
 			l = append(l, pprofdecode.Label{Key: "before_trace", Str: "true"})
 		}
-		l = append(l, pprofdecode.Label{Key: requests.EndpointKey, Str: endpoint})
+		l = append(l, pprofdecode.Label{Key: requests.RouteKey, Str: route})
 		return append(l, pprofdecode.Label{Key: labels.SpanIDKey, Str: ids[1]}, pprofdecode.Label{Key: labels.TraceIDKey, Str: ids[0]})
 	}
 	lock := [2]string{FixtureTraceID, FixtureSpanID}

@@ -2,14 +2,14 @@ package integration
 
 import "time"
 
-// The names the endpoint and slow-request features chose (issue 29;
+// The names the route and slow-request features chose (issue 29;
 // docs/what-is-sent.md, docs/slow-requests.md), gathered here so that the
 // proof reads them from one place.
 const (
-	// endpointKey is the sample attribute carrying a sample's endpoint.
-	endpointKey = "endpoint"
+	// routeKey is the sample attribute carrying a sample's route.
+	routeKey = "route"
 	// requestsProfile is the profile (pprofotel.profile.name) counting
-	// the requests that ended per endpoint in each window.
+	// the requests that ended per route in each window.
 	requestsProfile = "requests"
 	// slowProfile is the slow-request profile; slowStateKey is its
 	// sample attribute saying where the time went, slowStateOffCPU and

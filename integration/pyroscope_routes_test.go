@@ -15,11 +15,11 @@ import (
 	profiler "github.com/pprofotel/profiler"
 )
 
-// endpointSpin and endpointWait are the routes of TestPyroscopeEndpoints'
+// routeSpin and routeWait are the routes of TestPyroscopeRoutes'
 // requests: one spends its time on CPU, the other waiting.
 const (
-	endpointSpin = "/spin/{id}"
-	endpointWait = "/wait"
+	routeSpin = "/spin/{id}"
+	routeWait = "/wait"
 )
 
 // spinRequest and waitRequest are the work of the two routes.
@@ -48,16 +48,16 @@ func requestLoop(stop <-chan struct{}, tracer trace.Tracer, route string, work f
 	}
 }
 
-// TestPyroscopeEndpoints runs requests of two routes under the profiler,
-// sending to a real Grafana Pyroscope, and checks that the endpoint is a
-// label there: Pyroscope lists both endpoints, a query with
-// {service_name=..., endpoint=...} returns for the CPU, off-CPU and
-// request-count profiles exactly what was sent for that endpoint, and the
+// TestPyroscopeRoutes runs requests of two routes under the profiler,
+// sending to a real Grafana Pyroscope, and checks that the route is a
+// label there: Pyroscope lists both routes, a query with
+// {service_name=..., route=...} returns for the CPU, off-CPU and
+// request-count profiles exactly what was sent for that route, and the
 // request counts are the requests run.
-func TestPyroscopeEndpoints(t *testing.T) {
+func TestPyroscopeRoutes(t *testing.T) {
 	py := startPyroscope(t)
 	proxy := startRecordingProxy(t, strings.TrimPrefix(py.URL, "http://"), py.URL)
-	run := &pyroscopeRun{service: "pprofotel-endpoints", logs: new(syncBuffer)}
+	run := &pyroscopeRun{service: "pprofotel-routes", logs: new(syncBuffer)}
 	tracer, _ := startTracedRun(t, run.logs)
 
 	run.started = time.Now()
@@ -76,11 +76,11 @@ func TestPyroscopeEndpoints(t *testing.T) {
 	var spun, waited atomic.Int64
 	done := make(chan struct{}, 2)
 	go func() {
-		requestLoop(stop, tracer, endpointSpin, func() { spinRequest(5 * time.Millisecond) }, &spun)
+		requestLoop(stop, tracer, routeSpin, func() { spinRequest(5 * time.Millisecond) }, &spun)
 		done <- struct{}{}
 	}()
 	go func() {
-		requestLoop(stop, tracer, endpointWait, func() { waitRequest(5 * time.Millisecond) }, &waited)
+		requestLoop(stop, tracer, routeWait, func() { waitRequest(5 * time.Millisecond) }, &waited)
 		done <- struct{}{}
 	}()
 	time.Sleep(3 * time.Second)
@@ -100,8 +100,8 @@ func TestPyroscopeEndpoints(t *testing.T) {
 		}
 	}
 	checkAccepted(t, run)
-	if s := run.stats; s.EndpointsOverflowed != 0 || s.EndpointsUnknown != 0 {
-		t.Errorf("stats: %d requests overflowed, %d unknown; want none", s.EndpointsOverflowed, s.EndpointsUnknown)
+	if s := run.stats; s.RoutesOverflowed != 0 || s.RoutesUnknown != 0 {
+		t.Errorf("stats: %d requests overflowed, %d unknown; want none", s.RoutesOverflowed, s.RoutesUnknown)
 	}
 
 	start, end := run.queryRange()
@@ -109,32 +109,32 @@ func TestPyroscopeEndpoints(t *testing.T) {
 		Names []string `json:"names"`
 	}
 	py.query(t, "LabelValues", map[string]any{
-		"name": "endpoint", "matchers": []string{run.selector()}, "start": start, "end": end,
+		"name": "route", "matchers": []string{run.selector()}, "start": start, "end": end,
 	}, &values)
-	if want := []string{endpointSpin, endpointWait}; !slices.Equal(values.Names, want) {
-		t.Errorf("Pyroscope lists the endpoints %q, want %q", values.Names, want)
+	if want := []string{routeSpin, routeWait}; !slices.Equal(values.Names, want) {
+		t.Errorf("Pyroscope lists the routes %q, want %q", values.Names, want)
 	}
 
-	sent := sentByEndpoint(t, run)
+	sent := sentByRoute(t, run)
 	for _, tt := range []struct {
-		id, endpoint string
+		id, route string
 		// worked is what must have been sent for the comparison to
 		// mean anything.
 		worked bool
 	}{
-		{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", endpointSpin, true},
-		{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", endpointWait, false},
-		{offCPUType, endpointWait, true},
-		{offCPUType, endpointSpin, false},
-		{requestsType, endpointSpin, true},
-		{requestsType, endpointWait, true},
+		{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", routeSpin, true},
+		{"process_cpu:cpu:nanoseconds:cpu:nanoseconds", routeWait, false},
+		{offCPUType, routeWait, true},
+		{offCPUType, routeSpin, false},
+		{requestsType, routeSpin, true},
+		{requestsType, routeWait, true},
 	} {
-		want := sent[tt.id][tt.endpoint]
+		want := sent[tt.id][tt.route]
 		if tt.worked && want == 0 {
-			t.Errorf("%s: nothing sent for endpoint %s; the comparison proves nothing", tt.id, tt.endpoint)
+			t.Errorf("%s: nothing sent for route %s; the comparison proves nothing", tt.id, tt.route)
 		}
 		var fg flamegraphResponse
-		selector := `{service_name="` + run.service + `",endpoint="` + tt.endpoint + `"}`
+		selector := `{service_name="` + run.service + `",route="` + tt.route + `"}`
 		py.query(t, "SelectMergeStacktraces", map[string]any{
 			"profile_typeID": tt.id, "label_selector": selector, "start": start, "end": end,
 		}, &fg)
@@ -142,17 +142,17 @@ func TestPyroscopeEndpoints(t *testing.T) {
 			t.Errorf("%s %s: Pyroscope's total %d, sent %d", tt.id, selector, got, want)
 		}
 	}
-	if got, want := sent[requestsType][endpointSpin], spun.Load(); got != want {
-		t.Errorf("%d requests of %s counted, %d run", got, endpointSpin, want)
+	if got, want := sent[requestsType][routeSpin], spun.Load(); got != want {
+		t.Errorf("%d requests of %s counted, %d run", got, routeSpin, want)
 	}
-	if got, want := sent[requestsType][endpointWait], waited.Load(); got != want {
-		t.Errorf("%d requests of %s counted, %d run", got, endpointWait, want)
+	if got, want := sent[requestsType][routeWait], waited.Load(); got != want {
+		t.Errorf("%d requests of %s counted, %d run", got, routeWait, want)
 	}
 }
 
-// sentByEndpoint returns, per Pyroscope profile type and endpoint, the
+// sentByRoute returns, per Pyroscope profile type and route, the
 // total the run sent, in Pyroscope's units.
-func sentByEndpoint(t *testing.T, run *pyroscopeRun) map[string]map[string]int64 {
+func sentByRoute(t *testing.T, run *pyroscopeRun) map[string]map[string]int64 {
 	t.Helper()
 	out := make(map[string]map[string]int64)
 	for _, x := range run.exchanges {
@@ -170,14 +170,14 @@ func sentByEndpoint(t *testing.T, run *pyroscopeRun) map[string]map[string]int64
 						out[id] = make(map[string]int64)
 					}
 					for _, s := range p.GetSamples() {
-						endpoint := ""
+						route := ""
 						for _, ai := range s.GetAttributeIndices() {
-							if a := d.GetAttributeTable()[ai]; str[a.GetKeyStrindex()] == "endpoint" {
-								endpoint = a.GetValue().GetStringValue()
+							if a := d.GetAttributeTable()[ai]; str[a.GetKeyStrindex()] == "route" {
+								route = a.GetValue().GetStringValue()
 							}
 						}
 						for _, v := range s.GetValues() {
-							out[id][endpoint] += v * scale
+							out[id][route] += v * scale
 						}
 					}
 				}

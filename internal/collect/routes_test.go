@@ -32,12 +32,12 @@ func labelMap(s pprofdecode.Sample) map[string]string {
 	return m
 }
 
-// TestEndpointsInWindow runs requests through the label wrapper while a
+// TestRoutesInWindow runs requests through the label wrapper while a
 // collector runs: a goroutine parked in a request carries the request's
-// endpoint and no root span id in the goroutine profile, and the window
-// counts the requests that ended, by endpoint, in its requests profile.
-func TestEndpointsInWindow(t *testing.T) {
-	c, err := New(Config{Profiles: []string{Goroutine}, MaxEndpoints: 10})
+// route and no root span id in the goroutine profile, and the window
+// counts the requests that ended, by route, in its requests profile.
+func TestRoutesInWindow(t *testing.T) {
+	c, err := New(Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +78,9 @@ func TestEndpointsInWindow(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		requests.EndpointKey: "/lock",
-		labels.TraceIDKey:    sc.TraceID().String(),
-		labels.SpanIDKey:     sc.SpanID().String(),
+		requests.RouteKey: "/lock",
+		labels.TraceIDKey: sc.TraceID().String(),
+		labels.SpanIDKey:  sc.SpanID().String(),
 	}
 	if len(found) != 1 || !maps.Equal(found[0], want) {
 		t.Errorf("goroutine in the request has labels %v, want [%v]", found, want)
@@ -98,7 +98,7 @@ func TestEndpointsInWindow(t *testing.T) {
 	other.Stop()
 }
 
-// checkRequests checks the requests profile of w: one sample per endpoint,
+// checkRequests checks the requests profile of w: one sample per route,
 // labelled with it, on a frame named after it.
 func checkRequests(t *testing.T, w Window, want map[string]int64) {
 	t.Helper()
@@ -108,7 +108,7 @@ func checkRequests(t *testing.T, w Window, want map[string]int64) {
 	}
 	got := map[string]int64{}
 	for _, s := range p.Samples {
-		e := labelMap(s)[requests.EndpointKey]
+		e := labelMap(s)[requests.RouteKey]
 		fn := p.Functions[p.Locations[s.Locations[0]].Lines[0].Function].Name
 		if fn != e || len(s.Locations) != 1 {
 			t.Errorf("sample of %q on the stack %v", e, s.Locations)
@@ -123,8 +123,8 @@ func checkRequests(t *testing.T, w Window, want map[string]int64) {
 	}
 }
 
-func TestLabelEndpoints(t *testing.T) {
-	tr := requests.New(requests.Config{MaxEndpoints: 1})
+func TestLabelRoutes(t *testing.T) {
+	tr := requests.New(requests.Config{MaxRoutes: 1})
 	start := time.Now()
 	if err := tr.Install(); err != nil {
 		t.Fatal(err)
@@ -141,22 +141,22 @@ func TestLabelEndpoints(t *testing.T) {
 		labels []pprofdecode.Label
 		want   []pprofdecode.Label
 	}{
-		{"known", []pprofdecode.Label{root("00000000000000a1"), str("span_id", "x")}, []pprofdecode.Label{str("endpoint", "a"), str("span_id", "x")}},
-		{"overflowed", []pprofdecode.Label{str("k", "v"), root("00000000000000b2")}, []pprofdecode.Label{str("k", "v"), str("endpoint", "_other")}},
+		{"known", []pprofdecode.Label{root("00000000000000a1"), str("span_id", "x")}, []pprofdecode.Label{str("route", "a"), str("span_id", "x")}},
+		{"overflowed", []pprofdecode.Label{str("k", "v"), root("00000000000000b2")}, []pprofdecode.Label{str("k", "v"), str("route", "_other")}},
 		{"unknown root", []pprofdecode.Label{str("k", "v"), root("00000000000000c3")}, []pprofdecode.Label{str("k", "v")}},
 		{"bad root", []pprofdecode.Label{root("zz")}, []pprofdecode.Label{}},
-		{"application's endpoint gives way", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000a1")}, []pprofdecode.Label{str("endpoint", "a")}},
-		// A root the window does not remember: the endpoint its labels
+		{"application's route gives way", []pprofdecode.Label{str("route", "mine"), root("00000000000000a1")}, []pprofdecode.Label{str("route", "a")}},
+		// A root the window does not remember: the route its labels
 		// carry (the one it started with), bounded by the window.
-		{"labelled endpoint of a root not remembered", []pprofdecode.Label{str("endpoint", "a"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "a")}},
-		{"labelled endpoint bounded", []pprofdecode.Label{str("endpoint", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("endpoint", "_other")}},
-		{"no root", []pprofdecode.Label{str("endpoint", "mine")}, []pprofdecode.Label{str("endpoint", "mine")}},
+		{"labelled route of a root not remembered", []pprofdecode.Label{str("route", "a"), root("00000000000000c3")}, []pprofdecode.Label{str("route", "a")}},
+		{"labelled route bounded", []pprofdecode.Label{str("route", "mine"), root("00000000000000c3")}, []pprofdecode.Label{str("route", "_other")}},
+		{"no root", []pprofdecode.Label{str("route", "mine")}, []pprofdecode.Label{str("route", "mine")}},
 		{"numeric root label is the application's", []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}, []pprofdecode.Label{{Key: labels.LocalRootSpanIDKey, Num: 3, IsNum: true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &pprofdecode.Profile{Samples: []pprofdecode.Sample{{Labels: slices.Clone(tt.labels)}}}
-			labelEndpoints(p, &q)
+			labelRoutes(p, &q)
 			if got := p.Samples[0].Labels; !slices.Equal(got, tt.want) {
 				t.Errorf("labels %v, want %v", got, tt.want)
 			}
@@ -167,7 +167,7 @@ func TestLabelEndpoints(t *testing.T) {
 // TestSettle ends a window whose sample names a request still running
 // under the name it started with, as otelhttp's are until the handler
 // returns: the window waits, up to its settle time, for the request to be
-// renamed and end, and gives the sample the request's last endpoint.
+// renamed and end, and gives the sample the request's last route.
 func TestSettle(t *testing.T) {
 	tests := []struct {
 		name string
@@ -185,7 +185,7 @@ func TestSettle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c, err := New(Config{MaxEndpoints: 10})
+				c, err := New(Config{MaxRoutes: 10})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -206,7 +206,7 @@ func TestSettle(t *testing.T) {
 					}()
 				}
 				w := Window{Profiles: []Profile{{Name: CPU, Data: &pprofdecode.Profile{Samples: []pprofdecode.Sample{{Labels: []pprofdecode.Label{
-					{Key: requests.EndpointKey, Str: labelled},
+					{Key: requests.RouteKey, Str: labelled},
 					{Key: labels.LocalRootSpanIDKey, Str: root},
 				}}}}}}}
 				start := time.Now()
@@ -215,7 +215,7 @@ func TestSettle(t *testing.T) {
 				if waited := time.Since(start); waited < tt.waited || waited > tt.waited+10*time.Millisecond {
 					t.Errorf("waited %v, want %v", waited, tt.waited)
 				}
-				want := []pprofdecode.Label{{Key: requests.EndpointKey, Str: tt.want}}
+				want := []pprofdecode.Label{{Key: requests.RouteKey, Str: tt.want}}
 				if got := w.Profiles[0].Data.Samples[0].Labels; !slices.Equal(got, want) {
 					t.Errorf("labels %v, want %v", got, want)
 				}

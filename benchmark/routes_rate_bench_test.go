@@ -18,36 +18,36 @@ import (
 	"github.com/pprofotel/profiler/labels"
 )
 
-// rateRun is how long BenchmarkEndpointsAtRate runs: one default window
+// rateRun is how long BenchmarkRoutesAtRate runs: one default window
 // (60 s) and a little, so that a whole window ends before Stop.
 const rateRun = 65 * time.Second
 
-// rateRoutes are the routes of BenchmarkEndpointsAtRate's requests.
+// rateRoutes are the routes of BenchmarkRoutesAtRate's requests.
 var rateRoutes = [...]string{"/a/{id}", "/b/{id}", "/c/{id}", "/d/{id}"}
 
-// BenchmarkEndpointsAtRate starts local root spans as fast as two
+// BenchmarkRoutesAtRate starts local root spans as fast as two
 // goroutines can, each spinning a few microseconds, for one default
 // window (60 s) and a little, with the profiler on (CPU only, recorded
 // continuously so that the window has many samples), and reads what it
 // sent: requests a second, the share of the CPU samples linked to a span
-// whose endpoint is their request's route, and the requests counted
+// whose route is their request's route, and the requests counted
 // against those ended. Its op is the whole run; b.N is ignored.
 //
 // How the span learns its route is the sub-benchmark: "start" gives it to
 // Start (otelgin, and otelgrpc's method as the name), "middleware" sets it
 // with SetAttributes as the handler begins, "end" renames the span as it
 // ends (otelhttp over a ServeMux).
-func BenchmarkEndpointsAtRate(b *testing.B) {
+func BenchmarkRoutesAtRate(b *testing.B) {
 	for _, how := range []string{"start", "middleware", "end"} {
 		b.Run(how, func(b *testing.B) {
 			for b.Loop() {
-				endpointsAtRate(b, how)
+				routesAtRate(b, how)
 			}
 		})
 	}
 }
 
-func endpointsAtRate(b *testing.B, how string) {
+func routesAtRate(b *testing.B, how string) {
 	dir := b.TempDir()
 	exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
 	if err != nil {
@@ -84,12 +84,12 @@ func endpointsAtRate(b *testing.B, how string) {
 	var linked, routed, counted int64
 	for _, req := range otlptest.ReadDir(b, dir) {
 		for _, s := range otlptest.Samples(req, "cpu", "samples") {
-			want := wantEndpoint(s, how)
+			want := wantRoute(s, how)
 			if s.SpanID == "" || want == "" {
 				continue
 			}
 			linked += s.Values[0]
-			if s.Attrs["endpoint"] == want {
+			if s.Attrs["route"] == want {
 				routed += s.Values[0]
 			}
 		}
@@ -101,7 +101,7 @@ func endpointsAtRate(b *testing.B, how string) {
 	b.ReportMetric(100*float64(routed)/float64(max(linked, 1)), "%routed")
 	b.ReportMetric(float64(linked), "linked-samples")
 	b.ReportMetric(float64(counted-ended.Load()), "counted-ended")
-	b.ReportMetric(float64(st.EndpointsUnknown), "unknown")
+	b.ReportMetric(float64(st.RoutesUnknown), "unknown")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	if counted != ended.Load() {
 		b.Errorf("%d requests counted, %d ended", counted, ended.Load())
@@ -151,10 +151,10 @@ func spinFor(d time.Duration) {
 	}
 }
 
-// wantEndpoint returns the endpoint a sample of a request should carry,
+// wantRoute returns the route a sample of a request should carry,
 // told by the route's function on its stack; "" for a sample outside a
 // request's work.
-func wantEndpoint(s otlptest.Sample, how string) string {
+func wantRoute(s otlptest.Sample, how string) string {
 	for i, fn := range []string{"spinA", "spinB", "spinC", "spinD"} {
 		if s.InStack(fn) {
 			if how == "end" {

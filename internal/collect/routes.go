@@ -17,14 +17,14 @@ const Requests = "requests"
 // RequestsType is the one sample type of the request counts profile.
 var RequestsType = pprofdecode.ValueType{Type: "requests", Unit: "count"}
 
-// labelEndpoints replaces each sample's local root span id label with the
-// root's endpoint under requests.EndpointKey: as q knows it, else as the
-// span's labels carry it (the endpoint the root started with), bounded by
+// labelRoutes replaces each sample's local root span id label with the
+// root's route under requests.RouteKey: as q knows it, else as the
+// span's labels carry it (the route the root started with), bounded by
 // the window; it removes the label when neither tells it. The span stays
 // linked through its own ids; a label of the application under the
-// endpoint's key gives way to ours, as the span's labels win over the
+// route's key gives way to ours, as the span's labels win over the
 // application's (package labels).
-func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
+func labelRoutes(p *pprofdecode.Profile, q *requests.Requests) {
 	if p == nil {
 		return
 	}
@@ -34,9 +34,9 @@ func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
 		if root < 0 {
 			continue
 		}
-		e, ok := q.Endpoint(s.Labels[root].Str)
+		e, ok := q.Route(s.Labels[root].Str)
 		if !ok {
-			if j := labelIndex(s.Labels, requests.EndpointKey); j >= 0 {
+			if j := labelIndex(s.Labels, requests.RouteKey); j >= 0 {
 				e, ok = q.Admit(s.Labels[j].Str), true
 			}
 		}
@@ -47,8 +47,8 @@ func labelEndpoints(p *pprofdecode.Profile, q *requests.Requests) {
 				if !ok {
 					continue
 				}
-				l = pprofdecode.Label{Key: requests.EndpointKey, Str: e}
-			case l.Key == requests.EndpointKey && ok,
+				l = pprofdecode.Label{Key: requests.RouteKey, Str: e}
+			case l.Key == requests.RouteKey && ok,
 				l.Key == labelkey.LocalRootSpanID:
 				continue
 			}
@@ -84,38 +84,38 @@ func unsettled(w *Window, q *requests.Requests) []string {
 }
 
 // requestsProfile returns the request counts of a window as a profile: one
-// sample per endpoint, its value the requests that ended in the window,
-// labelled with the endpoint, on a one-frame stack whose function is the
-// endpoint, so that a flame graph or pprof's top lists the endpoints by
-// their requests. Endpoints that only ran count nothing and are left out;
+// sample per route, its value the requests that ended in the window,
+// labelled with the route, on a one-frame stack whose function is the
+// route, so that a flame graph or pprof's top lists the routes by
+// their requests. Routes that only ran count nothing and are left out;
 // nil when no request ended.
 func requestsProfile(counts map[string]int64) *pprofdecode.Profile {
-	endpoints := make([]string, 0, len(counts))
+	routes := make([]string, 0, len(counts))
 	for e, n := range counts {
 		if n > 0 {
-			endpoints = append(endpoints, e)
+			routes = append(routes, e)
 		}
 	}
-	if len(endpoints) == 0 {
+	if len(routes) == 0 {
 		return nil
 	}
-	slices.SortFunc(endpoints, strings.Compare)
+	slices.SortFunc(routes, strings.Compare)
 	p := &pprofdecode.Profile{
 		SampleTypes:       []pprofdecode.ValueType{RequestsType},
 		DefaultSampleType: RequestsType.Type,
 		PeriodType:        RequestsType,
 		Period:            1,
-		Samples:           make([]pprofdecode.Sample, len(endpoints)),
-		Locations:         make([]pprofdecode.Location, len(endpoints)),
-		Functions:         make([]pprofdecode.Function, len(endpoints)),
+		Samples:           make([]pprofdecode.Sample, len(routes)),
+		Locations:         make([]pprofdecode.Location, len(routes)),
+		Functions:         make([]pprofdecode.Function, len(routes)),
 	}
-	for i, e := range endpoints {
+	for i, e := range routes {
 		p.Functions[i] = pprofdecode.Function{Name: e, SystemName: e}
 		p.Locations[i] = pprofdecode.Location{Mapping: -1, Lines: []pprofdecode.Line{{Function: int32(i)}}}
 		p.Samples[i] = pprofdecode.Sample{
 			Locations: []int32{int32(i)},
 			Values:    []int64{counts[e]},
-			Labels:    []pprofdecode.Label{{Key: requests.EndpointKey, Str: e}},
+			Labels:    []pprofdecode.Label{{Key: requests.RouteKey, Str: e}},
 		}
 	}
 	return p

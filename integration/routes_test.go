@@ -72,9 +72,9 @@ type spanTimes struct {
 
 func (s spanTimes) duration() time.Duration { return s.end.Sub(s.start) }
 
-// TestEndpointsAndSlowRequests runs the proof; see the checks for what
+// TestRoutesAndSlowRequests runs the proof; see the checks for what
 // each asserts.
-func TestEndpointsAndSlowRequests(t *testing.T) {
+func TestRoutesAndSlowRequests(t *testing.T) {
 	py := startPyroscope(t)
 	proxy := startRecordingProxy(t, strings.TrimPrefix(py.URL, "http://"), py.URL)
 	run := runThreeRoutes(t, proxy)
@@ -83,10 +83,10 @@ func TestEndpointsAndSlowRequests(t *testing.T) {
 			t.Errorf("Pyroscope rejected request %d of %d: %s", i, len(run.exchanges), x.rejection)
 		}
 	}
-	t.Run("cpu per endpoint", func(t *testing.T) { checkEndpointCPU(t, run) })
+	t.Run("cpu per route", func(t *testing.T) { checkRouteCPU(t, run) })
 	t.Run("request counts", func(t *testing.T) { checkRequestCounts(t, run) })
 	t.Run("slow requests", func(t *testing.T) { checkSlowRequests(t, run) })
-	t.Run("pyroscope endpoint", func(t *testing.T) { checkPyroscopeEndpoint(t, py, run) })
+	t.Run("pyroscope route", func(t *testing.T) { checkPyroscopeRoute(t, py, run) })
 	t.Run("pyroscope slow span", func(t *testing.T) { checkPyroscopeSlowSpans(t, py, run) })
 }
 
@@ -296,29 +296,29 @@ func cpuNanos(t *testing.T, d dict, p *profilespb.Profile) int64 {
 // that fell in a recorded stretch.
 //
 // How close the two come is the runtime's sampling error, which the
-// endpoint attribute does not add to (every sample of a /cpu span carries
+// route attribute does not add to (every sample of a /cpu span carries
 // /cpu: the check compares the attribute with the span's route too). With
 // nothing else running, 8 ms bursts of Spin on locked threads sample at
 // 0.99 to 1.00 of their thread CPU time; in this test /cpu has sampled
 // at 1.00 to 1.07, and an unrelated 8 ms Spin loop beside it (a
 // goroutine with a pprof label of its own, not a request) at 1.05: the
-// sampling of the process, not the endpoint. With the load generator in
+// sampling of the process, not the route. With the load generator in
 // the service's process it was 1.06 to 1.11 (see loadEnv).
 
-// checkEndpointCPU checks that the CPU of each endpoint, the samples
-// carrying its endpoint attribute times the period, matches what its
+// checkRouteCPU checks that the CPU of each route, the samples
+// carrying its route attribute times the period, matches what its
 // requests spent in their spans while the CPU profile recorded: within
 // 10 % for a route with at least 2 s of it (200 samples), within the
 // sampling error of a 100 Hz profiler for a route with less, where 10 %
 // is below what the sampling can resolve (3 standard deviations of a
 // Poisson count, at least 2 samples).
-func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
+func checkRouteCPU(t *testing.T, run *threeRoutesRun) {
 	type stretch struct{ start, end int64 }
 	var stretches []stretch
 	got := make(map[string]int64)
 	// byLink is the CPU of the samples linked to each route's spans, by
 	// the route the SDK recorded for the span: every span of the service
-	// is a local root, so a sample's endpoint is its span's route.
+	// is a local root, so a sample's route is its span's route.
 	byLink := make(map[string]int64)
 	var unattributed int64
 	for _, pd := range run.windows() {
@@ -338,7 +338,7 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 				if span != "" {
 					byLink[run.spans[span].route] += sum(s) * unit
 				}
-				ep, ok := sampleAttr(d, s, endpointKey)
+				ep, ok := sampleAttr(d, s, routeKey)
 				if !ok {
 					if span != "" {
 						unattributed += sum(s) * unit
@@ -346,7 +346,7 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 					continue
 				}
 				if route := run.spans[span].route; span != "" && ep != route {
-					t.Errorf("a CPU sample of endpoint %q links to span %s of route %q", ep, span, route)
+					t.Errorf("a CPU sample of route %q links to span %s of route %q", ep, span, route)
 				}
 				got[ep] += sum(s) * unit
 			}
@@ -373,7 +373,7 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 		}
 	}
 	if unattributed > 0 {
-		t.Errorf("%v of CPU linked to a span carries no %s attribute", time.Duration(unattributed), endpointKey)
+		t.Errorf("%v of CPU linked to a span carries no %s attribute", time.Duration(unattributed), routeKey)
 	}
 	const period = float64(10 * time.Millisecond)
 	for _, route := range testservice.Routes {
@@ -387,35 +387,35 @@ func checkEndpointCPU(t *testing.T, run *threeRoutesRun) {
 		t.Logf("%s: %v of CPU in the profile (%v linked to its spans), %v measured in its spans while the CPU profile recorded (ratio %.3f; %v recorded)",
 			route, time.Duration(g), time.Duration(byLink[route]), time.Duration(w), g/w, time.Duration(recorded))
 		if math.Abs(g-w) > tol {
-			t.Errorf("%s: the profile holds %v of CPU under endpoint %s, its requests spent %v in their spans while it recorded; want within %v (%s)",
+			t.Errorf("%s: the profile holds %v of CPU under route %s, its requests spent %v in their spans while it recorded; want within %v (%s)",
 				route, time.Duration(g), route, time.Duration(w), time.Duration(tol), how)
 		}
 	}
 	for ep := range got {
 		if !slices.Contains(testservice.Routes, ep) {
-			t.Errorf("CPU samples carry endpoint %q, which is none of the service's routes", ep)
+			t.Errorf("CPU samples carry route %q, which is none of the service's routes", ep)
 		}
 	}
 }
 
-// checkRequestCounts checks that the requests counted per endpoint, over
+// checkRequestCounts checks that the requests counted per route, over
 // all windows, are what the load generator sent to each route, and that
-// no request went uncounted or under another endpoint.
+// no request went uncounted or under another route.
 func checkRequestCounts(t *testing.T, run *threeRoutesRun) {
 	got := make(map[string]int64)
 	for _, pd := range run.windows() {
 		d := dict{pd.GetDictionary()}
 		for _, p := range profilesOf(pd, requestsProfile) {
 			for _, s := range p.GetSamples() {
-				ep, ok := sampleAttr(d, s, endpointKey)
+				ep, ok := sampleAttr(d, s, routeKey)
 				if !ok {
-					t.Errorf("a %s sample without the %s attribute: %d requests", requestsProfile, endpointKey, sum(s))
+					t.Errorf("a %s sample without the %s attribute: %d requests", requestsProfile, routeKey, sum(s))
 				}
 				got[ep] += sum(s)
 			}
 		}
 	}
-	t.Logf("requests counted per endpoint: %v; sent: %v", got, run.load.Sent)
+	t.Logf("requests counted per route: %v; sent: %v", got, run.load.Sent)
 	for _, route := range testservice.Routes {
 		if got[route] != int64(run.load.Sent[route]) || got[route] == 0 {
 			t.Errorf("%s: %d requests counted, the load generator sent %d", route, got[route], run.load.Sent[route])
@@ -578,11 +578,11 @@ type flamegraphNames struct {
 	} `json:"flamegraph"`
 }
 
-// checkPyroscopeEndpoint checks that Pyroscope selects the off-CPU profile
-// of each endpoint by its label: the total of what was sent with that
-// endpoint, and for /lock the mutex wait under its handler among the
+// checkPyroscopeRoute checks that Pyroscope selects the off-CPU profile
+// of each route by its label: the total of what was sent with that
+// route, and for /lock the mutex wait under its handler among the
 // frames.
-func checkPyroscopeEndpoint(t *testing.T, py *pyroscope, run *threeRoutesRun) {
+func checkPyroscopeRoute(t *testing.T, py *pyroscope, run *threeRoutesRun) {
 	sent := make(map[string]int64)
 	for _, pd := range run.windows() {
 		d := dict{pd.GetDictionary()}
@@ -595,28 +595,28 @@ func checkPyroscopeEndpoint(t *testing.T, py *pyroscope, run *threeRoutesRun) {
 				t.Fatalf("the off-CPU profile is %s in Pyroscope, want %s", id, offCPUType)
 			}
 			for _, s := range p.GetSamples() {
-				if ep, ok := sampleAttr(d, s, endpointKey); ok {
+				if ep, ok := sampleAttr(d, s, routeKey); ok {
 					sent[ep] += sum(s) * scale
 				}
 			}
 		}
 	}
 	if sent[testservice.RouteLock] == 0 {
-		t.Fatalf("no off-CPU time was sent under endpoint %s (sent per endpoint: %v)", testservice.RouteLock, sent)
+		t.Fatalf("no off-CPU time was sent under route %s (sent per route: %v)", testservice.RouteLock, sent)
 	}
 	start, end := threeRoutesQueryRange(run)
 	for _, route := range testservice.Routes {
 		var fg flamegraphNames
 		py.query(t, "SelectMergeStacktraces", map[string]any{
 			"profile_typeID": offCPUType,
-			"label_selector": fmt.Sprintf("{service_name=%q,%s=%q}", run.service, endpointKey, route),
+			"label_selector": fmt.Sprintf("{service_name=%q,%s=%q}", run.service, routeKey, route),
 			"start":          start, "end": end,
 		}, &fg)
 		var got int64
 		fmt.Sscan(fg.Flamegraph.Total, &got)
-		t.Logf("%s: Pyroscope's off-CPU total by label %s=%q: %v; sent %v", route, endpointKey, route, time.Duration(got), time.Duration(sent[route]))
+		t.Logf("%s: Pyroscope's off-CPU total by label %s=%q: %v; sent %v", route, routeKey, route, time.Duration(got), time.Duration(sent[route]))
 		if got != sent[route] {
-			t.Errorf("%s: Pyroscope's off-CPU total by label %s=%q is %d ns, %d were sent", route, endpointKey, route, got, sent[route])
+			t.Errorf("%s: Pyroscope's off-CPU total by label %s=%q is %d ns, %d were sent", route, routeKey, route, got, sent[route])
 		}
 		if route == testservice.RouteLock && !slices.Contains(fg.Flamegraph.Names, lockWaitFunc()) {
 			t.Errorf("%s: Pyroscope's off-CPU flame graph by label lacks %s: %q", route, lockWaitFunc(), fg.Flamegraph.Names)
