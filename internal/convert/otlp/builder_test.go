@@ -692,13 +692,13 @@ func TestBuildSlowRequests(t *testing.T) {
 		t.Errorf("wall time per span %v, want %v", perSpan, want)
 	}
 	wantStates := []string{
-		"[before_trace=true route=/lock goroutine_state=off_cpu wait_reason=sync]",
-		"[route=/lock goroutine_state=off_cpu wait_reason=sync]",
-		"[route=/lock goroutine_state=runnable]",
-		"[route=/lock goroutine_state=on_cpu]",
-		"[route=/lock goroutine_state=on_cpu]",
-		"[route=/cpu goroutine_state=on_cpu]",
-		"[route=/cpu goroutine_state=off_cpu wait_reason=network]",
+		"[before_trace=true goroutine_state=off_cpu route=/lock wait_reason=sync]",
+		"[goroutine_state=off_cpu route=/lock wait_reason=sync]",
+		"[goroutine_state=runnable route=/lock]",
+		"[goroutine_state=on_cpu route=/lock]",
+		"[goroutine_state=on_cpu route=/lock]",
+		"[goroutine_state=on_cpu route=/cpu]",
+		"[goroutine_state=off_cpu route=/cpu wait_reason=network]",
 	}
 	if !reflect.DeepEqual(states, wantStates) {
 		t.Errorf("attributes\n got %q\nwant %q", states, wantStates)
