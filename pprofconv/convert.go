@@ -12,8 +12,8 @@ import (
 	"time"
 
 	pprof "github.com/google/pprof/profile"
+	"github.com/pprofotel/profiler/internal/labelkey"
 	"github.com/pprofotel/profiler/internal/otlpattr"
-	"github.com/pprofotel/profiler/labels"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	profilespb "go.opentelemetry.io/proto/otlp/profiles/v1development"
 )
@@ -479,8 +479,8 @@ func (c *converter) sample(s *profilespb.Sample, n int) (*pprof.Sample, error) {
 		if ps.Label == nil {
 			ps.Label = make(map[string][]string)
 		}
-		ps.Label[labels.TraceIDKey] = append(ps.Label[labels.TraceIDKey], hex.EncodeToString(l.GetTraceId()))
-		ps.Label[labels.SpanIDKey] = append(ps.Label[labels.SpanIDKey], hex.EncodeToString(l.GetSpanId()))
+		ps.Label[labelkey.TraceID] = append(ps.Label[labelkey.TraceID], hex.EncodeToString(l.GetTraceId()))
+		ps.Label[labelkey.SpanID] = append(ps.Label[labelkey.SpanID], hex.EncodeToString(l.GetSpanId()))
 	}
 	return ps, nil
 }
