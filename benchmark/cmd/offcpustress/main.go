@@ -105,7 +105,7 @@ func profiled(config string, length time.Duration, duty int, run func()) {
 		run()
 	case "offcpu":
 		var stats offcpu.Stats
-		r := offcpu.Start(time.Now(), offcpu.Config{Stats: &stats, MaxGoroutines: maxGoroutines})
+		r := offcpu.Start(time.Now(), offcpu.Config{Stats: &stats, MaxTracedGoroutines: maxGoroutines})
 		done := make(chan struct{})
 		var wg sync.WaitGroup
 		waits, windows := 0, 0

@@ -50,7 +50,7 @@
 // time traced in it (a whole stretch's wall-clock time, a cut one's time
 // read), so that a window's total estimates the waiting in the whole
 // window; at a 100% duty cycle the scale is about 1. Fifth, no stretch is
-// traced with more than MaxGoroutines goroutines: every generation's end
+// traced with more than MaxTracedGoroutines goroutines: every generation's end
 // writes the state of every goroutine that did not run, and the runtime
 // and the parser keep state for each, about 1 KB a goroutine at the peak
 // whatever MaxTraceBytes (Stats.Skipped).

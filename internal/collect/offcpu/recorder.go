@@ -30,12 +30,12 @@ const (
 	DefaultMaxTraceBytes = 8 << 20
 	// DefaultMaxWaits bounds the waits kept per window.
 	DefaultMaxWaits = 50_000
-	// DefaultMaxGoroutines is the number of goroutines above which no
+	// DefaultMaxTracedGoroutines is the number of goroutines above which no
 	// stretch is traced. At every generation's end the runtime writes
 	// into the trace the state of every goroutine that did not run in it,
 	// and the parser keeps state for each: the memory a stretch takes
 	// grows with the goroutines, whatever MaxTraceBytes.
-	DefaultMaxGoroutines = 50_000
+	DefaultMaxTracedGoroutines = 50_000
 	// minCycle keeps very short windows from restarting the trace in a
 	// tight loop.
 	minCycle = 100 * time.Millisecond
@@ -78,11 +78,11 @@ type Config struct {
 	Cycle         time.Duration
 	MaxTraceBytes uint64
 	MaxWaits      int
-	// MaxGoroutines is DefaultMaxGoroutines when 0; negative sets no
+	// MaxTracedGoroutines is DefaultMaxTracedGoroutines when 0; negative sets no
 	// limit.
-	MaxGoroutines int
-	Logger        *slog.Logger
-	Stats         *Stats
+	MaxTracedGoroutines int
+	Logger              *slog.Logger
+	Stats               *Stats
 
 	// SlowThreshold is the least duration of a request explained as
 	// slow; MaxWatched bounds the requests watched at once, MaxSlow those
@@ -184,8 +184,8 @@ func Start(now time.Time, cfg Config) *Recorder {
 	if cfg.MaxWaits <= 0 {
 		cfg.MaxWaits = DefaultMaxWaits
 	}
-	if cfg.MaxGoroutines == 0 {
-		cfg.MaxGoroutines = DefaultMaxGoroutines
+	if cfg.MaxTracedGoroutines == 0 {
+		cfg.MaxTracedGoroutines = DefaultMaxTracedGoroutines
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -331,7 +331,7 @@ func (r *Recorder) startStretch() stretch {
 		return st
 	}
 	if n := runtime.NumGoroutine(); r.tooMany(n) {
-		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxGoroutines))
+		r.skip("goroutines", fmt.Sprintf("pprofotel: off-CPU profile skipped: %d goroutines, more than the %d whose trace it reads; will retry every cycle", n, r.cfg.MaxTracedGoroutines))
 		return st
 	}
 	// Every stretch starts with the short trace: a request may turn long
@@ -425,7 +425,7 @@ const (
 )
 
 func (r *Recorder) tooMany(n int) bool {
-	return r.cfg.MaxGoroutines > 0 && n > r.cfg.MaxGoroutines
+	return r.cfg.MaxTracedGoroutines > 0 && n > r.cfg.MaxTracedGoroutines
 }
 
 // skip counts a stretch not traced, and logs why, once until a stretch is

@@ -319,14 +319,14 @@ func TestApplicationsStrayStopLeavesItsTraceOn(t *testing.T) {
 	}
 }
 
-// TestSkipsAboveMaxGoroutines checks the goroutine guard: with more
+// TestSkipsAboveMaxTracedGoroutines checks the off-CPU cap: with more
 // goroutines than the limit no stretch starts the tracer; the stretches
 // are counted as skipped and logged once, and the window has no waits.
-func TestSkipsAboveMaxGoroutines(t *testing.T) {
+func TestSkipsAboveMaxTracedGoroutines(t *testing.T) {
 	defer SetDutyCycle(100)()
 	var logs bytes.Buffer
 	var stats Stats
-	r := Start(time.Now(), Config{Stats: &stats, MaxGoroutines: 1, Cycle: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	r := Start(time.Now(), Config{Stats: &stats, MaxTracedGoroutines: 1, Cycle: 100 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if trace.IsEnabled() {
 		t.Error("the tracer runs, with more goroutines than the limit")
 	}
