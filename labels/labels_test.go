@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/pprof"
+	"slices"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -547,6 +548,41 @@ func TestNestedSpansEndedInAnyOrder(t *testing.T) {
 					checkLabels(t, fmt.Sprintf("goroutine after span%d End", i), currentLabels(t), expected)
 				}
 			})
+		})
+	}
+}
+
+// TestLabelKeysSorted checks that labelSet passes its keys in sorted
+// order: pprof.Labels sorts and copies a list whose keys are out of
+// order, which costs every span started a second allocation.
+func TestLabelKeysSorted(t *testing.T) {
+	tests := []struct {
+		name                         string
+		route, rootID, spanID, trace string
+		want                         []string
+	}{
+		{"routed", "/users/{id}", "r", "s", "t", []string{LocalRootSpanIDKey, RouteKey, SpanIDKey, TraceIDKey}},
+		{"local root known", "", "r", "s", "t", []string{LocalRootSpanIDKey, SpanIDKey, TraceIDKey}},
+		{"no local root", "", "", "s", "t", []string{SpanIDKey, TraceIDKey}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := pprof.WithLabels(context.Background(), labelSet(tt.route, tt.rootID, tt.spanID, tt.trace))
+			var got []string
+			pprof.ForLabels(ctx, func(k, v string) bool {
+				got = append(got, k)
+				return true
+			})
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("labelSet keys = %q, want %q", got, tt.want)
+			}
+			// One allocation, the list: a sort would copy it.
+			allocs := testing.AllocsPerRun(100, func() {
+				labelSet(tt.route, tt.rootID, tt.spanID, tt.trace)
+			})
+			if allocs != 1 {
+				t.Errorf("labelSet allocates %v times, want 1: its keys are out of order", allocs)
+			}
 		})
 	}
 }

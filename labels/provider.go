@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"runtime/pprof"
@@ -85,16 +86,15 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	}
 
 	var request *requests.Request
+	var route string
 	if root {
-		request = beginRequest(span, ids, name, opts)
-	}
-	set := labelSet(request, rootID, spanID, traceID)
-	if e, ok := parent.routedRoute(); ok && !root {
+		request, route = beginRequest(span, ids, name, opts)
+	} else if e, ok := parent.routedRoute(); ok {
 		// The parent's context carries the route its root started
 		// with; the root's goroutine carries the route since.
-		set = pprof.Labels(RouteKey, e, LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+		route = e
 	}
-	ctx = pprof.WithLabels(ctx, set)
+	ctx = pprof.WithLabels(ctx, labelSet(route, rootID, spanID, traceID))
 
 	s := &labeledSpan{Span: span, Context: ctx, provider: t.provider, ids: ids, rootID: rootID, request: request}
 	switch {
@@ -141,12 +141,13 @@ func unwrapParent(ctx context.Context) (context.Context, trace.Span, *labeledSpa
 }
 
 // labelSet returns the labels of a span: its ids, its local root's, and
-// the route of request, the span's when it is a followed local root.
-// Keys are passed in sorted order, which spares pprof.Labels a sort.
-func labelSet(request *requests.Request, rootID, spanID, traceID string) pprof.LabelSet {
+// its request's route unless route is "" (the labels the span is started
+// under then keep theirs). Keys are passed in sorted order
+// (TestLabelKeysSorted), which spares pprof.Labels a sort and a copy.
+func labelSet(route, rootID, spanID, traceID string) pprof.LabelSet {
 	switch {
-	case request != nil:
-		return pprof.Labels(RouteKey, request.Labelled(), LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
+	case route != "":
+		return pprof.Labels(LocalRootSpanIDKey, rootID, RouteKey, route, SpanIDKey, spanID, TraceIDKey, traceID)
 	case rootID != "":
 		return pprof.Labels(LocalRootSpanIDKey, rootID, SpanIDKey, spanID, TraceIDKey, traceID)
 	}
@@ -167,9 +168,14 @@ func parentRootID(parent *labeledSpan, parentCtx context.Context) string {
 
 // beginRequest tells the profiler's request tracker, if one is installed,
 // of the local root span started under name, with its route when the start
-// options give one. The request starts when the SDK's span does, read from
-// the span rather than the clock when the span tells it.
-func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOption) *requests.Request {
+// options give one, and returns the request and the route its labels
+// carry; nil and "" while no tracker is installed. The request starts when
+// the SDK's span does, read from the span rather than the clock when the
+// span tells it.
+func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOption) (*requests.Request, string) {
+	if !requests.Tracking() {
+		return nil, ""
+	}
 	var start time.Time
 	if s, ok := span.(interface{ StartTime() time.Time }); ok {
 		start = s.StartTime()
@@ -177,27 +183,32 @@ func beginRequest(span trace.Span, ids, name string, opts []trace.SpanStartOptio
 	if start.IsZero() {
 		start = time.Now()
 	}
-	r := requests.Begin(ids, name, start)
-	if r != nil && len(opts) > 0 {
-		startHTTPRoute(r, opts)
+	var route string
+	if len(opts) > 0 {
+		route = startHTTPRoute(opts)
 	}
-	return r
+	r := requests.Begin(ids, name, route, start)
+	if r == nil {
+		return nil, ""
+	}
+	// The route its labels carry, as requests.Begin says.
+	return r, cmp.Or(route, name)
 }
 
-// startHTTPRoute gives r the route among the attributes opts give a span.
-// Reading them through trace.NewSpanStartConfig applies every option and
-// copies the attributes, for a route that is rarely there (HTTP
-// instrumentation sets it once the router has matched): a third of what
-// following a request cost a span started with options. So the
+// startHTTPRoute returns the route among the attributes opts give a span,
+// "" if none. Reading them through trace.NewSpanStartConfig applies every
+// option and copies the attributes, for a route that is rarely there
+// (HTTP instrumentation sets it once the router has matched): a third of
+// what following a request cost a span started with options. So the
 // attributes options (attributesOption) are read in place, and the others
 // skipped; NewSpanStartConfig remains for a version of package trace whose
 // options are not what attributesOption expects.
-func startHTTPRoute(r *requests.Request, opts []trace.SpanStartOption) {
+func startHTTPRoute(opts []trace.SpanStartOption) string {
 	if attributesOption == nil {
 		cfg := trace.NewSpanStartConfig(opts...)
-		setHTTPRoute(r, cfg.Attributes())
-		return
+		return httpRoute(cfg.Attributes())
 	}
+	var route string
 	for _, o := range opts {
 		if reflect.TypeOf(o) != attributesOption {
 			continue
@@ -206,8 +217,11 @@ func startHTTPRoute(r *requests.Request, opts []trace.SpanStartOption) {
 		// its elements are read where they are. (Through reflect, a
 		// pointer to each costs a lookup of the pointer type.)
 		v := reflect.ValueOf(o)
-		setHTTPRoute(r, unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len()))
+		if e := httpRoute(unsafe.Slice((*attribute.KeyValue)(v.UnsafePointer()), v.Len())); e != "" {
+			route = e
+		}
 	}
+	return route
 }
 
 // attributesOption is the type of the options trace.WithAttributes
@@ -230,14 +244,24 @@ func findAttributesOption() reflect.Type {
 // setHTTPRoute gives r the route among attrs, if there is one, and reports
 // whether there was.
 func setHTTPRoute(r *requests.Request, attrs []attribute.KeyValue) bool {
-	routed := false
+	route := httpRoute(attrs)
+	if route == "" {
+		return false
+	}
+	r.SetHTTPRoute(route)
+	return true
+}
+
+// httpRoute returns the last non-empty http.route among attrs, "" if
+// there is none.
+func httpRoute(attrs []attribute.KeyValue) string {
+	var route string
 	for i := range attrs {
 		if isHTTPRoute(&attrs[i]) && attrs[i].Value.AsString() != "" {
-			r.SetHTTPRoute(attrs[i].Value.AsString())
-			routed = true
+			route = attrs[i].Value.AsString()
 		}
 	}
-	return routed
+	return route
 }
 
 // isHTTPRoute reports whether a is the semantic conventions' http.route.

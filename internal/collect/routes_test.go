@@ -129,8 +129,12 @@ func TestLabelRoutes(t *testing.T) {
 	if err := tr.Install(); err != nil {
 		t.Fatal(err)
 	}
-	requests.Begin("0af7651916cd43dd8448eb211c80319c"+"00000000000000a1", "a", start).End(start)
-	requests.Begin("0af7651916cd43dd8448eb211c80319c"+"00000000000000b2", "b", start).End(start)
+	// Renamed before they end, so the window remembers their roots.
+	for _, root := range []struct{ id, route string }{{"00000000000000a1", "a"}, {"00000000000000b2", "b"}} {
+		r := requests.Begin("0af7651916cd43dd8448eb211c80319c"+root.id, "GET", "", start)
+		r.SetName(root.route)
+		r.End(start)
+	}
 	q := tr.Window(start)
 	tr.Stop()
 
@@ -192,7 +196,7 @@ func TestSettle(t *testing.T) {
 				c.startTracker()
 				defer c.Abandon()
 				const root = "00000000000000a1"
-				r := requests.Begin("0af7651916cd43dd8448eb211c80319c"+root, "GET", time.Now())
+				r := requests.Begin("0af7651916cd43dd8448eb211c80319c"+root, "GET", "", time.Now())
 				labelled := r.Labelled()
 				done := make(chan struct{})
 				if tt.endAfter == 0 {

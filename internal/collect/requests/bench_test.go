@@ -85,7 +85,7 @@ func benchRequests(b *testing.B) func(i, mine int) {
 		// As the label wrapper does for a span given its route at Start,
 		// or by a middleware on the goroutine that carries its labels:
 		// the labels carry the route.
-		r := Begin(all[i%n], "GET", start)
+		r := Begin(all[i%n], "GET", "", start)
 		r.SetHTTPRoute(routes[i%2])
 		r.Labelled()
 		r.End(start)

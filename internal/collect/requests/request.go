@@ -33,14 +33,22 @@ type Request struct {
 
 // Begin starts a request for the local root span whose trace and span ids
 // are ids (the trace id's 32 hex digits followed by the span id's 16),
-// started at start under name. It returns nil, at the cost of one atomic
-// load, while no Tracker is installed.
-func Begin(ids, name string, start time.Time) *Request {
+// started at start under name, with route the http.route its start
+// attributes give ("" if none). The caller puts the request's route in
+// its labels: route, or name when route is "". Begin returns nil, at the
+// cost of one atomic load, while no Tracker is installed.
+func Begin(ids, name, route string, start time.Time) *Request {
 	t := installed.Load()
 	if t == nil {
 		return nil
 	}
-	return t.begin(ids, name, start)
+	return t.begin(ids, name, route, start)
+}
+
+// Tracking reports whether a Tracker is installed: whether Begin would
+// start a request.
+func Tracking() bool {
+	return installed.Load() != nil
 }
 
 // IDs returns the request's trace id and span id, in hex, one after the
