@@ -360,13 +360,26 @@ func (r *Recorder) startWatch() stretch {
 }
 
 // lingerFor is how long a watch trace that has offered bytes in elapsed
-// goes on once no watched request lives: the time the trace takes, at
-// its rate, to cost what a start costs, at most watchLinger.
-func lingerFor(bytes int, elapsed time.Duration) time.Duration {
-	if bytes <= 0 || elapsed <= 0 {
-		return watchLinger
+// goes on once no watched request lives, when the watched requests began
+// gap apart on average (0: not known yet). Going on costs the trace's
+// bytes, and saves a start if another request turns long meanwhile.
+// Taking those arrivals as memoryless, going on pays while the chance of
+// one in the next instant, times startCost, exceeds what the instant
+// costs: for gap × ln(even/gap), where even is the time the trace takes
+// to cost a start, and not at all when gap is even or longer. At most
+// watchLinger; even, capped likewise, while gap is not known.
+func lingerFor(bytes int, elapsed, gap time.Duration) time.Duration {
+	even := watchLinger
+	if bytes > 0 && elapsed > 0 {
+		even = time.Duration(float64(startCost) / float64(bytes) * float64(elapsed))
 	}
-	return min(watchLinger, time.Duration(float64(startCost)/float64(bytes)*float64(elapsed)))
+	switch {
+	case gap <= 0:
+		return min(even, watchLinger)
+	case gap >= even:
+		return 0
+	}
+	return min(watchLinger, time.Duration(float64(gap)*math.Log(float64(even)/float64(gap))))
 }
 
 // finishing reports whether a trace run on for watched requests goes
@@ -794,7 +807,7 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	if now.Before(rec.end) && !(st.watch && r.slow.live == 0) {
 		return true
 	}
-	lingering := st.watch && now.Sub(rec.idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start))
+	lingering := st.watch && now.Sub(rec.idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start), r.slow.gap)
 	if r.slow.live == 0 && !lingering || !r.finishing(&rec.spentAt) {
 		return false
 	}

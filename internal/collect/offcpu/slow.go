@@ -151,6 +151,12 @@ type slowState struct {
 	live int
 	// seq is the number of the last watch begun.
 	seq int
+	// gap is the time between the starts of two requests watched one
+	// after the other, a moving average (0 until two were); lastStart is
+	// the latest start of a request watched, zero before the first.
+	gap       time.Duration
+	gaps      int
+	lastStart time.Time
 	// byRoute counts the window's explanations by the route their
 	// requests had when watched; liveBy the live watches likewise.
 	byRoute map[string]int
@@ -246,6 +252,7 @@ func (ss *slowState) apply(e watchEvent) {
 			return
 		}
 		ss.seq++
+		ss.meanGap(e.start)
 		w := &watch{ids: e.ids, route: e.route, start: e.start, goroutines: make(map[trace.GoID]*timeline), seq: ss.seq}
 		if p := ss.prelude[root]; p != nil {
 			w.goroutines = p.goroutines
@@ -266,6 +273,21 @@ func (ss *slowState) apply(e watchEvent) {
 		w.route = e.route
 	}
 	w.final = e.route
+}
+
+// meanGap takes the start of a request watched into gap.
+func (ss *slowState) meanGap(start time.Time) {
+	if !ss.lastStart.IsZero() {
+		g := max(start.Sub(ss.lastStart), 0)
+		if ss.gaps++; ss.gaps == 1 {
+			ss.gap = g
+		} else {
+			ss.gap = (3*ss.gap + g) / 4
+		}
+	}
+	if start.After(ss.lastStart) {
+		ss.lastStart = start
+	}
 }
 
 // mayWatch reports whether a request of route (as known when it turned

@@ -389,22 +389,57 @@ func TestSlowBounds(t *testing.T) {
 }
 
 // TestLingerFor checks how long a watch trace goes on after its last
-// request: as long as its bytes cost less than a start, at most
-// watchLinger.
+// request: while requests turn long often enough that going on costs
+// less than the starts it saves, at most watchLinger.
 func TestLingerFor(t *testing.T) {
 	for _, tc := range []struct {
-		bytes   int
-		elapsed time.Duration
-		want    time.Duration
+		bytes        int
+		elapsed, gap time.Duration
+		want         time.Duration
 	}{
-		{0, 0, watchLinger},
-		{16 << 10, time.Second, watchLinger},               // 16 KiB/s: a start is 2 s of it
-		{512 << 10, time.Second, 62500 * time.Microsecond}, // 512 KiB/s: 32 KiB in 62.5 ms
-		{64 << 20, time.Second, 488281 * time.Nanosecond},
+		{0, 0, 0, watchLinger},
+		{16 << 10, time.Second, 0, watchLinger},               // 16 KiB/s: a start is 2 s of it
+		{512 << 10, time.Second, 0, 62500 * time.Microsecond}, // 512 KiB/s: 32 KiB in 62.5 ms
+		{64 << 20, time.Second, 0, 488281 * time.Nanosecond},
+		// 128 KiB/s: a start is 250 ms of it.
+		{128 << 10, time.Second, 500 * time.Millisecond, 0},                          // 2 a second: a start is cheaper
+		{128 << 10, time.Second, 250 * time.Millisecond, 0},                          // even
+		{128 << 10, time.Second, 100 * time.Millisecond, 91629073 * time.Nanosecond}, // 10 a second: 100 ms × ln 2.5
+		{128 << 10, time.Second, 10 * time.Millisecond, 32188758 * time.Nanosecond},  // 100 a second: 10 ms × ln 25
+		{16 << 10, time.Second, 500 * time.Millisecond, watchLinger},                 // 500 ms × ln 4, capped
 	} {
-		if got := lingerFor(tc.bytes, tc.elapsed); got != tc.want {
-			t.Errorf("lingerFor(%d, %v) = %v, want %v", tc.bytes, tc.elapsed, got, tc.want)
+		if got := lingerFor(tc.bytes, tc.elapsed, tc.gap); got != tc.want {
+			t.Errorf("lingerFor(%d, %v, %v) = %v, want %v", tc.bytes, tc.elapsed, tc.gap, got, tc.want)
 		}
+	}
+}
+
+// TestWatchGap checks the average time between the starts of the
+// requests watched, which lingerFor weighs.
+func TestWatchGap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for _, tc := range []struct {
+		name   string
+		starts []time.Time
+		want   time.Duration
+	}{
+		{"none", nil, 0},
+		{"one", []time.Time{ms(0)}, 0},
+		{"two", []time.Time{ms(0), ms(500)}, 500 * time.Millisecond},
+		{"steady", []time.Time{ms(0), ms(500), ms(1000), ms(1500)}, 500 * time.Millisecond},
+		{"faster", []time.Time{ms(0), ms(400), ms(500)}, 325 * time.Millisecond},
+		{"out of order", []time.Time{ms(500), ms(0), ms(1000)}, 125 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss := newSlowState(&Config{Stats: new(Stats), MaxWatched: 100, SlowThreshold: time.Millisecond})
+			for i, start := range tc.starts {
+				ss.apply(watchEvent{ids: fmt.Sprintf("%032x%016x", i+1, i+1), start: start})
+			}
+			if ss.gap != tc.want {
+				t.Errorf("gap %v, want %v", ss.gap, tc.want)
+			}
+		})
 	}
 }
 
