@@ -32,7 +32,11 @@ const (
 // labels the goroutine carries from then on and, after a semicolon, the
 // one whose labels it carried until then; a span is its trace id's 32 hex
 // digits, its span id's 16 and its local root span id's 16 (zeros when
-// the root is not known), one after the other, and none is empty. The execution
+// the root is not known), one after the other, and none is empty. While a
+// profiler's request tracker runs, a third field may follow, after a
+// second semicolon: the route of the request of the span named first, to
+// the end of the message (a route may hold semicolons); a route given
+// later is logged again, naming the same span twice. The execution
 // trace carries no pprof labels, so these records are what ties its events
 // to spans (the profiler's off-CPU profile reads them); the span before
 // is what ties the waits of a goroutine whose span began before the trace

@@ -1,14 +1,20 @@
 package labels
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"maps"
+	rtrace "runtime/trace"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	xtrace "golang.org/x/exp/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/requests"
 )
@@ -200,15 +206,21 @@ func TestRouteLabel(t *testing.T) {
 		rename, routed string
 		// The route label of root and child, "" for none.
 		wantRoot, wantChild string
+		// wantLog are the routes of the execution trace's records of
+		// the spans (TraceLogCategory), "" for none: the root's start,
+		// its relabelling if any, the child's start, its end (back to
+		// the root) and the root's end.
+		wantLog []string
 	}{
-		{"untracked", false, nil, "", "", "", ""},
-		{"name", true, nil, "", "", "GET", "GET"},
-		{"route", true, []trace.SpanStartOption{route}, "", "", "/users/{id}", "/users/{id}"},
-		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET"},
+		{"untracked", false, nil, "", "", "", "", []string{"", "", "", ""}},
+		{"name", true, nil, "", "", "GET", "GET", []string{"GET", "GET", "GET", ""}},
+		{"route", true, []trace.SpanStartOption{route}, "", "", "/users/{id}", "/users/{id}", []string{"/users/{id}", "/users/{id}", "/users/{id}", ""}},
+		// The records tell the route as it is, the labels as it was.
+		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET", []string{"GET", "GET /users/{id}", "GET /users/{id}", ""}},
 		// The child, started from the context Start returned, takes
 		// the route its root's goroutine was given.
-		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "/users/{id}"},
-		{"untracked, routed", false, nil, "", "/users/{id}", "", ""},
+		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "/users/{id}", []string{"GET", "/users/{id}", "/users/{id}", "/users/{id}", ""}},
+		{"untracked, routed", false, nil, "", "/users/{id}", "", "", []string{"", "", "", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,6 +233,7 @@ func TestRouteLabel(t *testing.T) {
 			}
 			sdk, _ := newSDK(t, sdktrace.AlwaysSample())
 			tr := WrapTracerProvider(sdk).Tracer("test")
+			stopTrace := startTrace(t)
 			ctx, root := tr.Start(context.Background(), "GET", tt.opts...)
 			if tt.rename != "" {
 				root.SetName(tt.rename)
@@ -234,6 +247,9 @@ func TestRouteLabel(t *testing.T) {
 			child.End()
 			afterChild := currentLabels(t)
 			root.End()
+			if logged := stopTrace(); !slices.Equal(logged, tt.wantLog) {
+				t.Errorf("routes logged %q, want %q", logged, tt.wantLog)
+			}
 			if after := currentLabels(t); len(after) != 0 {
 				t.Errorf("labels after the root ended: %v", after)
 			}
@@ -253,6 +269,41 @@ func TestRouteLabel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// startTrace starts the execution tracer; the function it returns stops
+// it and returns the routes of the records of TraceLogCategory ("" for a
+// record without one), in order.
+func startTrace(t *testing.T) func() []string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := rtrace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		rtrace.Stop()
+		r, err := xtrace.NewReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var routes []string
+		for {
+			ev, err := r.ReadEvent()
+			if err == io.EOF {
+				return routes
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Kind() != xtrace.EventLog || ev.Log().Category != TraceLogCategory {
+				continue
+			}
+			// now;before[;route]
+			_, rest, _ := strings.Cut(ev.Log().Message, ";")
+			_, route, _ := strings.Cut(rest, ";")
+			routes = append(routes, route)
+		}
 	}
 }
 

@@ -167,6 +167,9 @@ func (s *labeledSpan) relabel() {
 	ctx := pprof.WithLabels(s.Context, pprof.Labels(RouteKey, s.request.Labelled()))
 	pprof.SetGoroutineLabels(ctx)
 	s.relabelled.Store((*byte)(goroutineLabelSet()))
+	if rtrace.IsEnabled() {
+		logSpanSwitch(s, s)
+	}
 }
 
 // TracerProvider returns the wrapping provider, so spans started from it are
@@ -234,14 +237,30 @@ func (a keyAnswer) Value(key any) any {
 
 // logSpanSwitch tells the execution trace that the goroutine's labels
 // changed from those of span before to those of span now (nil for none, or
-// for labels that are not a span's): see TraceLogCategory. The message is
-// built in one buffer, so that a record costs one allocation.
+// for labels that are not a span's), and the route of now's request: see
+// TraceLogCategory. The message is built in one buffer, so that a record
+// costs one allocation (two for a route longer than logRouteLen).
 func logSpanSwitch(now, before *labeledSpan) {
-	var buf [2*logSpanLen + 1]byte
+	var buf [2*logSpanLen + 2 + logRouteLen]byte
 	msg := appendLogSpan(buf[:0], now)
 	msg = append(msg, ';')
 	msg = appendLogSpan(msg, before)
+	if route := now.logRoute(); route != "" {
+		msg = append(append(msg, ';'), route...)
+	}
 	rtrace.Log(context.Background(), TraceLogCategory, string(msg))
+}
+
+// logRouteLen is the longest route logSpanSwitch's buffer holds.
+const logRouteLen = 64
+
+// logRoute returns the route of s's request now, "" when s is nil or in
+// no request the tracker follows.
+func (s *labeledSpan) logRoute() string {
+	if s == nil || s.root == nil {
+		return ""
+	}
+	return s.root.request.Route()
 }
 
 // idsLen is the length of a span's ids in hex, and logSpanLen that of its

@@ -318,11 +318,12 @@ func (s *reading) event(ev *trace.Event) {
 	}
 }
 
-// spanSwitch applies a log record of the label wrapper, "now;before", to
-// g: the waits g had pending are linked to before, and its waits from now
-// on to now.
+// spanSwitch applies a log record of the label wrapper, "now;before" or
+// "now;before;route", to g: the waits g had pending are linked to before,
+// and its waits from now on to now and its request's route.
 func (s *reading) spanSwitch(ev *trace.Event, g *goroutine, msg string) {
-	now, before, _ := strings.Cut(msg, ";")
+	now, rest, _ := strings.Cut(msg, ";")
+	before, route, _ := strings.Cut(rest, ";")
 	s.slowSpanSwitch(g, ev.Goroutine(), now, before, ev.Time(), ev.Stack())
 	if !g.known {
 		for _, i := range g.pending {
@@ -332,7 +333,11 @@ func (s *reading) spanSwitch(ev *trace.Event, g *goroutine, msg string) {
 		}
 		g.pending, g.known = nil, true
 	}
+	// The route follows the span's spelling: splitSpan reads it there.
 	g.span = now
+	if len(now) == spanLen && route != "" {
+		g.span = now + route
+	}
 }
 
 func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace.Time) {
@@ -485,30 +490,38 @@ func (w *window) kindOf(key *[]byte, locs []int32, reason, span string, mk func(
 }
 
 // appendSpanLabels appends the labels that link a sample to span, the
-// wrapper's spelling of it, if it names one.
+// wrapper's spelling of it, if it names one, and its request's route if
+// the spelling carries it.
 func appendSpanLabels(lbls []pprofdecode.Label, span string) []pprofdecode.Label {
-	if traceID, spanID, rootID, ok := splitSpan(span); ok {
+	if traceID, spanID, rootID, route, ok := splitSpan(span); ok {
 		if rootID != "" {
 			lbls = append(lbls, pprofdecode.Label{Key: labelkey.LocalRootSpanID, Str: rootID})
+		}
+		if route != "" {
+			lbls = append(lbls, pprofdecode.Label{Key: labelkey.Route, Str: route})
 		}
 		lbls = append(lbls, pprofdecode.Label{Key: labelkey.SpanID, Str: spanID}, pprofdecode.Label{Key: labelkey.TraceID, Str: traceID})
 	}
 	return lbls
 }
 
+// spanLen is the length of the wrapper's spelling of a span.
+const spanLen = 64
+
 // splitSpan splits the wrapper's spelling of a span (see
 // labelkey.TraceLogCategory): the trace id's 32 hex digits, the span id's 16
 // and the local root span id's 16, zeros for an unknown root, which
-// splitSpan returns as "".
-func splitSpan(msg string) (traceID, spanID, rootID string, ok bool) {
-	if len(msg) != 64 {
-		return "", "", "", false
+// splitSpan returns as "", then, as spanSwitch keeps it, the route of the
+// span's request, if the record gave one.
+func splitSpan(msg string) (traceID, spanID, rootID, route string, ok bool) {
+	if len(msg) < spanLen {
+		return "", "", "", "", false
 	}
-	traceID, spanID, rootID = msg[:32], msg[32:48], msg[48:]
+	traceID, spanID, rootID, route = msg[:32], msg[32:48], msg[48:spanLen], msg[spanLen:]
 	if rootID == "0000000000000000" {
 		rootID = ""
 	}
-	return traceID, spanID, rootID, true
+	return traceID, spanID, rootID, route, true
 }
 
 // recorderFunc is the prefix of the Recorder's methods: it reads the trace

@@ -107,6 +107,42 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 	}
 }
 
+// TestRecorderTakesRoutesFromTheLog checks that a wait carries the route
+// the label wrapper's last record gave its span: at the span's start,
+// and again once the route is known.
+func TestRecorderTakesRoutesFromTheLog(t *testing.T) {
+	defer SetDutyCycle(100)()
+	const span = "0af7651916cd43dd8448eb211c80319c" + "b7ad6b7169203331" + "00f067aa0ba902b7"
+	r := Start(time.Now(), Config{})
+	trace.Log(t.Context(), labels.TraceLogCategory, span+";;GET")
+	waittest.OnChannel(20 * time.Millisecond)
+	trace.Log(t.Context(), labels.TraceLogCategory, span+";"+span+";/users/{id};v2")
+	waittest.OnMutex(20 * time.Millisecond)
+	trace.Log(t.Context(), labels.TraceLogCategory, ";"+span)
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ fn, route string }{
+		{"OnChannel", "GET"},
+		{"OnMutex", "/users/{id};v2"},
+	} {
+		var n int
+		for _, s := range p.Samples {
+			if !fnIn(p, s, tc.fn) {
+				continue
+			}
+			n++
+			if got := label(s, labels.RouteKey); got != tc.route {
+				t.Errorf("wait in %s: route %q, want %q", tc.fn, got, tc.route)
+			}
+		}
+		if n == 0 {
+			t.Errorf("no wait in %s", tc.fn)
+		}
+	}
+}
+
 func fnIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
 	for _, l := range s.Locations {
 		for _, ln := range p.Locations[l].Lines {

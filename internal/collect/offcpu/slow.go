@@ -817,8 +817,8 @@ func (s *reading) slowTransition(ev *trace.Event, st *trace.StateTransition, id 
 // known to the request the record says it was in. A record leaving a
 // request's root for another marks the goroutine that ended it.
 func (s *reading) slowSpanSwitch(g *goroutine, id trace.GoID, now, before string, t trace.Time, stk trace.Stack) {
-	_, _, nowRoot, _ := splitSpan(now)
-	_, _, beforeRoot, _ := splitSpan(before)
+	_, _, nowRoot, _, _ := splitSpan(now)
+	_, _, beforeRoot, _, _ := splitSpan(before)
 	s.closeInterval(g, id, s.wall(t), stk, false)
 	w := s.slow.byRoot[beforeRoot]
 	if !g.known && g.pend != nil {
