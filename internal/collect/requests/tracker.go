@@ -1,7 +1,6 @@
 package requests
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -40,8 +39,8 @@ const (
 	DefaultMaxAge = time.Hour
 	// DefaultMaxRoots bounds the root span ids a window remembers the
 	// route of, for the samples whose labels cannot tell it (see
-	// Tracker), in each of the two windows kept.
-	DefaultMaxRoots = 1 << 18
+	// Tracker), in each of the two windows kept: 10 bytes a root.
+	DefaultMaxRoots = 1 << 19
 	// DefaultSettle is how long a window's end waits, at most, for the
 	// requests its samples name that still run under the name they
 	// started with: instrumentation that learns the route at the end
@@ -176,7 +175,7 @@ type windowState struct {
 	// the sweeps in the order they ended, sorted by span id when the
 	// window ends. A slice, not a map: a sweep appends without hashing,
 	// growing a table or missing the cache.
-	roots      []root
+	roots      roots
 	overflowed int64
 	rootsFull  int64
 }
@@ -186,25 +185,6 @@ type windowState struct {
 type admitted struct {
 	route string
 	index uint16
-}
-
-// root is a local root span that ended: its span id, as a number, and the
-// index of its route in its window's names.
-type root struct {
-	id    uint64
-	route uint16
-}
-
-// sortedRoots is a window's roots sorted by span id, for routeOf.
-type sortedRoots []root
-
-// routeOf returns the route index of the root with span id id.
-func (rs sortedRoots) routeOf(id uint64) (uint16, bool) {
-	i, ok := slices.BinarySearchFunc(rs, id, func(r root, id uint64) int { return cmp.Compare(r.id, id) })
-	if !ok {
-		return 0, false
-	}
-	return rs[i].route, true
 }
 
 // New returns a Tracker; Begin reports to it once it is installed.
@@ -395,15 +375,13 @@ func (t *Tracker) ended(r *Request) {
 		w.overflowed++
 	}
 	if id, ok := rootKey(r.RootID()); ok {
-		if w.roots == nil {
-			// As many as the window before had, to spare the copies
-			// of growing: windows are alike.
-			w.roots = make([]root, 0, max(len(t.prev.roots), 64))
-		}
+		// As many as the window before had, to spare the copies of
+		// growing: windows are alike.
+		w.roots.reserve(min(max(t.prev.roots.len(), 64), t.cfg.MaxRoots))
 		switch {
-		case renamed && len(w.roots) < t.cfg.MaxRoots,
-			t.cfg.LabelledRoots && len(w.roots) < t.cfg.MaxRoots/2:
-			w.roots = append(w.roots, root{id: id, route: e})
+		case renamed && w.roots.len() < t.cfg.MaxRoots,
+			t.cfg.LabelledRoots && w.roots.len() < t.cfg.MaxRoots/2:
+			w.roots.add(id, e, t.cfg.MaxRoots)
 		case renamed:
 			w.rootsFull++
 		}
@@ -497,7 +475,7 @@ type Requests struct {
 	// maps the span id of one running at the window's end to it.
 	w                *windowState
 	maxRoutes        int
-	roots, prevRoots sortedRoots
+	roots, prevRoots roots
 	prevNames        []string
 	live             map[uint64]*Request
 }
@@ -584,10 +562,10 @@ func (t *Tracker) Window(now time.Time) Requests {
 
 	w := t.win
 	t.win = new(windowState)
-	// Sorted once, by the collector's goroutine as it ends the window
-	// (a few milliseconds for MaxRoots roots), before anything reads
-	// them: the next window's Requests reads them too, as prevRoots.
-	slices.SortFunc(w.roots, func(a, b root) int { return cmp.Compare(a.id, b.id) })
+	// Sorted once, by the collector's goroutine as it ends the window,
+	// before anything reads them: the next window's Requests reads them
+	// too, as prevRoots.
+	w.roots.sort()
 	var live map[uint64]*Request
 	if len(t.live) > 0 {
 		live = make(map[uint64]*Request, len(t.live))
