@@ -75,6 +75,11 @@ type Config struct {
 	// profile whose samples carry the root's id but no route label
 	// (the off-CPU profile's come from the execution trace).
 	LabelledRoots bool
+	// Stretches, when set, tells when the profiles whose samples name
+	// roots record: a root whose life overlapped none is not remembered,
+	// unless it was reported to OnLong. Nil remembers roots whatever
+	// their time.
+	Stretches *Stretches
 	// LongAfter is how long a request runs before OnLong is called for
 	// it. OnLong is called once per request, from the Tracker's sweep
 	// (never on the request's goroutine), at most a sweep period late.
@@ -127,7 +132,8 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // route without the Tracker. The Tracker remembers, up to MaxRoots a
 // window, the roots whose route changed after their labels took it
 // and, with LabelledRoots, the others while the window has room for half
-// as many.
+// as many; with Stretches, only those whose life overlapped a stretch,
+// and those reported to OnLong.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -152,6 +158,10 @@ type Tracker struct {
 	// prev is the window before, whose roots the samples of the current
 	// one may still name.
 	prev *windowState
+	// mark is the Stretches' mark taken before the last sweep took in
+	// the requests begun: the requests the next sweep takes in began
+	// after it.
+	mark uint32
 }
 
 // windowState is what a sweep gathers for the current window. Routes
@@ -178,6 +188,10 @@ type windowState struct {
 	roots      roots
 	overflowed int64
 	rootsFull  int64
+	// unsampled counts the roots whose route changed after they
+	// started and that were not remembered, no stretch having overlapped
+	// their life.
+	unsampled int64
 }
 
 // admitted is a route as a request gave it, and the index admit
@@ -196,6 +210,7 @@ func New(cfg Config) *Tracker {
 		wake:   make(chan struct{}),
 		win:    new(windowState),
 		prev:   new(windowState),
+		mark:   markOpen,
 	}
 	t.period.Store(int64(cfg.sweepPeriod()))
 	return t
@@ -207,6 +222,14 @@ func New(cfg Config) *Tracker {
 func (t *Tracker) Configure(cfg Config) {
 	cfg = cfg.withDefaults()
 	t.sweepMu.Lock()
+	if cfg.Stretches != t.cfg.Stretches {
+		// The marks taken are another Stretches' and tell nothing of
+		// this one's: the requests begun so far overlap a stretch.
+		t.mark = markOpen
+		for _, r := range t.live {
+			r.since = markOpen
+		}
+	}
 	t.cfg = cfg
 	t.sweepMu.Unlock()
 	t.period.Store(int64(cfg.sweepPeriod()))
@@ -323,16 +346,23 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 
+	// Taken before the requests are taken in, so that those the next
+	// sweep takes in began after it.
+	mark := t.cfg.Stretches.mark()
 	for i := range t.shards.all {
 		s := &t.shards.all[i]
 		s.mu.Lock()
 		fresh := s.fresh
 		s.fresh = s.spare[:0]
 		s.mu.Unlock()
+		for _, r := range fresh {
+			r.since = t.mark
+		}
 		t.live = append(t.live, fresh...)
 		clear(fresh)
 		s.spare = fresh[:0]
 	}
+	t.mark = mark
 
 	running := t.live[:0]
 	for _, r := range t.live {
@@ -363,9 +393,7 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 }
 
 // ended counts r, which ended, in the current window, and remembers its
-// root's route: first those whose route is not the one their labels
-// carry, then, with LabelledRoots, while the window has room for half as
-// many, the others.
+// root's route (remember).
 func (t *Tracker) ended(r *Request) {
 	w := t.win
 	route, renamed := r.outcome()
@@ -374,20 +402,41 @@ func (t *Tracker) ended(r *Request) {
 	if w.names[e] == Overflow {
 		w.overflowed++
 	}
-	if id, ok := rootKey(r.RootID()); ok {
-		// As many as the window before had, to spare the copies of
-		// growing: windows are alike.
-		w.roots.reserve(min(max(t.prev.roots.len(), 64), t.cfg.MaxRoots))
-		switch {
-		case renamed && w.roots.len() < t.cfg.MaxRoots,
-			t.cfg.LabelledRoots && w.roots.len() < t.cfg.MaxRoots/2:
-			w.roots.add(id, e, t.cfg.MaxRoots)
-		case renamed:
-			w.rootsFull++
-		}
+	if renamed || r.long || t.cfg.LabelledRoots {
+		t.remember(w, r, e, renamed)
 	}
 	if r.long && t.cfg.OnEnd != nil {
 		t.cfg.OnEnd(r)
+	}
+}
+
+// remember keeps the root of r, which ended at route index e, for the
+// samples that name it: up to MaxRoots a window when it was reported to
+// OnLong (its explanation names it) or its route is not the one its
+// labels carry, and with LabelledRoots any other while the window holds
+// fewer than MaxRoots/2. A root whose life overlapped no stretch is
+// named by no sample (Stretches), and is not kept unless reported to
+// OnLong.
+func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
+	id, ok := rootKey(r.RootID())
+	if !ok {
+		return
+	}
+	if !r.long && !t.cfg.Stretches.overlaps(r.since) {
+		if renamed {
+			w.unsampled++
+		}
+		return
+	}
+	// As many as the window before had, to spare the copies of growing:
+	// windows are alike.
+	w.roots.reserve(min(max(t.prev.roots.len(), 64), t.cfg.MaxRoots))
+	switch {
+	case (renamed || r.long) && w.roots.len() < t.cfg.MaxRoots,
+		t.cfg.LabelledRoots && w.roots.len() < t.cfg.MaxRoots/2:
+		w.roots.add(id, e, t.cfg.MaxRoots)
+	case renamed:
+		w.rootsFull++
 	}
 }
 
@@ -464,6 +513,10 @@ type Requests struct {
 	// remembered already: their samples carry the route they started
 	// with.
 	Dropped int64
+	// Unsampled counts the roots of the window whose route changed after
+	// they started and that it did not remember, their life having
+	// overlapped no stretch (Config.Stretches): no sample names them.
+	Unsampled int64
 	// AgedOut counts the requests the window's sweeps stopped following,
 	// MaxAge old or more than MaxRequests running: they are not counted
 	// when they end.
@@ -588,6 +641,7 @@ func (t *Tracker) Window(now time.Time) Requests {
 	q := Requests{
 		Overflowed: w.overflowed,
 		Dropped:    w.rootsFull,
+		Unsampled:  w.unsampled,
 		AgedOut:    t.agedOut,
 		w:          w,
 		maxRoutes:  t.cfg.MaxRoutes,
