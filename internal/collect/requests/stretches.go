@@ -5,10 +5,11 @@ import "sync/atomic"
 // Stretches tells a Tracker when the profiles whose samples name local
 // roots by their labels record: the CPU profile and the execution trace
 // the off-CPU profile is read from. A root that ended, and whose whole
-// life lay outside every stretch, has no sample to be named in (the
-// goroutine profile names only the roots running at the window's end,
-// and the heap, mutex and block profiles carry no labels), so the Tracker
-// need not remember it. Begin and End cost an atomic add; the Tracker
+// life lay outside every stretch, is named by no sample but those of
+// goroutines that outlive it: the goroutine profiles, read at a window's
+// end, name the roots running then, which the Tracker follows, and the
+// heap, mutex and block profiles carry no labels. So the Tracker need not
+// remember it. Begin, End and Cancel cost an atomic add; the Tracker
 // reads them in its sweep, never on the request path. Its methods are
 // safe for concurrent use; the zero value is ready, with no stretch
 // begun.
