@@ -95,9 +95,10 @@ type Stats struct {
 	// the request counts and in the "route" attribute of their samples.
 	RoutesOverflowed int64
 	// RoutesUnknown counts requests whose route changed after they
-	// started (a span renamed or given its http.route later) and whose
+	// started (a span renamed or given its http.route later), whose
+	// life overlapped a stretch of the CPU or off-CPU profile, and whose
 	// window remembered the route of as many such requests as it may
-	// (262,144): their samples carry the route they started with.
+	// (524,288): their samples carry the route they started with.
 	// Their samples keep their span links.
 	RoutesUnknown int64
 	// RequestsAgedOut counts requests the profiler stopped following

@@ -27,6 +27,6 @@ import (
 
 func init() {
 	collect.RegisterOffCPU(func(now time.Time, cfg collect.RecorderConfig) collect.Recorder {
-		return recorder.Start(now, recorder.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU, SlowThreshold: cfg.SlowThreshold})
+		return recorder.Start(now, recorder.Config{Logger: cfg.Logger, Stats: &cfg.Omissions.OffCPU, SlowThreshold: cfg.SlowThreshold, Stretches: cfg.Stretches})
 	}, recorder.SetDutyCycle)
 }

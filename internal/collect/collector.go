@@ -98,7 +98,8 @@ type Omissions struct {
 	// Config.MaxRoutes others already.
 	RoutesOverflowed atomic.Int64
 	// RoutesUnknown counts requests whose route changed after they
-	// started and that their window could not remember (more than
+	// started, whose life overlapped a stretch of a profile whose samples
+	// name roots, and that their window could not remember (more than
 	// requests.DefaultMaxRoots): their samples carry the route they
 	// started with.
 	RoutesUnknown atomic.Int64
@@ -202,6 +203,10 @@ type Collector struct {
 	ownTracker bool
 	// settle is Config.Settle.
 	settle time.Duration
+	// stretches is told when the CPU profile records, and by the
+	// recorders when they do, for the tracker: it remembers only the
+	// roots a sample can name.
+	stretches *requests.Stretches
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -282,6 +287,7 @@ func New(cfg Config) (*Collector, error) {
 		maxRoutes:     cfg.MaxRoutes,
 		tracker:       cfg.Tracker,
 		settle:        cfg.Settle,
+		stretches:     new(requests.Stretches),
 	}
 	if c.settle == 0 {
 		c.settle = requests.DefaultSettle
@@ -344,7 +350,7 @@ func (c *Collector) startTracker() {
 		c.tracker = nil
 		return
 	}
-	cfg := requests.Config{MaxRoutes: c.maxRoutes}
+	cfg := requests.Config{MaxRoutes: c.maxRoutes, Stretches: c.stretches}
 	for _, rec := range c.recorders {
 		if sr, ok := rec.(SlowRecorder); ok {
 			// A request is watched once it has run half the threshold,
@@ -439,7 +445,7 @@ func (c *Collector) Start(now time.Time) {
 	c.windowStart = now
 	for _, name := range c.names {
 		if d, _ := Lookup(name); d.Recorder != nil {
-			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats, SlowThreshold: c.slowThreshold})
+			c.recorders[name] = d.Recorder(now, RecorderConfig{Logger: c.logger, Omissions: c.stats, SlowThreshold: c.slowThreshold, Stretches: c.stretches})
 		}
 		if d, ok := c.deltas[name]; ok {
 			d.reset()
@@ -628,9 +634,11 @@ func (c *Collector) stopCPU(now time.Time) {
 		// it is not stopped here.
 		c.stats.CPUProfilesSkipped.Add(1)
 		c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
+		c.stretches.End()
 		return
 	}
 	c.cpuProf.Stop()
+	c.stretches.End()
 	c.cpuData, c.cpuTo = w.bytes(), now
 }
 
@@ -640,7 +648,9 @@ func (c *Collector) stopCPU(now time.Time) {
 func (c *Collector) startCPU(now time.Time) {
 	buf := &c.cpuBufs[c.cpuCur]
 	buf.reset()
+	c.stretches.Begin()
 	if err := c.cpuProf.Start(buf); err != nil {
+		c.stretches.Cancel()
 		c.stats.CPUProfilesSkipped.Add(1)
 		if !c.cpuBusyLogged {
 			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler is in use elsewhere; will retry every window",

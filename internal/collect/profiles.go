@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 // The runtime profile names, as runtime/pprof spells them. They are the keys
@@ -95,6 +96,10 @@ type RecorderConfig struct {
 	// SlowThreshold is the least duration of a request explained as
 	// slow; 0 takes the recorder's default.
 	SlowThreshold time.Duration
+	// Stretches is told when a recorder whose samples name local roots
+	// records (Begin before, End after): the request tracker remembers
+	// only the roots whose life overlapped such a stretch. Nil for none.
+	Stretches *requests.Stretches
 }
 
 // SlowRecorder is a Recorder that also explains slow requests: the

@@ -2,7 +2,8 @@
 // rates, end to end (issue 34): local root spans started through
 // labels.WrapTracerProvider at a set rate from one goroutine per P, each
 // spinning a little work, the profiler running with the CPU profile
-// continuous and the default window, its windows kept in memory as the
+// continuous (-duty sets another duty cycle) and the default window, its
+// windows kept in memory as the
 // OTLP exporter would send them. It reports the rate reached, the share
 // of the labelled CPU samples that carry their request's route, the
 // requests counted against those sent, the profiler's Stats, and the
@@ -63,6 +64,9 @@ var routes = httpRoutes
 // renamed is -rename: requests named as otelhttp names them over a mux.
 var renamed bool
 
+// duty is -duty: the CPU duty cycle, 0 for the profiler's default.
+var duty int
+
 func main() {
 	rate := flag.Int("rate", 50000, "local root spans a second, all goroutines together; 0: as fast as they go")
 	dur := flag.Duration("for", 60*time.Second, "how long the load runs")
@@ -71,6 +75,7 @@ func main() {
 	leak := flag.Int("leak", 0, "local root spans started first that never end")
 	flag.BoolVar(&renamed, "rename", false, "start each span named GET without a route, and rename it to the method and route before it ends, as otelhttp around a ServeMux does")
 	window := flag.Duration("window", 0, "the profiler's window; 0: its default (60s)")
+	flag.IntVar(&duty, "duty", 100, "the CPU profile's duty cycle in percent (WithCPUDutyCycle); 0: the profiler's default")
 	flag.Parse()
 	if err := run(*rate, *dur, *requests, *work, *leak, *window); err != nil {
 		log.Fatal(err)
@@ -80,8 +85,11 @@ func main() {
 func run(rate int, dur time.Duration, requests, work, leak int, window time.Duration) error {
 	exp := &memExporter{}
 	opts := []profiler.Option{profiler.WithExporter(exp), profiler.WithServiceName("prodrates"),
-		profiler.WithCPUDutyCycle(100), profiler.WithProfileTypes(profiler.CPUProfile),
+		profiler.WithProfileTypes(profiler.CPUProfile),
 		profiler.WithProcessContext(false), profiler.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
+	if duty > 0 {
+		opts = append(opts, profiler.WithCPUDutyCycle(duty))
+	}
 	if window > 0 {
 		opts = append(opts, profiler.WithWindow(window))
 	}
@@ -115,8 +123,8 @@ func run(rate int, dur time.Duration, requests, work, leak int, window time.Dura
 	for _, n := range sent {
 		total += n
 	}
-	fmt.Printf("GOMAXPROCS %d, window %v, load %v: %d requests (%v), %.0f a second, %.2f µs of CPU each\n",
-		runtime.GOMAXPROCS(0), window, elapsed.Round(time.Millisecond), total, sent,
+	fmt.Printf("GOMAXPROCS %d, window %v, CPU duty %d %%, load %v: %d requests (%v), %.0f a second, %.2f µs of CPU each\n",
+		runtime.GOMAXPROCS(0), window, duty, elapsed.Round(time.Millisecond), total, sent,
 		float64(total)/elapsed.Seconds(), float64(cpu.Microseconds())/float64(total))
 	if leak > 0 {
 		fmt.Printf("%d spans left running before the load\n", leak)

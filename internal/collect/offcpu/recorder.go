@@ -14,6 +14,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect"
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 // Defaults of a Recorder's bounds.
@@ -83,6 +84,9 @@ type Config struct {
 	MaxTracedGoroutines int
 	Logger              *slog.Logger
 	Stats               *Stats
+	// Stretches is told when a trace runs whose waits name local roots,
+	// for the request tracker; nil for none.
+	Stretches *requests.Stretches
 
 	// SlowThreshold is the least duration of a request explained as
 	// slow; MaxWatched bounds the requests watched at once, MaxSlow those
@@ -593,10 +597,14 @@ func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 // (go.dev/issue/65634), so a wait that ends within the first second would
 // have no stack; the short trace ends its generation at once.
 func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
+	// Ended by record, after the trace's stopTrace, or here when none
+	// starts.
+	r.stretchBegin()
 	var firstTrace []byte
 	if first {
 		fs := newTraceSink(int(r.cfg.MaxTraceBytes), int(r.cfg.MaxTraceBytes), [2][]byte{})
 		if err := trace.Start(fs); err != nil {
+			r.stretchCancel()
 			return nil, nil
 		}
 		stopTrace()
@@ -607,6 +615,8 @@ func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
 	}
 	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs)
 	if err := trace.Start(sink); err != nil {
+		// The short trace before it is dropped: no wait of it counts.
+		r.stretchCancel()
 		return nil, nil
 	}
 	if r.skipLogged != "" {
@@ -614,6 +624,27 @@ func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
 		r.skipLogged = ""
 	}
 	return sink, firstTrace
+}
+
+// stretchBegin tells the request tracker, if any, that a trace starts
+// whose waits name local roots; stretchEnd that it ended, stretchCancel
+// that it did not start.
+func (r *Recorder) stretchBegin() {
+	if r.cfg.Stretches != nil {
+		r.cfg.Stretches.Begin()
+	}
+}
+
+func (r *Recorder) stretchEnd() {
+	if r.cfg.Stretches != nil {
+		r.cfg.Stretches.End()
+	}
+}
+
+func (r *Recorder) stretchCancel() {
+	if r.cfg.Stretches != nil {
+		r.cfg.Stretches.Cancel()
+	}
 }
 
 // stopTrace ends a stretch's subscription to the trace. trace.Stop takes
@@ -649,6 +680,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	// not the application's flight recorder goes on); should a part come
 	// later, it is left out and the stretch counts as cut.
 	stopTrace()
+	if rec.st.sink != nil {
+		r.stretchEnd() // begun by startTrace
+	}
 	stopped := time.Now()
 	sinkCut, offered := rec.st.sink.close()
 	r.startNext(rec)

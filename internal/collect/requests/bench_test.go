@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"math/rand/v2"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -95,5 +96,20 @@ func benchRequests(b *testing.B) func(i, mine int) {
 		if i%90000 == 0 {
 			tr.Window(start)
 		}
+	}
+}
+
+// BenchmarkSortRoots sorts a full window's roots, DefaultMaxRoots of
+// them with random span ids, as Window does at a window's end.
+func BenchmarkSortRoots(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]uint64, DefaultMaxRoots)
+	for i := range ids {
+		ids[i] = rng.Uint64()
+	}
+	rs := roots{ids: make([]uint64, len(ids)), routes: make([]uint16, len(ids))}
+	for b.Loop() {
+		copy(rs.ids, ids)
+		rs.sort()
 	}
 }

@@ -29,6 +29,10 @@ type Request struct {
 
 	// Owned by the Tracker's sweep (sweepMu).
 	long bool // OnLong was called for it
+	// since is the mark of the Tracker's Stretches (Stretches.mark)
+	// taken before the request began: a stretch overlapped its life if
+	// one ran then or began since.
+	since uint32
 }
 
 // Begin starts a request for the local root span whose trace and span ids

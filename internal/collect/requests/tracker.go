@@ -1,7 +1,6 @@
 package requests
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -40,8 +39,8 @@ const (
 	DefaultMaxAge = time.Hour
 	// DefaultMaxRoots bounds the root span ids a window remembers the
 	// route of, for the samples whose labels cannot tell it (see
-	// Tracker), in each of the two windows kept.
-	DefaultMaxRoots = 1 << 18
+	// Tracker), in each of the two windows kept: 10 bytes a root.
+	DefaultMaxRoots = 1 << 19
 	// DefaultSettle is how long a window's end waits, at most, for the
 	// requests its samples name that still run under the name they
 	// started with: instrumentation that learns the route at the end
@@ -76,6 +75,11 @@ type Config struct {
 	// profile whose samples carry the root's id but no route label
 	// (the off-CPU profile's come from the execution trace).
 	LabelledRoots bool
+	// Stretches, when set, tells when the profiles whose samples name
+	// roots record: a root whose life overlapped none is not remembered,
+	// unless it was reported to OnLong. Nil remembers roots whatever
+	// their time.
+	Stretches *Stretches
 	// LongAfter is how long a request runs before OnLong is called for
 	// it. OnLong is called once per request, from the Tracker's sweep
 	// (never on the request's goroutine), at most a sweep period late.
@@ -128,7 +132,8 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // route without the Tracker. The Tracker remembers, up to MaxRoots a
 // window, the roots whose route changed after their labels took it
 // and, with LabelledRoots, the others while the window has room for half
-// as many.
+// as many; with Stretches, only those whose life overlapped a stretch,
+// and those reported to OnLong.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -153,6 +158,10 @@ type Tracker struct {
 	// prev is the window before, whose roots the samples of the current
 	// one may still name.
 	prev *windowState
+	// mark is the Stretches' mark taken before the last sweep took in
+	// the requests begun: the requests the next sweep takes in began
+	// after it.
+	mark uint32
 }
 
 // windowState is what a sweep gathers for the current window. Routes
@@ -176,9 +185,13 @@ type windowState struct {
 	// the sweeps in the order they ended, sorted by span id when the
 	// window ends. A slice, not a map: a sweep appends without hashing,
 	// growing a table or missing the cache.
-	roots      []root
+	roots      roots
 	overflowed int64
 	rootsFull  int64
+	// unsampled counts the roots whose route changed after they
+	// started and that were not remembered, no stretch having overlapped
+	// their life.
+	unsampled int64
 }
 
 // admitted is a route as a request gave it, and the index admit
@@ -186,25 +199,6 @@ type windowState struct {
 type admitted struct {
 	route string
 	index uint16
-}
-
-// root is a local root span that ended: its span id, as a number, and the
-// index of its route in its window's names.
-type root struct {
-	id    uint64
-	route uint16
-}
-
-// sortedRoots is a window's roots sorted by span id, for routeOf.
-type sortedRoots []root
-
-// routeOf returns the route index of the root with span id id.
-func (rs sortedRoots) routeOf(id uint64) (uint16, bool) {
-	i, ok := slices.BinarySearchFunc(rs, id, func(r root, id uint64) int { return cmp.Compare(r.id, id) })
-	if !ok {
-		return 0, false
-	}
-	return rs[i].route, true
 }
 
 // New returns a Tracker; Begin reports to it once it is installed.
@@ -216,6 +210,7 @@ func New(cfg Config) *Tracker {
 		wake:   make(chan struct{}),
 		win:    new(windowState),
 		prev:   new(windowState),
+		mark:   markOpen,
 	}
 	t.period.Store(int64(cfg.sweepPeriod()))
 	return t
@@ -227,6 +222,14 @@ func New(cfg Config) *Tracker {
 func (t *Tracker) Configure(cfg Config) {
 	cfg = cfg.withDefaults()
 	t.sweepMu.Lock()
+	if cfg.Stretches != t.cfg.Stretches {
+		// The marks taken are another Stretches' and tell nothing of
+		// this one's: the requests begun so far overlap a stretch.
+		t.mark = markOpen
+		for _, r := range t.live {
+			r.since = markOpen
+		}
+	}
 	t.cfg = cfg
 	t.sweepMu.Unlock()
 	t.period.Store(int64(cfg.sweepPeriod()))
@@ -344,16 +347,23 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 
+	// Taken before the requests are taken in, so that those the next
+	// sweep takes in began after it.
+	mark := t.cfg.Stretches.mark()
 	for i := range t.shards.all {
 		s := &t.shards.all[i]
 		s.mu.Lock()
 		fresh := s.fresh
 		s.fresh = s.spare[:0]
 		s.mu.Unlock()
+		for _, r := range fresh {
+			r.since = t.mark
+		}
 		t.live = append(t.live, fresh...)
 		clear(fresh)
 		s.spare = fresh[:0]
 	}
+	t.mark = mark
 
 	running := t.live[:0]
 	for _, r := range t.live {
@@ -384,9 +394,7 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 }
 
 // ended counts r, which ended, in the current window, and remembers its
-// root's route: first those whose route is not the one their labels
-// carry, then, with LabelledRoots, while the window has room for half as
-// many, the others.
+// root's route (remember).
 func (t *Tracker) ended(r *Request) {
 	w := t.win
 	route, renamed := r.outcome()
@@ -395,22 +403,41 @@ func (t *Tracker) ended(r *Request) {
 	if w.names[e] == Overflow {
 		w.overflowed++
 	}
-	if id, ok := rootKey(r.RootID()); ok {
-		if w.roots == nil {
-			// As many as the window before had, to spare the copies
-			// of growing: windows are alike.
-			w.roots = make([]root, 0, max(len(t.prev.roots), 64))
-		}
-		switch {
-		case renamed && len(w.roots) < t.cfg.MaxRoots,
-			t.cfg.LabelledRoots && len(w.roots) < t.cfg.MaxRoots/2:
-			w.roots = append(w.roots, root{id: id, route: e})
-		case renamed:
-			w.rootsFull++
-		}
+	if renamed || r.long || t.cfg.LabelledRoots {
+		t.remember(w, r, e, renamed)
 	}
 	if r.long && t.cfg.OnEnd != nil {
 		t.cfg.OnEnd(r)
+	}
+}
+
+// remember keeps the root of r, which ended at route index e, for the
+// samples that name it: up to MaxRoots a window when it was reported to
+// OnLong (its explanation names it) or its route is not the one its
+// labels carry, and with LabelledRoots any other while the window holds
+// fewer than MaxRoots/2. A root whose life overlapped no stretch is
+// named by no sample (Stretches), and is not kept unless reported to
+// OnLong.
+func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
+	id, ok := rootKey(r.RootID())
+	if !ok {
+		return
+	}
+	if !r.long && !t.cfg.Stretches.overlaps(r.since) {
+		if renamed {
+			w.unsampled++
+		}
+		return
+	}
+	// As many as the window before had, to spare the copies of growing:
+	// windows are alike.
+	w.roots.reserve(min(max(t.prev.roots.len(), 64), t.cfg.MaxRoots))
+	switch {
+	case (renamed || r.long) && w.roots.len() < t.cfg.MaxRoots,
+		t.cfg.LabelledRoots && w.roots.len() < t.cfg.MaxRoots/2:
+		w.roots.add(id, e, t.cfg.MaxRoots)
+	case renamed:
+		w.rootsFull++
 	}
 }
 
@@ -487,6 +514,10 @@ type Requests struct {
 	// remembered already: their samples carry the route they started
 	// with.
 	Dropped int64
+	// Unsampled counts the roots of the window whose route changed after
+	// they started and that it did not remember, their life having
+	// overlapped no stretch (Config.Stretches): no sample names them.
+	Unsampled int64
 	// AgedOut counts the requests the window's sweeps stopped following,
 	// MaxAge old or more than MaxRequests running: they are not counted
 	// when they end.
@@ -498,7 +529,7 @@ type Requests struct {
 	// maps the span id of one running at the window's end to it.
 	w                *windowState
 	maxRoutes        int
-	roots, prevRoots sortedRoots
+	roots, prevRoots roots
 	prevNames        []string
 	live             map[uint64]*Request
 }
@@ -585,10 +616,10 @@ func (t *Tracker) Window(now time.Time) Requests {
 
 	w := t.win
 	t.win = new(windowState)
-	// Sorted once, by the collector's goroutine as it ends the window
-	// (a few milliseconds for MaxRoots roots), before anything reads
-	// them: the next window's Requests reads them too, as prevRoots.
-	slices.SortFunc(w.roots, func(a, b root) int { return cmp.Compare(a.id, b.id) })
+	// Sorted once, by the collector's goroutine as it ends the window,
+	// before anything reads them: the next window's Requests reads them
+	// too, as prevRoots.
+	w.roots.sort()
 	var live map[uint64]*Request
 	if len(t.live) > 0 {
 		live = make(map[uint64]*Request, len(t.live))
@@ -611,6 +642,7 @@ func (t *Tracker) Window(now time.Time) Requests {
 	q := Requests{
 		Overflowed: w.overflowed,
 		Dropped:    w.rootsFull,
+		Unsampled:  w.unsampled,
 		AgedOut:    t.agedOut,
 		w:          w,
 		maxRoutes:  t.cfg.MaxRoutes,

@@ -1,0 +1,64 @@
+package requests
+
+import "sync/atomic"
+
+// Stretches tells a Tracker when the profiles whose samples name local
+// roots by their labels record: the CPU profile and the execution trace
+// the off-CPU profile is read from. A root that ended, and whose whole
+// life lay outside every stretch, is named by no sample but those of
+// goroutines that outlive it: the goroutine profiles, read at a window's
+// end, name the roots running then, which the Tracker follows, and the
+// heap, mutex and block profiles carry no labels. So the Tracker need not
+// remember it. Begin, End and Cancel cost an atomic add; the Tracker
+// reads them in its sweep, never on the request path. Its methods are
+// safe for concurrent use; the zero value is ready, with no stretch
+// begun.
+type Stretches struct {
+	// word holds the stretches begun so far above stretchOpenBits and
+	// those running in the low bits: one atomic word, read at once.
+	word atomic.Uint64
+}
+
+// Begin tells of a stretch that starts recording: it is called before
+// the first sample can be taken.
+func (s *Stretches) Begin() { s.word.Add(1<<stretchOpenBits | 1) }
+
+// End tells of the end of a stretch that Begin told of: it is called once
+// no sample can be taken any more.
+func (s *Stretches) End() { s.word.Add(^uint64(0)) }
+
+// Cancel takes back a Begin whose stretch did not start (the profiler
+// was someone else's): no sample was taken in it.
+func (s *Stretches) Cancel() { s.word.Add(^uint64(1<<stretchOpenBits|1) + 1) }
+
+const (
+	stretchOpenBits = 16
+	// markOpen is set in a mark taken while a stretch ran; the other
+	// bits count the stretches begun, modulo 2^31.
+	markOpen = 1 << 31
+)
+
+// mark returns the state of s now, for overlaps: markOpen for a nil
+// Stretches, which knows no stretch, so that every root overlaps one.
+func (s *Stretches) mark() uint32 {
+	if s == nil {
+		return markOpen
+	}
+	w := s.word.Load()
+	m := uint32(w>>stretchOpenBits) &^ markOpen
+	if w&(1<<stretchOpenBits-1) != 0 {
+		m |= markOpen
+	}
+	return m
+}
+
+// overlaps reports whether a stretch ran at some time between mark's and
+// now: one ran at mark's time, or one began since. It errs towards true
+// only: a stretch that began after the life it is asked about ended,
+// within the same sweep, counts.
+func (s *Stretches) overlaps(mark uint32) bool {
+	if mark&markOpen != 0 || s == nil {
+		return true
+	}
+	return s.mark()&^markOpen != mark
+}

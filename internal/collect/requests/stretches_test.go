@@ -1,0 +1,172 @@
+package requests
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRootsInStretches runs scripts of requests, sampling stretches and
+// sweeps against a Tracker with Stretches, and checks which roots the
+// last window's Requests knows. The words of a script:
+//
+//	sweep    a sweep
+//	on, off  a stretch begins, ends
+//	window   the window ends
+//	rN       request N begins under the name GET, labelled with it
+//	lN       request N begins with its route, /N, labelled with it
+//	oN       request N begins, labelled, and has run long
+//	eN       request N ends: one begun with rN or oN renamed GET /N
+//
+// A stretch that begins or ends while a request runs is told to the
+// tracker between two sweeps, as the collector does: the tracker knows
+// the time of a request to a sweep.
+func TestRootsInStretches(t *testing.T) {
+	tests := []struct {
+		name     string
+		script   string
+		labelled bool // Config.LabelledRoots
+		none     bool // no Stretches
+		// known maps a request to the route the last window gives it,
+		// "" for none.
+		known     map[int]string
+		unsampled int64
+	}{
+		{name: "ended before a stretch", script: "sweep r1 sweep e1 sweep on off window",
+			known: map[int]string{1: ""}, unsampled: 1},
+		{name: "began after a stretch", script: "on off sweep sweep r1 sweep e1 window",
+			known: map[int]string{1: ""}, unsampled: 1},
+		{name: "between two stretches", script: "on sweep off sweep r1 sweep e1 sweep on off window",
+			known: map[int]string{1: ""}, unsampled: 1},
+		{name: "began before, ended during", script: "sweep r1 sweep on sweep e1 sweep off window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "began during, ended after", script: "on sweep r1 sweep off sweep e1 window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "began and ended during", script: "on sweep r1 sweep e1 sweep off window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "a stretch began and ended during its life", script: "sweep r1 sweep on sweep off sweep e1 window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "began and ended within one sweep period of a stretch", script: "sweep r1 on off e1 window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "taken in by the first sweep: in doubt, remembered", script: "r1 sweep e1 window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "no Stretches: remembered", script: "sweep r1 sweep e1 window", none: true,
+			known: map[int]string{1: "GET /1"}},
+		{name: "run long, outside any stretch", script: "sweep o1 sweep e1 sweep on off window",
+			known: map[int]string{1: "GET /1"}},
+		{name: "labelled roots, outside and inside", script: "sweep l1 sweep e1 sweep on sweep l2 sweep e2 off window", labelled: true,
+			known: map[int]string{1: "", 2: "/2"}},
+		{name: "mixed", script: "sweep r1 r2 sweep e1 sweep on sweep r3 e2 sweep off sweep e3 r4 sweep e4 window",
+			known: map[int]string{1: "", 2: "GET /2", 3: "GET /3", 4: ""}, unsampled: 2},
+		{name: "the window before", script: "sweep r1 sweep on e1 sweep off window r2 sweep e2 window",
+			known: map[int]string{1: "GET /1", 2: ""}, unsampled: 1},
+		{name: "two windows before", script: "sweep r1 sweep on e1 sweep off window window window",
+			known: map[int]string{1: ""}},
+		{name: "running at the window's end", script: "sweep r1 sweep window",
+			known: map[int]string{1: "GET"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := new(Stretches)
+			// Long after an hour, so that the sweeper's own sweeps find
+			// only "o" requests long.
+			cfg := Config{LabelledRoots: tt.labelled, MaxAge: 3 * time.Hour, LongAfter: time.Hour, OnLong: func(*Request) {}, Stretches: s}
+			if tt.none {
+				cfg.Stretches = nil
+			}
+			tr := install(t, cfg)
+			now := time.Now()
+			reqs := map[int]*Request{}
+			var q Requests
+			for _, word := range strings.Fields(tt.script) {
+				switch word {
+				case "sweep":
+					tr.Sweep(now)
+				case "on":
+					s.Begin()
+				case "off":
+					s.End()
+				case "window":
+					q = tr.Window(now)
+				default:
+					n, err := strconv.Atoi(word[1:])
+					if err != nil {
+						t.Fatalf("bad word %q", word)
+					}
+					switch word[0] {
+					case 'r':
+						reqs[n] = Begin(ids(n), "GET", "", now)
+					case 'l':
+						reqs[n] = Begin(ids(n), "GET", "", now)
+						reqs[n].SetHTTPRoute(fmt.Sprint("/", n))
+					case 'o':
+						// Begun two hours ago: the next sweep reports
+						// it to OnLong.
+						reqs[n] = Begin(ids(n), "GET", "", now.Add(-2*time.Hour))
+					case 'e':
+						if reqs[n].Route() == "GET" {
+							reqs[n].SetName(fmt.Sprint("GET /", n))
+						}
+						reqs[n].End(now)
+						continue
+					}
+					reqs[n].Labelled()
+				}
+			}
+			got := map[int]string{}
+			for n := range tt.known {
+				got[n], _ = q.Route(rootID(n))
+			}
+			if !maps.Equal(got, tt.known) || q.Unsampled != tt.unsampled {
+				t.Errorf("routes %v, unsampled %d; want %v, %d", got, q.Unsampled, tt.known, tt.unsampled)
+			}
+			if q.Dropped != 0 {
+				t.Errorf("dropped %d", q.Dropped)
+			}
+		})
+	}
+}
+
+// TestConfigureStretches hands a Tracker's requests to another
+// Stretches, as a profiler hands its Tracker to a new collector: the
+// requests begun under the first are remembered whatever the second
+// tells, their marks meaning nothing to it.
+func TestConfigureStretches(t *testing.T) {
+	first, second := new(Stretches), new(Stretches)
+	tr := install(t, Config{Stretches: first})
+	now := time.Now()
+	tr.Sweep(now)
+	early := Begin(ids(1), "GET", "", now)
+	early.Labelled()
+	tr.Sweep(now)
+	second.Begin() // second's count differs from first's from now on
+	second.End()
+	tr.Configure(Config{Stretches: second})
+	late := Begin(ids(2), "GET", "", now)
+	late.Labelled()
+	tr.Sweep(now)
+	tr.Sweep(now)
+	for _, r := range []*Request{early, late} {
+		r.SetName("GET /x")
+		r.End(now)
+	}
+	q := tr.Window(now)
+	for n := 1; n <= 2; n++ {
+		if e, ok := q.Route(rootID(n)); !ok || e != "GET /x" {
+			t.Errorf("route of request %d: %q, %v; want GET /x", n, e, ok)
+		}
+	}
+	// Settled on the second: a request begun and ended outside its
+	// stretches is not remembered.
+	r := Begin(ids(3), "GET", "", now)
+	r.Labelled()
+	tr.Sweep(now)
+	r.SetName("GET /x")
+	r.End(now)
+	if q := tr.Window(now); q.Unsampled != 1 {
+		t.Errorf("unsampled %d, want 1", q.Unsampled)
+	}
+}
