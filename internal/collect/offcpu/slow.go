@@ -367,7 +367,7 @@ func (ss *slowState) explain(w *watch) {
 		}
 	}
 	parts := explainParts(tl, w.start.UnixNano(), w.end.UnixNano())
-	if parts == nil {
+	if parts == nil || foundLate(parts, ss.threshold) {
 		ss.stats.SlowRequestsDropped.Add(1)
 		return
 	}
@@ -377,6 +377,29 @@ func (ss *slowState) explain(w *watch) {
 		// The window keeps no more than it could send.
 		ss.choose()
 	}
+}
+
+// foundLate reports whether the trace found the goroutine of a request
+// too late for the state it found to stand for the time before (parts'
+// first part, marked before): past the threshold, and past as long as
+// the traces then saw of the request (its parts but the untraced). The
+// tracker reports a request at half the threshold, and its trace starts
+// then; one that started later (the budget spent, the recorder busy
+// reading the last trace) may find the goroutine only as the request
+// ends, past what made it slow: woken from its wait, running to its
+// span's end, whose stack would stand for the whole wait.
+func foundLate(parts []part, threshold time.Duration) bool {
+	if !parts[0].before {
+		return false
+	}
+	var seen int64
+	for _, p := range parts[1:] {
+		if p.state != stateUntraced {
+			seen += p.end - p.start
+		}
+	}
+	before := parts[0].end - parts[0].start
+	return before > int64(threshold) && before > seen
 }
 
 // explainParts lays tl over [start, end): the part before the first

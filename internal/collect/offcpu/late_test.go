@@ -1,0 +1,157 @@
+package offcpu
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"runtime/trace"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	xtrace "golang.org/x/exp/trace"
+
+	"github.com/pprofotel/profiler/labels"
+)
+
+// TestFoundLate explains requests from timelines whose first interval
+// came at different times: the state the trace found stands for the time
+// before it when the trace found the goroutine within the threshold, or
+// the traces saw at least as much of the request; a request whose trace
+// found its goroutine later, as it ended, is dropped, whatever the state
+// found.
+func TestFoundLate(t *testing.T) {
+	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
+	lock := []xtrace.StackFrame{{Func: "sync.(*Mutex).Lock"}, {Func: "main.handle"}}
+	end := []xtrace.StackFrame{{Func: "labels.(*labeledSpan).End"}, {Func: "main.handle"}}
+	iv := func(from, to int64, st gstate, reason string, frames []xtrace.StackFrame) interval {
+		return interval{start: ms(from), end: ms(to), state: st, reason: reason, frames: frames, found: true}
+	}
+	for _, tc := range []struct {
+		name string
+		ivs  []interval
+		d    int64 // the request's duration, ms
+		// before is the part explained before the trace, in ms; -1
+		// when the request is dropped.
+		before int64
+	}{
+		// The trace began as the request ended: woken from its wait,
+		// the goroutine ran to its span's end.
+		{"found running as it ended", []interval{iv(199, 200, stateRunnable, "", nil), iv(200, 201, stateRunning, "", end)}, 201, -1},
+		{"found in another wait as it ended", []interval{iv(199, 204, stateWaiting, "network", end), iv(204, 205, stateRunning, "", end)}, 205, -1},
+		{"found late, in the wait", []interval{iv(150, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, -1},
+		{"found within the threshold", []interval{iv(90, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, 90},
+		// The time between two traces is not seen.
+		{"found late, the rest untraced", []interval{iv(150, 151, stateRunning, "", end), iv(300, 301, stateRunning, "", end)}, 301, -1},
+		{"found past the threshold, more seen", []interval{iv(400, 900, stateWaiting, "sync", lock), iv(900, 1000, stateRunning, "", end)}, 1000, 400},
+		{"seen from the start", []interval{iv(0, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stats Stats
+			ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 1, MaxSlow: 1, Stats: &stats})
+			ids := fmt.Sprintf("%032x%016x", 1, 1)
+			start := time.Unix(0, 0)
+			ss.apply(watchEvent{ids: ids, start: start})
+			w := ss.byRoot[ids[32:]]
+			w.goroutines[1] = &timeline{intervals: tc.ivs}
+			w.endG, w.hasEndG = 1, true
+			ss.apply(watchEvent{ids: ids, start: start, end: start.Add(time.Duration(ms(tc.d))), ended: true})
+			ss.settle(0, false, start.Add(time.Minute))
+			if tc.before < 0 {
+				if len(ss.explained) != 0 || stats.SlowRequestsDropped.Load() != 1 {
+					t.Errorf("explained as %v (%d dropped), want dropped", ss.explained, stats.SlowRequestsDropped.Load())
+				}
+				return
+			}
+			if len(ss.explained) != 1 {
+				t.Fatalf("%d explained, %d dropped; want it explained", len(ss.explained), stats.SlowRequestsDropped.Load())
+			}
+			var before int64
+			for _, p := range ss.explained[0].parts {
+				if p.before {
+					before += p.end - p.start
+				}
+			}
+			if before != ms(tc.before) {
+				t.Errorf("%v before the trace, want %v", time.Duration(before), time.Duration(ms(tc.before)))
+			}
+		})
+	}
+}
+
+// TestTraceStartedAsTheRequestEnded plays, with the runtime's tracer,
+// the watch trace of a request that starts only as the request ends
+// (late: the budget, or the recorder reading the trace before): the
+// request waited 200 ms, untraced, was woken, and its goroutine runs on
+// as the short trace and the trace start, then ends its span in the
+// trace. The trace found it running at its end, which says nothing of
+// the wait: the request is not explained, and counted dropped.
+func TestTraceStartedAsTheRequestEnded(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("slow-test")
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: DefaultSlowThreshold, MaxWatched: 1, MaxSlow: 1, Stats: &stats})
+
+	release := make(chan struct{})
+	var traced atomic.Bool
+	begun := make(chan string)
+	ended := make(chan time.Time)
+	go func() {
+		_, span := tracer.Start(context.Background(), "GET /lock")
+		sc := span.SpanContext()
+		begun <- sc.TraceID().String() + sc.SpanID().String()
+		<-release
+		for !traced.Load() {
+		}
+		span.End()
+		ended <- time.Now()
+	}()
+	ids := <-begun
+	// The request began 200 ms ago as far as the tracker knows, and was
+	// reported at half the threshold: its wait is the one released now,
+	// which no trace saw.
+	start := time.Now().Add(-200 * time.Millisecond)
+	ss.apply(watchEvent{ids: ids, route: "GET /lock", start: start})
+	close(release)
+
+	// The recorder's watch trace: the short trace, then the trace.
+	var short, long bytes.Buffer
+	if err := trace.Start(&short); err != nil {
+		t.Fatal(err)
+	}
+	trace.Stop()
+	if err := trace.Start(&long); err != nil {
+		t.Fatal(err)
+	}
+	traced.Store(true)
+	end := <-ended
+	trace.Stop()
+
+	rd := newWindow(math.MaxInt, SampleType).newReading(start)
+	rd.slow, rd.noWaits = ss, true
+	if err := rd.read(bytes.NewReader(short.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	rd.finishSlow()
+	if err := rd.read(bytes.NewReader(long.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	rd.finish()
+	w := ss.byRoot[ids[32:]]
+	if w == nil || !w.hasEndG || w.goroutines[w.endG] == nil {
+		t.Fatalf("the trace did not see the request's goroutine end its span: %+v", w)
+	}
+	ss.apply(watchEvent{ids: ids, route: "GET /lock", start: start, end: end, ended: true})
+	ss.settle(0, false, end)
+	for _, e := range ss.explained {
+		for _, p := range e.parts {
+			t.Errorf("explained: %s %s before=%v %v at %v", stateNames[p.state], p.reason, p.before, time.Duration(p.end-p.start), p.frames)
+		}
+	}
+	if n := stats.SlowRequestsDropped.Load(); n != 1 {
+		t.Errorf("%d dropped, want 1", n)
+	}
+}
