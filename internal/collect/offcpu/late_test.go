@@ -19,9 +19,9 @@ import (
 // TestFoundLate explains requests from timelines whose first interval
 // came at different times: the state the trace found stands for the time
 // before it when the trace found the goroutine within the threshold, or
-// the traces saw at least as much of the request; a request whose trace
-// found its goroutine later, as it ended, is dropped, whatever the state
-// found.
+// the traces saw at least half as much of the request (a third of it); a
+// request whose trace found its goroutine later, as it ended, is
+// dropped, whatever the state found.
 func TestFoundLate(t *testing.T) {
 	ms := func(n int64) int64 { return n * int64(time.Millisecond) }
 	lock := []xtrace.StackFrame{{Func: "sync.(*Mutex).Lock"}, {Func: "main.handle"}}
@@ -41,7 +41,8 @@ func TestFoundLate(t *testing.T) {
 		// the goroutine ran to its span's end.
 		{"found running as it ended", []interval{iv(199, 200, stateRunnable, "", nil), iv(200, 201, stateRunning, "", end)}, 201, -1},
 		{"found in another wait as it ended", []interval{iv(199, 204, stateWaiting, "network", end), iv(204, 205, stateRunning, "", end)}, 205, -1},
-		{"found late, in the wait", []interval{iv(150, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, -1},
+		{"found late, in the wait, less seen", []interval{iv(150, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, -1},
+		{"found late, in the wait, a third seen", []interval{iv(110, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, 110},
 		{"found within the threshold", []interval{iv(90, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunning, "", end)}, 201, 90},
 		// The time between two traces is not seen.
 		{"found late, the rest untraced", []interval{iv(150, 151, stateRunning, "", end), iv(300, 301, stateRunning, "", end)}, 301, -1},
@@ -84,8 +85,8 @@ func TestFoundLate(t *testing.T) {
 // TestTraceStartedAsTheRequestEnded plays, with the runtime's tracer,
 // the watch trace of a request that starts only as the request ends
 // (late: the budget, or the recorder reading the trace before): the
-// request waited 200 ms, untraced, was woken, and its goroutine runs on
-// as the short trace and the trace start, then ends its span in the
+// request waited a second, untraced, was woken, and its goroutine runs
+// on as the short trace and the trace start, then ends its span in the
 // trace. The trace found it running at its end, which says nothing of
 // the wait: the request is not explained, and counted dropped.
 func TestTraceStartedAsTheRequestEnded(t *testing.T) {
@@ -110,10 +111,10 @@ func TestTraceStartedAsTheRequestEnded(t *testing.T) {
 		ended <- time.Now()
 	}()
 	ids := <-begun
-	// The request began 200 ms ago as far as the tracker knows, and was
-	// reported at half the threshold: its wait is the one released now,
-	// which no trace saw.
-	start := time.Now().Add(-200 * time.Millisecond)
+	// The request began a second ago as far as the tracker knows, and
+	// was reported at half the threshold: its wait is the one released
+	// now, which no trace saw.
+	start := time.Now().Add(-time.Second)
 	ss.apply(watchEvent{ids: ids, route: "GET /lock", start: start})
 	close(release)
 

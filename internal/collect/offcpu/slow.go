@@ -381,13 +381,14 @@ func (ss *slowState) explain(w *watch) {
 
 // foundLate reports whether the trace found the goroutine of a request
 // too late for the state it found to stand for the time before (parts'
-// first part, marked before): past the threshold, and past as long as
-// the traces then saw of the request (its parts but the untraced). The
-// tracker reports a request at half the threshold, and its trace starts
-// then; one that started later (the budget spent, the recorder busy
-// reading the last trace) may find the goroutine only as the request
-// ends, past what made it slow: woken from its wait, running to its
-// span's end, whose stack would stand for the whole wait.
+// first part, marked before): past the threshold, and past twice what
+// the traces then saw of the request (its parts but the untraced), so
+// that they saw less than a third of it. The tracker reports a request
+// at half the threshold, and its trace starts then; one that started
+// later (the budget spent, the recorder busy reading the last trace, a
+// loaded machine) may find the goroutine only as the request ends, past
+// what made it slow: woken from its wait, running to its span's end,
+// whose stack would stand for the whole wait.
 func foundLate(parts []part, threshold time.Duration) bool {
 	if !parts[0].before {
 		return false
@@ -399,7 +400,7 @@ func foundLate(parts []part, threshold time.Duration) bool {
 		}
 	}
 	before := parts[0].end - parts[0].start
-	return before > int64(threshold) && before > seen
+	return before > int64(threshold) && before > 2*seen
 }
 
 // explainParts lays tl over [start, end): the part before the first
