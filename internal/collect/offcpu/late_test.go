@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime/trace"
 	"sync/atomic"
 	"testing"
@@ -154,5 +155,46 @@ func TestTraceStartedAsTheRequestEnded(t *testing.T) {
 	}
 	if n := stats.SlowRequestsDropped.Load(); n != 1 {
 		t.Errorf("%d dropped, want 1", n)
+	}
+}
+
+// TestExplainedInTheWindowTheyEndedIn builds a window whose collection
+// reached the recorder late, as it does when the recorder is reading a
+// trace as the window ends: a request that ended after the window's end,
+// explained meanwhile, is sent in the next window, not in this one with
+// its times pushed to the window's end.
+func TestExplainedInTheWindowTheyEndedIn(t *testing.T) {
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 4, MaxSlow: 4, Stats: &stats})
+	ids := func(i int) string { return fmt.Sprintf("%032x%016x", i, i) }
+	run := []xtrace.StackFrame{{Func: "main.handle"}}
+	t0 := time.Unix(1000, 0)
+	// Both run 200 ms; the window ends at t0 + 1 s, between their ends.
+	for i, start := range map[int]time.Time{1: t0.Add(700 * time.Millisecond), 2: t0.Add(900 * time.Millisecond)} {
+		ss.apply(watchEvent{ids: ids(i), route: "/a", start: start})
+		end := start.Add(200 * time.Millisecond)
+		ss.byRoot[ids(i)[32:]].goroutines[1] = &timeline{intervals: []interval{{start: start.UnixNano(), end: end.UnixNano(), state: stateRunning, frames: run}}}
+		ss.apply(watchEvent{ids: ids(i), route: "/a", start: start, end: end, ended: true})
+	}
+	ss.settle(0, false, t0.Add(2*time.Second))
+	windowEnd := t0.Add(time.Second)
+	for n, win := range [][2]time.Time{{t0, windowEnd}, {windowEnd, t0.Add(2 * time.Second)}} {
+		w := newWindow(math.MaxInt, SlowSampleType)
+		ss.build(w, win[1].UnixNano())
+		p := w.build(new(built), win[0], win[1], 1)
+		var got []string
+		for _, s := range p.Samples {
+			at := time.Unix(0, s.Events[0].TimeNanos)
+			got = append(got, fmt.Sprintf("%s at %v", label(s, labels.SpanIDKey)[15:], at.Sub(t0)))
+		}
+		// The second's time in its window begins at the window's
+		// start, within its span.
+		want := []string{fmt.Sprintf("%d at %v", n+1, []time.Duration{700 * time.Millisecond, time.Second}[n])}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("window %d: %v, want %v", n, got, want)
+		}
+		if e := stats.SlowRequestsExplained.Load(); e != int64(n+1) {
+			t.Errorf("window %d: %d explained in all, want %d", n, e, n+1)
+		}
 	}
 }

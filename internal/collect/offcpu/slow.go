@@ -341,7 +341,12 @@ type explanation struct {
 	route string
 	dur   time.Duration
 	parts []part
+	// watched is the request's route when it was watched (byRoute's).
+	watched string
 }
+
+// end is when the explained request ended, Unix nanoseconds.
+func (e *explanation) end() int64 { return e.parts[len(e.parts)-1].end }
 
 // part is an interval of an explanation; before marks the part before
 // the trace began.
@@ -372,7 +377,7 @@ func (ss *slowState) explain(w *watch) {
 		return
 	}
 	ss.byRoute[w.route]++
-	ss.explained = append(ss.explained, explanation{ids: w.ids, route: w.final, dur: w.end.Sub(w.start), parts: parts})
+	ss.explained = append(ss.explained, explanation{ids: w.ids, route: w.final, dur: w.end.Sub(w.start), parts: parts, watched: w.route})
 	if len(ss.explained) >= 2*ss.maxSlow {
 		// The window keeps no more than it could send.
 		ss.choose()
@@ -544,11 +549,22 @@ func samePlace(x, y []trace.StackFrame) bool {
 	})
 }
 
-// build builds maxSlow of the window's explanations into w (choose),
-// and forgets them; the others are counted as dropped.
-func (ss *slowState) build(w *window) {
+// build builds maxSlow of the explanations of the requests that ended
+// by until (Unix nanoseconds), the window's end, into w (choose), and
+// forgets them; the others are counted as dropped. The explanations of
+// requests that ended after until, taken in before the window's
+// collection reached the recorder (busy reading a trace as the window
+// ended), are kept for the next window, whose time they are in.
+func (ss *slowState) build(w *window, until int64) {
+	later := ss.takeLater(until)
 	ss.choose()
 	clear(ss.byRoute)
+	defer func() {
+		for _, e := range later {
+			ss.byRoute[e.watched]++
+		}
+		ss.explained = append(ss.explained, later...)
+	}()
 	var key []byte
 	for _, e := range ss.explained {
 		for _, p := range e.parts {
@@ -578,6 +594,20 @@ func (ss *slowState) build(w *window) {
 	ss.stats.SlowRequestsExplained.Add(int64(len(ss.explained)))
 	clear(ss.explained)
 	ss.explained = ss.explained[:0]
+}
+
+// takeLater removes from the window's explanations, and returns, those
+// of the requests that ended after until.
+func (ss *slowState) takeLater(until int64) []explanation {
+	var later []explanation
+	ss.explained = slices.DeleteFunc(ss.explained, func(e explanation) bool {
+		if e.end() > until {
+			later = append(later, e)
+			return true
+		}
+		return false
+	})
+	return later
 }
 
 // choose keeps maxSlow of the window's explanations, slowest first:
