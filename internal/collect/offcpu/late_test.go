@@ -198,3 +198,56 @@ func TestExplainedInTheWindowTheyEndedIn(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitFoundAsTheShortTraceEnded follows a request blocked on a mutex
+// when its watch trace began: the short trace's end writes the
+// goroutine's state with its stack among its last events, at the time
+// of the last one, and the trace after it names the goroutine only as it
+// wakes, with no stack. The short trace's state is kept, and the wait
+// explained whole from it; it used to be a moment long, and lost, and
+// the request laid on what the trace found at the wake.
+func TestWaitFoundAsTheShortTraceEnded(t *testing.T) {
+	ms := func(n float64) int64 { return int64(n * float64(time.Millisecond)) }
+	lock := []xtrace.StackFrame{{Func: "sync.(*Mutex).Lock"}, {Func: "main.handle"}}
+	end := []xtrace.StackFrame{{Func: "labels.(*labeledSpan).End"}, {Func: "main.handle"}}
+	var stats Stats
+	ss := newSlowState(&Config{SlowThreshold: 100 * time.Millisecond, MaxWatched: 1, MaxSlow: 1, Stats: &stats})
+	ids := fmt.Sprintf("%032x%016x", 1, 1)
+	start := time.Unix(0, 0)
+	ss.apply(watchEvent{ids: ids, route: "/lock", start: start})
+
+	// The short trace's end: the goroutine's status, found waiting, at
+	// the time of the reading's last event.
+	rd := newWindow(math.MaxInt, SampleType).newReading(start)
+	rd.slow = ss
+	g := rd.goroutine(7)
+	g.st, g.sreason, g.since, g.found, g.known, g.root = stateWaiting, "sync", ms(60), true, true, ids[32:]
+	rd.closeInterval(g, 7, ms(60), xtrace.NoStack, true)
+	w := ss.byRoot[ids[32:]]
+	tl := w.goroutines[7]
+	if tl == nil || len(tl.intervals) != 1 {
+		t.Fatalf("the wait the short trace found is not kept: %+v", tl)
+	}
+	tl.intervals[0].frames = lock // the status's stack
+	// The trace: the goroutine's status at its wake, no stack; then it
+	// runs to its span's end.
+	tl.intervals = append(tl.intervals,
+		interval{start: ms(200), end: ms(200.001), state: stateWaiting, found: true},
+		interval{start: ms(200.001), end: ms(200.3), state: stateRunnable, frames: lock},
+		interval{start: ms(200.3), end: ms(200.4), state: stateRunning, frames: end})
+	w.endG, w.hasEndG = 7, true
+	ss.apply(watchEvent{ids: ids, route: "/lock", start: start, end: start.Add(time.Duration(ms(200.4))), ended: true})
+	ss.settle(0, false, start.Add(time.Second))
+	if len(ss.explained) != 1 {
+		t.Fatalf("%d explained, %d dropped; want it explained", len(ss.explained), stats.SlowRequestsDropped.Load())
+	}
+	var inWait int64
+	for _, p := range ss.explained[0].parts {
+		if p.state == stateWaiting && p.reason == "sync" && reflect.DeepEqual(p.frames, lock) {
+			inWait += p.end - p.start
+		}
+	}
+	if inWait != ms(200.001) {
+		t.Errorf("%v in the mutex wait, want %v: %+v", time.Duration(inWait), time.Duration(ms(200.001)), ss.explained[0].parts)
+	}
+}

@@ -733,6 +733,13 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 	g.samples = g.samples[:0]
 	found := g.found
 	g.found = false
+	if t == g.since && open && found {
+		// Found as the trace ended: the short trace's end writes the
+		// state of every goroutine that did not run, the last events
+		// it holds. It is what the next trace goes on from (continues),
+		// kept a nanosecond long.
+		t++
+	}
 	if g.st == stateNone || t <= g.since {
 		return
 	}
