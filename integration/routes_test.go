@@ -444,7 +444,7 @@ type slowExplanation struct {
 // no span.
 func slowRequests(t *testing.T, run *threeRoutesRun) map[string]*slowExplanation {
 	t.Helper()
-	handler, wait := lockWaitFunc(), "sync.(*Mutex).Lock"
+	handler := lockWaitFunc()
 	bySpan := make(map[string]*slowExplanation)
 	for i, pd := range run.windows() {
 		d := dict{pd.GetDictionary()}
@@ -479,13 +479,16 @@ func slowRequests(t *testing.T, run *threeRoutesRun) map[string]*slowExplanation
 					t.Fatal(err)
 				}
 				// The mutex wait is the time in the handler's
-				// sync.(*Mutex).Lock off CPU, and runnable in it: once
-				// the holder unlocks, the waiter must still be given a
-				// CPU to take the mutex, and on this machine (the
-				// request's goroutine locked to its thread) that can
-				// take a while.
+				// waitForMutex off CPU, and runnable in it: in
+				// sync.(*Mutex).Lock, and before it, handing the hold
+				// to the holder goroutine, which on a loaded machine
+				// may still hold the mutex for the last slow request.
+				// Once the holder unlocks, the waiter must still be
+				// given a CPU to take the mutex, and on this machine
+				// (the request's goroutine locked to its thread) that
+				// can take a while.
 				state, _ := sampleAttr(d, s, slowStateKey)
-				if (state == slowStateOffCPU || state == slowStateRunnable) && slices.Contains(fns, handler) && slices.Contains(fns, wait) {
+				if (state == slowStateOffCPU || state == slowStateRunnable) && slices.Contains(fns, handler) {
 					e.mutexWait += v
 				}
 				reason, _ := sampleAttr(d, s, "wait_reason")
@@ -517,7 +520,6 @@ func checkSlowRequests(t *testing.T, run *threeRoutesRun) {
 	bySpan := slowRequests(t, run)
 	var contended, explained int
 	var shares []float64
-	poor := 0
 	for _, r := range run.requests {
 		if !r.Contended {
 			continue
@@ -537,16 +539,9 @@ func checkSlowRequests(t *testing.T, run *threeRoutesRun) {
 		share := float64(e.mutexWait) / float64(d)
 		shares = append(shares, share)
 		if math.Abs(float64(e.total-d)) > 0.10*float64(d) || share < 0.80 {
-			poor++
-			t.Logf("slow request %s, from %v to %v of the run: its explanation adds up to %v of the span's %v (want within 10 %%), %v of it in the mutex wait under the handler (%.0f %%; want at least 80 %%); its samples:\n%s",
+			t.Errorf("slow request %s, from %v to %v of the run: its explanation adds up to %v of the span's %v (want within 10 %%), %v of it in the mutex wait under the handler (%.0f %%; want at least 80 %%); its samples:\n%s",
 				r.SpanID, span.start.Sub(run.started), span.end.Sub(run.started), time.Duration(e.total), span.duration(), time.Duration(e.mutexWait), 100*share, strings.Join(e.parts, "\n"))
 		}
-	}
-	// Issue 34 asks at least half explained with 80 % under the real
-	// wait; one in ten may miss it here (a request whose trace began as
-	// it ended, its wait attributed to the state the trace found).
-	if poor*10 > explained {
-		t.Errorf("%d of %d explained slow requests miss the bounds above", poor, explained)
 	}
 	slices.Sort(shares)
 	if len(shares) > 0 {
@@ -684,7 +679,6 @@ func checkPyroscopeSlowSpans(t *testing.T, py *pyroscope, run *threeRoutesRun) {
 	}
 	spans = spans[:min(len(spans), 10)]
 	start, end := threeRoutesQueryRange(run)
-	lacking := 0
 	for _, span := range spans {
 		var fg flamegraphNames
 		py.query(t, "SelectMergeSpanProfile", map[string]any{
@@ -697,12 +691,8 @@ func checkPyroscopeSlowSpans(t *testing.T, py *pyroscope, run *threeRoutesRun) {
 			t.Errorf("span %s: Pyroscope's span profile (%s) totals %d, %d were sent linked to it", span, typeID, got, sent[span])
 		}
 		if !slices.Contains(fg.Flamegraph.Names, lockWaitFunc()) {
-			lacking++
-			t.Logf("span %s: Pyroscope's span profile lacks %s: %q", span, lockWaitFunc(), fg.Flamegraph.Names)
+			t.Errorf("span %s: Pyroscope's span profile lacks %s: %q", span, lockWaitFunc(), fg.Flamegraph.Names)
 		}
-	}
-	if lacking > 1 {
-		t.Errorf("%d of %d slow spans' Pyroscope profiles lack %s (one may, as in the explanation check)", lacking, len(spans), lockWaitFunc())
 	}
 	if !t.Failed() {
 		t.Logf("Pyroscope's %s span profiles of %d slow requests match what was sent", typeID, len(spans))
