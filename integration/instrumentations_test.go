@@ -461,20 +461,8 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 		if samples[route] == 0 {
 			t.Errorf("%s: no labelled CPU sample", route)
 		}
-		// A sample taken between the span's start and the route's
-		// arrival can, rarely, keep the name the span started with when
-		// its window ends in that instant (seen once in CI for chi, 1 of
-		// 24 samples, then 2 of 39). Up to one in ten per route is
-		// tolerated and logged; more is a failure (issue 34 is open on it).
-		var n int64
-		for _, k := range wrong[route] {
-			n += k
-		}
-		switch {
-		case n > max(1, samples[route]/10):
+		if len(wrong[route]) > 0 {
 			t.Errorf("%s: of %d labelled CPU samples, these carry another route than %q: %v", route, samples[route], c.routes[route], wrong[route])
-		case n > 0:
-			t.Logf("%s: of %d labelled CPU samples, %d carry another route than %q: %v", route, samples[route], n, c.routes[route], wrong[route])
 		}
 	}
 	if slowRunning == 0 {

@@ -444,7 +444,7 @@ type slowExplanation struct {
 // no span.
 func slowRequests(t *testing.T, run *threeRoutesRun) map[string]*slowExplanation {
 	t.Helper()
-	handler, wait := lockWaitFunc(), "sync.(*Mutex).Lock"
+	handler := lockWaitFunc()
 	bySpan := make(map[string]*slowExplanation)
 	for i, pd := range run.windows() {
 		d := dict{pd.GetDictionary()}
@@ -479,13 +479,16 @@ func slowRequests(t *testing.T, run *threeRoutesRun) map[string]*slowExplanation
 					t.Fatal(err)
 				}
 				// The mutex wait is the time in the handler's
-				// sync.(*Mutex).Lock off CPU, and runnable in it: once
-				// the holder unlocks, the waiter must still be given a
-				// CPU to take the mutex, and on this machine (the
-				// request's goroutine locked to its thread) that can
-				// take a while.
+				// waitForMutex off CPU, and runnable in it: in
+				// sync.(*Mutex).Lock, and before it, handing the hold
+				// to the holder goroutine, which on a loaded machine
+				// may still hold the mutex for the last slow request.
+				// Once the holder unlocks, the waiter must still be
+				// given a CPU to take the mutex, and on this machine
+				// (the request's goroutine locked to its thread) that
+				// can take a while.
 				state, _ := sampleAttr(d, s, slowStateKey)
-				if (state == slowStateOffCPU || state == slowStateRunnable) && slices.Contains(fns, handler) && slices.Contains(fns, wait) {
+				if (state == slowStateOffCPU || state == slowStateRunnable) && slices.Contains(fns, handler) {
 					e.mutexWait += v
 				}
 				reason, _ := sampleAttr(d, s, "wait_reason")
@@ -515,9 +518,8 @@ func sampleTimes(s *profilespb.Sample, since time.Time) []time.Duration {
 // the threshold explained at all.
 func checkSlowRequests(t *testing.T, run *threeRoutesRun) {
 	bySpan := slowRequests(t, run)
-	var contended, explained int
+	var contended, explained, poor int
 	var shares []float64
-	poor := 0
 	for _, r := range run.requests {
 		if !r.Contended {
 			continue
@@ -543,8 +545,11 @@ func checkSlowRequests(t *testing.T, run *threeRoutesRun) {
 		}
 	}
 	// Issue 34 asks at least half explained with 80 % under the real
-	// wait; one in ten may miss it here (a request whose trace began as
-	// it ended, its wait attributed to the state the trace found).
+	// wait. On a loaded machine one in ten may miss it here: a trace the
+	// budget stopped leaves the end of a request untraced, or one begun
+	// late leaves the state before it a guess. That no explanation lays
+	// a wait where it was not is checked exactly by the recorder's own
+	// tests (internal/collect/offcpu, late_test.go).
 	if poor*10 > explained {
 		t.Errorf("%d of %d explained slow requests miss the bounds above", poor, explained)
 	}

@@ -159,7 +159,8 @@ func (s *labeledSpan) carries(ls unsafe.Pointer) bool {
 // spans started under it afterwards (routedRoute). Spans and
 // goroutines started before keep the route the root started with; the
 // window's end gives those samples the request's last route when it
-// remembers the root.
+// remembers the root, which it does first for a relabelled one, up to
+// its bound.
 func (s *labeledSpan) relabel() {
 	if s.ended.Load() || !s.carries(goroutineLabelSet()) {
 		return

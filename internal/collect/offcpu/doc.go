@@ -122,5 +122,9 @@
 // reason and stack (a running interval's, the CPU profile's samples in it
 // when the CPU profile runs, else where it stopped), and the part before the first interval kept is the
 // state the trace found the goroutine in, marked before_trace, so that
-// the values add up to the request's duration.
+// the values add up to the request's duration. That part is at most the
+// threshold, or twice what the traces saw of the request: a request
+// whose trace found its goroutine later (a trace started late, as the
+// request ended, finds it past what made it slow) is dropped, not
+// explained from the state of its last moments.
 package offcpu

@@ -958,7 +958,7 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 	p := w.build(&r.built, r.windowStart, now, scale)
 	r.settleUntraced(now)
 	r.slowWin.reset()
-	r.slow.build(r.slowWin)
+	r.slow.build(r.slowWin, now.UnixNano())
 	r.slowProfile = nil
 	if len(r.slowWin.events) > 0 {
 		r.slowProfile = r.slowWin.build(&r.slowBuilt, r.windowStart, now, 1)

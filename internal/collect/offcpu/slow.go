@@ -363,7 +363,12 @@ type explanation struct {
 	route string
 	dur   time.Duration
 	parts []part
+	// watched is the request's route when it was watched (byRoute's).
+	watched string
 }
+
+// end is when the explained request ended, Unix nanoseconds.
+func (e *explanation) end() int64 { return e.parts[len(e.parts)-1].end }
 
 // part is an interval of an explanation; before marks the part before
 // the trace began.
@@ -389,16 +394,40 @@ func (ss *slowState) explain(w *watch) {
 		}
 	}
 	parts := explainParts(tl, w.start.UnixNano(), w.end.UnixNano())
-	if parts == nil {
+	if parts == nil || foundLate(parts, ss.threshold) {
 		ss.stats.SlowRequestsDropped.Add(1)
 		return
 	}
 	ss.byRoute[w.route]++
-	ss.explained = append(ss.explained, explanation{ids: w.ids, route: w.final, dur: w.end.Sub(w.start), parts: parts})
+	ss.explained = append(ss.explained, explanation{ids: w.ids, route: w.final, dur: w.end.Sub(w.start), parts: parts, watched: w.route})
 	if len(ss.explained) >= 2*ss.maxSlow {
 		// The window keeps no more than it could send.
 		ss.choose()
 	}
+}
+
+// foundLate reports whether the trace found the goroutine of a request
+// too late for the state it found to stand for the time before (parts'
+// first part, marked before): past the threshold, and past twice what
+// the traces then saw of the request (its parts but the untraced), so
+// that they saw less than a third of it. The tracker reports a request
+// at half the threshold, and its trace starts then; one that started
+// later (the budget spent, the recorder busy reading the last trace, a
+// loaded machine) may find the goroutine only as the request ends, past
+// what made it slow: woken from its wait, running to its span's end,
+// whose stack would stand for the whole wait.
+func foundLate(parts []part, threshold time.Duration) bool {
+	if !parts[0].before {
+		return false
+	}
+	var seen int64
+	for _, p := range parts[1:] {
+		if p.state != stateUntraced {
+			seen += p.end - p.start
+		}
+	}
+	before := parts[0].end - parts[0].start
+	return before > int64(threshold) && before > 2*seen
 }
 
 // explainParts lays tl over [start, end): the part before the first
@@ -542,11 +571,22 @@ func samePlace(x, y []trace.StackFrame) bool {
 	})
 }
 
-// build builds maxSlow of the window's explanations into w (choose),
-// and forgets them; the others are counted as dropped.
-func (ss *slowState) build(w *window) {
+// build builds maxSlow of the explanations of the requests that ended
+// by until (Unix nanoseconds), the window's end, into w (choose), and
+// forgets them; the others are counted as dropped. The explanations of
+// requests that ended after until, taken in before the window's
+// collection reached the recorder (busy reading a trace as the window
+// ended), are kept for the next window, whose time they are in.
+func (ss *slowState) build(w *window, until int64) {
+	later := ss.takeLater(until)
 	ss.choose()
 	clear(ss.byRoute)
+	defer func() {
+		for _, e := range later {
+			ss.byRoute[e.watched]++
+		}
+		ss.explained = append(ss.explained, later...)
+	}()
 	var key []byte
 	for _, e := range ss.explained {
 		for _, p := range e.parts {
@@ -576,6 +616,20 @@ func (ss *slowState) build(w *window) {
 	ss.stats.SlowRequestsExplained.Add(int64(len(ss.explained)))
 	clear(ss.explained)
 	ss.explained = ss.explained[:0]
+}
+
+// takeLater removes from the window's explanations, and returns, those
+// of the requests that ended after until.
+func (ss *slowState) takeLater(until int64) []explanation {
+	var later []explanation
+	ss.explained = slices.DeleteFunc(ss.explained, func(e explanation) bool {
+		if e.end() > until {
+			later = append(later, e)
+			return true
+		}
+		return false
+	})
+	return later
 }
 
 // choose keeps maxSlow of the window's explanations, slowest first:
@@ -701,6 +755,13 @@ func (s *reading) closeInterval(g *goroutine, id trace.GoID, t int64, stk trace.
 	g.samples = g.samples[:0]
 	found := g.found
 	g.found = false
+	if t == g.since && open && found {
+		// Found as the trace ended: the short trace's end writes the
+		// state of every goroutine that did not run, the last events
+		// it holds. It is what the next trace goes on from (continues),
+		// kept a nanosecond long.
+		t++
+	}
 	if g.st == stateNone || t <= g.since {
 		return
 	}

@@ -372,7 +372,7 @@ func TestSlowBounds(t *testing.T) {
 		t.Errorf("%d requests still watched, %d live", len(ss.byRoot), ss.live)
 	}
 	w := newWindow(math.MaxInt, SlowSampleType)
-	ss.build(w)
+	ss.build(w, t0.Add(time.Minute).UnixNano())
 	p := w.build(new(built), t0, t0.Add(time.Minute), 1)
 	got := map[string]time.Duration{}
 	for _, s := range p.Samples {

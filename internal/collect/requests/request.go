@@ -19,8 +19,7 @@ type Request struct {
 	// the Tracker reads them.
 	mu              sync.Mutex
 	name, httpRoute string
-	// labelled is the route the span's labels carry, set by Labelled
-	// and Relabel.
+	// labelled is the route the span's labels carry, set by Labelled.
 	labelled string
 
 	// took is the request's duration in nanoseconds plus one, 0 while it
@@ -29,6 +28,13 @@ type Request struct {
 
 	// Owned by the Tracker's sweep (sweepMu).
 	long bool // OnLong was called for it
+
+	// Guarded by mu, beside long so as to take no more memory:
+	// labelledOnce is set once the labels took a route (at Begin, or by
+	// Labelled), relabelled once a later Labelled gave them a route
+	// other than the one they carried (samples taken before carry the
+	// older one).
+	labelledOnce, relabelled bool
 	// since is the mark of the Tracker's Stretches (Stretches.mark)
 	// taken before the request began: a stretch overlapped its life if
 	// one ran then or began since.
@@ -129,25 +135,29 @@ func (r *Request) Ended() (time.Time, bool) {
 
 // Labelled returns the request's route now, which the caller puts in
 // the span's labels, at Start and again once it has a route: a request
-// whose route is another when it ends is one whose root the Tracker
-// remembers first.
+// whose labels carried a route other than the one it ends with is one
+// whose root the Tracker remembers first.
 func (r *Request) Labelled() string {
 	if r == nil {
 		return ""
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.labelled = r.route()
-	return r.labelled
+	e := r.route()
+	if r.labelledOnce && e != r.labelled {
+		r.relabelled = true
+	}
+	r.labelled, r.labelledOnce = e, true
+	return e
 }
 
-// outcome returns the request's route now, and whether it is not the
-// one its labels carry.
+// outcome returns the request's route now, and whether its labels
+// carried another at any time: the samples taken then name that one.
 func (r *Request) outcome() (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.route()
-	return e, e != r.labelled
+	return e, e != r.labelled || r.relabelled
 }
 
 // unsettled reports whether the request runs and has no route, and

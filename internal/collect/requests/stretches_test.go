@@ -100,8 +100,7 @@ func TestRootsInStretches(t *testing.T) {
 					case 'r':
 						reqs[n] = Begin(ids(n), "GET", "", now)
 					case 'l':
-						reqs[n] = Begin(ids(n), "GET", "", now)
-						reqs[n].SetHTTPRoute(fmt.Sprint("/", n))
+						reqs[n] = Begin(ids(n), "GET", fmt.Sprint("/", n), now)
 					case 'o':
 						// Begun two hours ago: the next sweep reports
 						// it to OnLong.

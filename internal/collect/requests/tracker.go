@@ -130,7 +130,8 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // The label wrapper puts a request's route as it starts (its route,
 // else its name) in the labels of its goroutines, so a sample names its
 // route without the Tracker. The Tracker remembers, up to MaxRoots a
-// window, the roots whose route changed after their labels took it
+// window, the roots whose labels carried a route other than the one
+// they end with (renamed, or routed after their labels took their name)
 // and, with LabelledRoots, the others while the window has room for half
 // as many; with Stretches, only those whose life overlapped a stretch,
 // and those reported to OnLong.
@@ -264,7 +265,7 @@ func (t *Tracker) Stop() {
 
 func (t *Tracker) begin(ids, name, route string, start time.Time) *Request {
 	r := &Request{ids: ids, name: name, httpRoute: route, start: start}
-	r.labelled = r.route()
+	r.labelled, r.labelledOnce = r.route(), true
 	t.shards.add(r)
 	if !t.sweeping.Load() {
 		t.startSweeper()
