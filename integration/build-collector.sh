@@ -11,7 +11,7 @@
 # time at all.
 set -euo pipefail
 
-builder_version=v0.162.0
+builder_version=v0.165.0
 here=$(cd "$(dirname "$0")" && pwd)
 manifest=$here/otelcol/builder-config.yaml
 

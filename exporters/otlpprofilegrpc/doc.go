@@ -4,6 +4,11 @@
 //
 // The profiles signal of OpenTelemetry is Alpha (v1development): the
 // requests this package sends change with the protocol, and so may its API.
+// Every request names the profiles development version it follows, 1, in
+// the metadata key otlp-profiles-development-version, whatever WithHeaders
+// or the variables give for that key. A receiver that reads it (the
+// Collector does from v0.163.0) refuses a version it does not support
+// with INVALID_ARGUMENT, which the Exporter does not retry.
 //
 // An Exporter sends each request the profiler gives it, cut into parts no
 // larger than WithMaxRequestBytes, in order, and retries a part the

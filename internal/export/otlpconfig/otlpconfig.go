@@ -640,7 +640,7 @@ func firstFailure(pkg, endpoint string, logger *slog.Logger) func(int, time.Dura
 // (export.NoProfilesPipeline): where the exporter sent, and what to
 // enable. The OpenTelemetry Collector has served profiles since v0.112.0
 // only behind the feature gate service.profilesSupport, alpha and off by
-// default in every release since, v0.162.0 (the one the integration tests
+// default in every release since, v0.165.0 (the one the integration tests
 // run) included; a Collector with a profiles pipeline and without the
 // gate refuses to start, so the gate is asked for with the pipeline.
 func noPipeline(pkg string, cfg export.OTLPConfig, logger *slog.Logger) func(error) {
