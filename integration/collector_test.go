@@ -228,6 +228,12 @@ func allProfilesOptions(t *testing.T, service string, protocol protocol, endpoin
 		// Half of every one-second window traced, so that each holds waits.
 		profiler.WithOffCPUDutyCycle(50),
 		profiler.WithBlockProfileRate(1),
+		// No request of these workloads is meant to be slow, and the
+		// tests compare the profile types sent with these six and the
+		// request counts: on a loaded machine some requests would cross
+		// the default threshold and add the slow-request profile, which
+		// TestRoutesAndSlowRequests checks.
+		profiler.WithSlowRequestThreshold(time.Hour),
 		profiler.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 	}
 }
