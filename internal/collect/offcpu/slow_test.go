@@ -18,6 +18,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/testutil/cputest"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	"github.com/pprofotel/profiler/internal/testutil/waittest"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -136,12 +137,7 @@ func TestSlowRequestExplained(t *testing.T) {
 			if tc.duty < 100 {
 				// Past the first stretch (at most a 100th of the cycle):
 				// the recorder rests.
-				for deadline := time.Now().Add(5 * time.Second); trace.IsEnabled() && time.Now().Before(deadline); {
-					time.Sleep(10 * time.Millisecond)
-				}
-				if trace.IsEnabled() {
-					t.Fatal("the recorder still traces: cannot test a watch that starts the tracer")
-				}
+				polltest.Until(t, "the first stretch's end", func() bool { return !trace.IsEnabled() })
 			}
 			if tc.cpuProfile {
 				if err := pprof.StartCPUProfile(io.Discard); err != nil {
