@@ -298,12 +298,10 @@ func TestWindowsAreLossless(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	go workload(stop)
-	for {
-		time.Sleep(100 * time.Millisecond)
-		if files, _ := filepath.Glob(filepath.Join(dir, "*.pb")); len(files) >= 3 {
-			break
-		}
-	}
+	poll(t, "three windows written", func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
+		return len(files) >= 3
+	})
 	close(stop)
 	if err := p.Stop(stopContext(t)); err != nil {
 		t.Fatal(err)

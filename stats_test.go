@@ -162,12 +162,13 @@ func TestStatsAndMetrics(t *testing.T) {
 
 // checkNoProfilerGoroutines looks for the goroutines of a profiler (its
 // loop, its sender, the HTTP exporter's connections) among all goroutines,
-// allowing those that are ending a moment to go. The test's receiver runs
-// until cleanup, so counting goroutines would not do.
+// allowing those that are ending up to a minute to go (a guard, not a
+// timing assertion). The test's receiver runs until cleanup, so counting
+// goroutines would not do.
 func checkNoProfilerGoroutines(t *testing.T) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	for range 300 {
+	for range 6000 {
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		if !strings.Contains(stacks, "profiler.(*Profiler).loop") &&
 			!strings.Contains(stacks, "delivery.(*Queue[...]).run") &&

@@ -71,6 +71,34 @@ func partialSuccess() *collectorpb.ExportProfilesServiceResponse {
 		RejectedProfiles: 1, ErrorMessage: "one profile rejected"}}
 }
 
+// eventDeadline is a context whose deadline passes when pass is called,
+// not at a time: a Stop given it can be made to miss its deadline once
+// its window's export has started, however slowly a loaded machine gets
+// there. It reports a deadline an hour away, so that Stop adds none of
+// its own.
+type eventDeadline struct {
+	context.Context
+	at   time.Time
+	done chan struct{}
+	once sync.Once
+}
+
+func newEventDeadline() *eventDeadline {
+	return &eventDeadline{Context: context.Background(), at: time.Now().Add(time.Hour), done: make(chan struct{})}
+}
+
+func (c *eventDeadline) pass()                       { c.once.Do(func() { close(c.done) }) }
+func (c *eventDeadline) Deadline() (time.Time, bool) { return c.at, true }
+func (c *eventDeadline) Done() <-chan struct{}       { return c.done }
+func (c *eventDeadline) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
 // countingHandler counts the log records it handles.
 type countingHandler struct {
 	mu      sync.Mutex
@@ -155,18 +183,27 @@ func TestStopWithATransportThatIgnoresItsContext(t *testing.T) {
 			// The guard releases the transport if Stop does not return
 			// first, so that a regression fails instead of hanging.
 			var releasedByGuard atomic.Bool
-			guard := time.AfterFunc(20*time.Second, func() {
+			guard := time.AfterFunc(time.Minute, func() {
 				releasedByGuard.Store(true)
 				close(deaf.release)
 			})
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
+			// Busy, an export is stuck already: Stop's deadline passes
+			// 100 ms on. Otherwise it passes once Stop's window is being
+			// exported, which on a loaded machine may take longer.
+			var ctx context.Context = newEventDeadline()
+			if tt.busy {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+			} else {
+				go func() {
+					<-deaf.started
+					ctx.(*eventDeadline).pass()
+				}()
+			}
 			err = p.Stop(ctx)
 			if !guard.Stop() || releasedByGuard.Load() {
 				t.Fatal("Stop returned only once the transport was released")
-			}
-			if !tt.busy {
-				<-deaf.started // Stop's window was attempted
 			}
 
 			if !errors.Is(err, context.DeadlineExceeded) {

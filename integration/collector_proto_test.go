@@ -116,7 +116,7 @@ func TestCollectorProtobufFile(t *testing.T) {
 // the limit only bounds a test that would otherwise hang.
 func waitForRequests(t *testing.T, path string, n int) []pprofconv.Request {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a bound against a hang
 	for {
 		reqs, err := pprofconv.ReadFile(path)
 		if err == nil && len(reqs) >= n {
@@ -132,7 +132,7 @@ func waitForRequests(t *testing.T, path string, n int) []pprofconv.Request {
 			if errors.Is(err, fs.ErrNotExist) {
 				err = errors.New("the Collector wrote no file")
 			}
-			t.Fatalf("after 20s, %s holds %d of the %d requests sent: %v", path, len(reqs), n, err)
+			t.Fatalf("after a minute, %s holds %d of the %d requests sent: %v", path, len(reqs), n, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

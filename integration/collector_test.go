@@ -179,7 +179,7 @@ func profileWorkload(t *testing.T, protocol protocol, endpoint string) *profiled
 	// the last window sees the same goroutines as the others; the workload
 	// stops next, ending every span before the recorded ones are read.
 	run.stopped = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	stopErr := p.Stop(ctx)
 	w.Stop()
@@ -244,7 +244,7 @@ func allProfilesOptions(t *testing.T, service string, protocol protocol, endpoin
 // every 100ms; the limit only bounds a test that would otherwise hang.
 func waitForWindows(t *testing.T, col *collector, run *profiledRun) []*profilespb.ProfilesData {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a bound against a hang
 	for {
 		all, err := readJSONLines(col.ProfilesFile, func() *profilespb.ProfilesData { return new(profilespb.ProfilesData) })
 		if err != nil {
@@ -265,7 +265,7 @@ func waitForWindows(t *testing.T, col *collector, run *profiledRun) []*profilesp
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20s the Collector has written %d windows for %s, none ending after Stop was called (and windows of other services: %v)", len(mine), run.service, others)
+			t.Fatalf("after a minute the Collector has written %d windows for %s, none ending after Stop was called (and windows of other services: %v)", len(mine), run.service, others)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

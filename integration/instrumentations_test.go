@@ -369,7 +369,7 @@ func runInstrumented(t *testing.T, c instrCase) *instrRun {
 	// every span ends before the profiler stops, so that every request
 	// is counted.
 	waitFor(t, "every request's span to end", func() bool { return len(recorded.GetSpans()) >= total })
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
 		t.Errorf("Stop: %v", err)

@@ -129,7 +129,7 @@ func startProdRun(t *testing.T, opts ...profiler.Option) *prodRun {
 
 // stop stops the profiler and keeps what it sent.
 func (r *prodRun) stop(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	if err := r.p.Stop(ctx); err != nil {
 		t.Errorf("Stop: %v", err)

@@ -72,7 +72,7 @@ func TestPyroscopeGoroutineLeak(t *testing.T) {
 	}
 	time.Sleep(2500 * time.Millisecond)
 	run.stopped = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
 		t.Fatalf("Stop: %v", err)

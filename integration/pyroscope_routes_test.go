@@ -88,7 +88,7 @@ func TestPyroscopeRoutes(t *testing.T) {
 	<-done
 	<-done
 	run.stopped = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
 		t.Fatal(err)

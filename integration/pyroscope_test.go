@@ -151,7 +151,7 @@ func runForPyroscope(t *testing.T, proxy *recordingProxy, protocol protocol, rou
 	}
 
 	run.stopped = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	stopErr := p.Stop(ctx)
 	close(stopSpans)

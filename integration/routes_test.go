@@ -178,7 +178,7 @@ func runThreeRoutes(t *testing.T, proxy *recordingProxy) *threeRoutesRun {
 	// Every request has been answered, so every span has ended: the
 	// last window counts them all.
 	run.stopped = time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	stopErr := p.Stop(ctx)
 	run.stats = p.Stats()

@@ -61,7 +61,7 @@ func TestSplunkLogsThroughCollector(t *testing.T) {
 	w := startWorkload(tracer)
 	time.Sleep(runFor)
 	stopped := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a bound: Stop returns once delivered
 	defer cancel()
 	stopErr := p.Stop(ctx)
 	w.Stop()
@@ -168,7 +168,7 @@ func TestSplunkLogsThroughCollector(t *testing.T) {
 // and returns the records of service, after checking their scope.
 func waitForSplunkRecords(t *testing.T, col *collector, service string, stopped time.Time) []*logspb.LogRecord {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute) // a bound against a hang
 	for {
 		all, err := readJSONLines(col.LogsFile, func() *logspb.LogsData { return new(logspb.LogsData) })
 		if err != nil {
@@ -199,7 +199,7 @@ func waitForSplunkRecords(t *testing.T, col *collector, service string, stopped 
 			return mine
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20s the Collector has written %d profiling records for %s, none observed after Stop was called", len(mine), service)
+			t.Fatalf("after a minute the Collector has written %d profiling records for %s, none observed after Stop was called", len(mine), service)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

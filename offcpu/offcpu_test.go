@@ -216,10 +216,18 @@ func TestOffCPUWaitsByStackReasonAndSpan(t *testing.T) {
 //go:noinline
 func lockHandler(d time.Duration) { waittest.OnMutex(d) }
 
+// tracedLockHandler is a request handler that waits on a contended mutex
+// at least d, and until the execution tracer has run 100 ms: a slow
+// request that lasts until the trace its watch starts has seen it.
+//
+//go:noinline
+func tracedLockHandler(d time.Duration) { waittest.OnMutexTraced(d, 100*time.Millisecond) }
+
 // TestSlowRequestsEndToEnd runs the profiler with PPROFOTEL_PROFILES=cpu,offcpu
 // and everything else at its default, past the off-CPU profile's first traced
 // stretch, and serves a slow request (a root span whose handler waits
-// 400 ms on a contended mutex) and a fast one: the window's slow-request
+// on a contended mutex 300 ms and until its watch trace has run 100 ms)
+// and a fast one: the window's slow-request
 // profile explains the slow one, linked to its span, under its route,
 // its values adding up to its duration, most of them the mutex wait under
 // the handler; the fast one is absent.
@@ -229,18 +237,19 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	// The first stretch traces at most a second; after it the recorder
 	// rests, and the slow request's watch starts the tracer.
 	polltest.Until(t, "the first stretch's end", func() bool { return !trace.IsEnabled() })
-	serve := func(name string, d time.Duration) (ids string, took time.Duration) {
+	serve := func(name string, handler func(time.Duration), d time.Duration) (ids string, took time.Duration) {
 		start := time.Now()
 		_, span := tracer.Start(context.Background(), name)
-		lockHandler(d)
+		handler(d)
 		span.End()
 		sc := span.SpanContext()
 		return sc.TraceID().String() + "/" + sc.SpanID().String(), time.Since(start)
 	}
-	// 400 ms: on a machine whose CPUs are oversubscribed, starting the
-	// tracer can take a hundred milliseconds and more.
-	slow, slowTook := serve("GET /lock", 400*time.Millisecond)
-	fast, _ := serve("GET /fast", time.Millisecond)
+	// On a machine whose CPUs are oversubscribed, starting the tracer can
+	// take hundreds of milliseconds: the slow request waits for it, so
+	// that it is explained however long that takes.
+	slow, slowTook := serve("GET /lock", tracedLockHandler, 300*time.Millisecond)
+	fast, _ := serve("GET /fast", lockHandler, time.Millisecond)
 	if err := p.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +273,7 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 				all += time.Duration(v)
 				switch {
 				case s.Attrs["goroutine_state"] != "off_cpu":
-				case s.Attrs["wait_reason"] == "sync" && s.InStack("lockHandler"):
+				case s.Attrs["wait_reason"] == "sync" && s.InStack("tracedLockHandler"):
 					mutex += time.Duration(v)
 				case s.Attrs["before_trace"] == "true" && s.Attrs["wait_reason"] == "":
 					// Found waiting, place unknown.
@@ -282,6 +291,6 @@ func TestSlowRequestsEndToEnd(t *testing.T) {
 	// tens of milliseconds on a loaded machine) the request is untraced,
 	// and it may wait for a CPU before it reaches the mutex.
 	if mutex < slowTook/3 || elsewhere > slowTook*20/100 {
-		t.Errorf("%v of the slow request's %v waiting on the mutex under lockHandler, %v off CPU elsewhere; want at least a third, at most 20%%", mutex, slowTook, elsewhere)
+		t.Errorf("%v of the slow request's %v waiting on the mutex under tracedLockHandler, %v off CPU elsewhere; want at least a third, at most 20%%", mutex, slowTook, elsewhere)
 	}
 }

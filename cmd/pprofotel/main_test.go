@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/pprofotel/profiler/exporters/otlpprofilefile"
 	"github.com/pprofotel/profiler/internal/testutil/cputest"
 	"github.com/pprofotel/profiler/internal/testutil/otlptest"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	"github.com/pprofotel/profiler/labels"
 	"github.com/pprofotel/profiler/pprofconv"
 	"google.golang.org/protobuf/proto"
@@ -111,12 +113,10 @@ func profiledDir(t *testing.T, n int) string {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { workload(stop); close(done) }()
-	for {
-		time.Sleep(100 * time.Millisecond)
-		if files, _ := filepath.Glob(filepath.Join(dir, "*.pb")); len(files) >= n {
-			break
-		}
-	}
+	polltest.Until(t, fmt.Sprintf("%d windows written", n), func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.pb"))
+		return len(files) >= n
+	})
 	close(stop)
 	<-done
 	// Every window must arrive: Stop is given as long as a busy machine

@@ -221,7 +221,7 @@ func TestTLS(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Shutdown(context.Background())
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound against a hang
 			defer cancel()
 			err = e.Export(ctx, receivertest.Request(1))
 			if (err != nil) != tt.wantErr {

@@ -159,11 +159,12 @@ func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()) 
 func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // checkNoGoroutine fails t if a Queue's goroutine is still running,
-// allowing goroutines that are ending a moment to go.
+// allowing goroutines that are ending up to a minute to go (a guard, not
+// a timing assertion: a loaded machine may not run them for seconds).
 func checkNoGoroutine(t *testing.T) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	for range 200 {
+	for range 6000 {
 		n := runtime.Stack(buf, true)
 		if !strings.Contains(string(buf[:n]), "delivery.(*Queue[...]).run") {
 			return
@@ -477,12 +478,7 @@ func TestSenderSurvivesAPanickingExporter(t *testing.T) {
 	exp := &panickingExporter{}
 	s := newProfilesSender(profilesConfig{Exporter: exp, Outcomes: stats})
 	s.Enqueue(window(0))
-	for deadline := time.Now().Add(10 * time.Second); stats.Failed.Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the panicking export was never counted as failed")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the panicking export counted as failed", func() bool { return stats.Failed.Load() > 0 })
 	s.Enqueue(window(1))
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)

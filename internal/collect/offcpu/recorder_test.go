@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	"github.com/pprofotel/profiler/internal/testutil/waittest"
 	"github.com/pprofotel/profiler/labels"
 )
@@ -367,9 +368,7 @@ func TestSkipsAboveMaxTracedGoroutines(t *testing.T) {
 		t.Error("the tracer runs, with more goroutines than the limit")
 	}
 	// Two cycles at least, however late the timers fire.
-	for deadline := time.Now().Add(10 * time.Second); stats.Skipped.Load() < 2 && time.Now().Before(deadline); {
-		waittest.InSleep(10 * time.Millisecond)
-	}
+	polltest.Until(t, "two stretches skipped", func() bool { return stats.Skipped.Load() >= 2 })
 	p, err := r.Collect(time.Now(), true)
 	if err != nil {
 		t.Fatal(err)

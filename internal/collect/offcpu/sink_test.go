@@ -169,9 +169,7 @@ func TestFullWindowIsNotTraced(t *testing.T) {
 	}
 	// The stretch is read when the runtime ends a generation, or when the
 	// stretch ends (at most a second): wait for the cut and the next one.
-	for deadline := time.Now().Add(10 * time.Second); stats.Truncated.Load() < 2 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	polltest.Until(t, "the cut stretch and the next", func() bool { return stats.Truncated.Load() >= 2 })
 	p, err := r.Collect(time.Now(), true)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -67,16 +68,16 @@ func Read(pid int) (Context, error) {
 	if _, err := mem.ReadAt(hdr[:], int64(c.Address)); err != nil {
 		return Context{}, fmt.Errorf("processctxtest: reading the header: %w", err)
 	}
-	if string(hdr[:8]) != processctx.Signature {
-		return Context{}, fmt.Errorf("processctxtest: signature %q", hdr[:8])
-	}
-	if v := binary.LittleEndian.Uint32(hdr[processctx.OffsetVersion:]); v != processctx.Version {
-		return Context{}, fmt.Errorf("processctxtest: version %d", v)
+	if err := checkHeader(hdr[:]); err != nil {
+		// The header found in the maps may have been unmapped since, and
+		// its address given to another mapping (a payload): then the
+		// read is of a changed context, not of a bad header.
+		if changed(pid, c.Address, publishedAt) {
+			return Context{}, ErrConcurrentUpdate
+		}
+		return Context{}, err
 	}
 	c.PayloadSize = binary.LittleEndian.Uint32(hdr[processctx.OffsetPayloadSize:])
-	if c.PayloadSize == 0 || c.PayloadSize > processctx.MaxPayloadSize {
-		return Context{}, fmt.Errorf("processctxtest: payload size %d", c.PayloadSize)
-	}
 	payload := make([]byte, c.PayloadSize)
 	// An error here may come from an update that unmapped the payload,
 	// so the time decides first.
@@ -94,6 +95,36 @@ func Read(pid int) (Context, error) {
 	c.PublishedAt = publishedAt
 	c.Resource, c.ExtraAttributes, err = decode(payload)
 	return c, err
+}
+
+// checkHeader checks a header's signature, version and payload size.
+func checkHeader(hdr []byte) error {
+	if string(hdr[:8]) != processctx.Signature {
+		return fmt.Errorf("processctxtest: signature %q", hdr[:8])
+	}
+	if v := binary.LittleEndian.Uint32(hdr[processctx.OffsetVersion:]); v != processctx.Version {
+		return fmt.Errorf("processctxtest: version %d", v)
+	}
+	if n := binary.LittleEndian.Uint32(hdr[processctx.OffsetPayloadSize:]); n == 0 || n > processctx.MaxPayloadSize {
+		return fmt.Errorf("processctxtest: payload size %d", n)
+	}
+	return nil
+}
+
+// changed reports whether the context header at addr, whose publication
+// time was publishedAt, is no longer the one pid's maps list there.
+func changed(pid int, addr, publishedAt uint64) bool {
+	addrs, err := mappings(pid)
+	if err != nil || !slices.Contains(addrs, addr) {
+		return true
+	}
+	mem, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
+	if err != nil {
+		return true
+	}
+	defer mem.Close()
+	now, err := readUint64(mem, addr+processctx.OffsetPublishedAt)
+	return err != nil || now != publishedAt
 }
 
 // mappings returns the start addresses of the context mappings of pid.
