@@ -363,19 +363,20 @@ func (r *Recorder) startWatch() stretch {
 	return st
 }
 
-// lingerFor is how long a watch trace that has offered bytes in elapsed
-// goes on once no watched request lives, when the watched requests began
-// gap apart on average (0: not known yet). Going on costs the trace's
-// bytes, and saves a start if another request turns long meanwhile.
-// Taking those arrivals as memoryless, going on pays while the chance of
-// one in the next instant, times startCost, exceeds what the instant
-// costs: for gap × ln(even/gap), where even is the time the trace takes
-// to cost a start, and not at all when gap is even or longer. At most
-// watchLinger; even, capped likewise, while gap is not known.
-func lingerFor(bytes int, elapsed, gap time.Duration) time.Duration {
+// lingerFor is how long a watch trace goes on once no watched request
+// lives, for a trace of rate bytes a second (0: not known yet), when the
+// watched requests began gap apart on average (0: not known yet). Going
+// on costs the trace's bytes, and saves a start if another request turns
+// long meanwhile. Taking those arrivals as memoryless, going on pays
+// while the chance of one in the next instant, times startCost, exceeds
+// what the instant costs: for gap × ln(even/gap), where even is the time
+// the trace takes to cost a start, and not at all when gap is even or
+// longer. At most watchLinger; even, capped likewise, while gap is not
+// known.
+func lingerFor(rate float64, gap time.Duration) time.Duration {
 	even := watchLinger
-	if bytes > 0 && elapsed > 0 {
-		even = time.Duration(float64(startCost) / float64(bytes) * float64(elapsed))
+	if rate > 0 {
+		even = time.Duration(startCost / rate * float64(time.Second))
 	}
 	switch {
 	case gap <= 0:
@@ -384,6 +385,17 @@ func lingerFor(bytes int, elapsed, gap time.Duration) time.Duration {
 		return 0
 	}
 	return min(watchLinger, time.Duration(float64(gap)*math.Log(float64(even)/float64(gap))))
+}
+
+// watchRate returns the rate of st's trace, in bytes a second, once it
+// has offered a start's worth, else the last stretch's: the runtime
+// hands the sink its bytes a generation at a time, so a trace's first
+// moments show too few.
+func (r *Recorder) watchRate(st *stretch, now time.Time) float64 {
+	if offered, elapsed := st.sink.offeredBytes(), now.Sub(st.start); offered >= startCost && elapsed > 0 {
+		return float64(offered) / elapsed.Seconds()
+	}
+	return r.rate
 }
 
 // finishing reports whether a trace run on for watched requests goes
@@ -841,7 +853,7 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	if now.Before(rec.end) && !(st.watch && r.slow.live == 0) {
 		return true
 	}
-	lingering := st.watch && now.Sub(rec.idleSince) < lingerFor(st.sink.offeredBytes(), now.Sub(st.start), r.slow.gap)
+	lingering := st.watch && now.Sub(rec.idleSince) < lingerFor(r.watchRate(st, now), r.slow.gap)
 	if r.slow.live == 0 && !lingering || !r.finishing(&rec.spentAt) {
 		return false
 	}

@@ -410,24 +410,26 @@ func TestSlowBounds(t *testing.T) {
 // request: while requests turn long often enough that going on costs
 // less than the starts it saves, at most watchLinger.
 func TestLingerFor(t *testing.T) {
+	const kib = 1 << 10
 	for _, tc := range []struct {
-		bytes        int
-		elapsed, gap time.Duration
-		want         time.Duration
+		rate float64 // bytes a second
+		gap  time.Duration
+		want time.Duration
 	}{
-		{0, 0, 0, watchLinger},
-		{16 << 10, time.Second, 0, watchLinger},               // 16 KiB/s: a start is 2 s of it
-		{512 << 10, time.Second, 0, 62500 * time.Microsecond}, // 512 KiB/s: 32 KiB in 62.5 ms
-		{64 << 20, time.Second, 0, 488281 * time.Nanosecond},
+		{0, 0, watchLinger},
+		{16 * kib, 0, watchLinger},               // a start is 2 s of it
+		{512 * kib, 0, 62500 * time.Microsecond}, // 32 KiB in 62.5 ms
+		{64 << 20, 0, 488281 * time.Nanosecond},
 		// 128 KiB/s: a start is 250 ms of it.
-		{128 << 10, time.Second, 500 * time.Millisecond, 0},                          // 2 a second: a start is cheaper
-		{128 << 10, time.Second, 250 * time.Millisecond, 0},                          // even
-		{128 << 10, time.Second, 100 * time.Millisecond, 91629073 * time.Nanosecond}, // 10 a second: 100 ms × ln 2.5
-		{128 << 10, time.Second, 10 * time.Millisecond, 32188758 * time.Nanosecond},  // 100 a second: 10 ms × ln 25
-		{16 << 10, time.Second, 500 * time.Millisecond, watchLinger},                 // 500 ms × ln 4, capped
+		{128 * kib, 500 * time.Millisecond, 0},                          // 2 a second: a start is cheaper
+		{128 * kib, 250 * time.Millisecond, 0},                          // even
+		{128 * kib, 100 * time.Millisecond, 91629073 * time.Nanosecond}, // 10 a second: 100 ms × ln 2.5
+		{128 * kib, 10 * time.Millisecond, 32188758 * time.Nanosecond},  // 100 a second: 10 ms × ln 25
+		{16 * kib, 500 * time.Millisecond, watchLinger},                 // 500 ms × ln 4, capped
+		{0, 100 * time.Millisecond, 91629073 * time.Nanosecond},         // rate not known: even is watchLinger
 	} {
-		if got := lingerFor(tc.bytes, tc.elapsed, tc.gap); got != tc.want {
-			t.Errorf("lingerFor(%d, %v, %v) = %v, want %v", tc.bytes, tc.elapsed, tc.gap, got, tc.want)
+		if got := lingerFor(tc.rate, tc.gap); got != tc.want {
+			t.Errorf("lingerFor(%v, %v) = %v, want %v", tc.rate, tc.gap, got, tc.want)
 		}
 	}
 }
