@@ -611,12 +611,12 @@ func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
 	// Ended by record, after the trace's stopTrace, or here when none
 	// starts.
-	r.stretchBegin()
+	r.cfg.Stretches.Begin()
 	var firstTrace []byte
 	if first {
 		fs := newTraceSink(int(r.cfg.MaxTraceBytes), int(r.cfg.MaxTraceBytes), [2][]byte{})
 		if err := trace.Start(fs); err != nil {
-			r.stretchCancel()
+			r.cfg.Stretches.Cancel()
 			return nil, nil
 		}
 		stopTrace()
@@ -628,7 +628,7 @@ func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
 	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs)
 	if err := trace.Start(sink); err != nil {
 		// The short trace before it is dropped: no wait of it counts.
-		r.stretchCancel()
+		r.cfg.Stretches.Cancel()
 		return nil, nil
 	}
 	if r.skipLogged != "" {
@@ -636,27 +636,6 @@ func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
 		r.skipLogged = ""
 	}
 	return sink, firstTrace
-}
-
-// stretchBegin tells the request tracker, if any, that a trace starts
-// whose waits name local roots; stretchEnd that it ended, stretchCancel
-// that it did not start.
-func (r *Recorder) stretchBegin() {
-	if r.cfg.Stretches != nil {
-		r.cfg.Stretches.Begin()
-	}
-}
-
-func (r *Recorder) stretchEnd() {
-	if r.cfg.Stretches != nil {
-		r.cfg.Stretches.End()
-	}
-}
-
-func (r *Recorder) stretchCancel() {
-	if r.cfg.Stretches != nil {
-		r.cfg.Stretches.Cancel()
-	}
 }
 
 // stopTrace ends a stretch's subscription to the trace. trace.Stop takes
@@ -693,7 +672,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	// later, it is left out and the stretch counts as cut.
 	stopTrace()
 	if rec.st.sink != nil {
-		r.stretchEnd() // begun by startTrace
+		r.cfg.Stretches.End() // begun by startTrace
 	}
 	stopped := time.Now()
 	sinkCut, offered := rec.st.sink.close()

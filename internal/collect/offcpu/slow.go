@@ -581,12 +581,6 @@ func (ss *slowState) build(w *window, until int64) {
 	later := ss.takeLater(until)
 	ss.choose()
 	clear(ss.byRoute)
-	defer func() {
-		for _, e := range later {
-			ss.byRoute[e.watched]++
-		}
-		ss.explained = append(ss.explained, later...)
-	}()
 	var key []byte
 	for _, e := range ss.explained {
 		for _, p := range e.parts {
@@ -615,7 +609,10 @@ func (ss *slowState) build(w *window, until int64) {
 	}
 	ss.stats.SlowRequestsExplained.Add(int64(len(ss.explained)))
 	clear(ss.explained)
-	ss.explained = ss.explained[:0]
+	ss.explained = append(ss.explained[:0], later...)
+	for _, e := range later {
+		ss.byRoute[e.watched]++
+	}
 }
 
 // takeLater removes from the window's explanations, and returns, those

@@ -19,7 +19,8 @@ type Request struct {
 	// the Tracker reads them.
 	mu              sync.Mutex
 	name, httpRoute string
-	// labelled is the route the span's labels carry, set by Labelled.
+	// labelled is the route the span's labels carry, set by Begin and
+	// Labelled.
 	labelled string
 
 	// took is the request's duration in nanoseconds plus one, 0 while it
@@ -29,12 +30,11 @@ type Request struct {
 	// Owned by the Tracker's sweep (sweepMu).
 	long bool // OnLong was called for it
 
-	// Guarded by mu, beside long so as to take no more memory:
-	// labelledOnce is set once the labels took a route (at Begin, or by
-	// Labelled), relabelled once a later Labelled gave them a route
-	// other than the one they carried (samples taken before carry the
-	// older one).
-	labelledOnce, relabelled bool
+	// relabelled, guarded by mu, is set once Labelled gave the labels a
+	// route other than the one they carried since Begin (samples taken
+	// before carry the older one). Beside long, so as to take no more
+	// memory.
+	relabelled bool
 	// since is the mark of the Tracker's Stretches (Stretches.mark)
 	// taken before the request began: a stretch overlapped its life if
 	// one ran then or began since.
@@ -134,9 +134,9 @@ func (r *Request) Ended() (time.Time, bool) {
 }
 
 // Labelled returns the request's route now, which the caller puts in
-// the span's labels, at Start and again once it has a route: a request
-// whose labels carried a route other than the one it ends with is one
-// whose root the Tracker remembers first.
+// the span's labels once it has a route (Begin gave them the first): a
+// request whose labels carried a route other than the one it ends with
+// is one whose root the Tracker remembers first.
 func (r *Request) Labelled() string {
 	if r == nil {
 		return ""
@@ -144,10 +144,10 @@ func (r *Request) Labelled() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.route()
-	if r.labelledOnce && e != r.labelled {
+	if e != r.labelled {
 		r.relabelled = true
 	}
-	r.labelled, r.labelledOnce = e, true
+	r.labelled = e
 	return e
 }
 

@@ -12,7 +12,7 @@ import "sync/atomic"
 // remember it. Begin, End and Cancel cost an atomic add; the Tracker
 // reads them in its sweep, never on the request path. Its methods are
 // safe for concurrent use; the zero value is ready, with no stretch
-// begun.
+// begun, and on a nil Stretches Begin, End and Cancel do nothing.
 type Stretches struct {
 	// word holds the stretches begun so far above stretchOpenBits and
 	// those running in the low bits: one atomic word, read at once.
@@ -21,15 +21,27 @@ type Stretches struct {
 
 // Begin tells of a stretch that starts recording: it is called before
 // the first sample can be taken.
-func (s *Stretches) Begin() { s.word.Add(1<<stretchOpenBits | 1) }
+func (s *Stretches) Begin() {
+	if s != nil {
+		s.word.Add(1<<stretchOpenBits | 1)
+	}
+}
 
 // End tells of the end of a stretch that Begin told of: it is called once
 // no sample can be taken any more.
-func (s *Stretches) End() { s.word.Add(^uint64(0)) }
+func (s *Stretches) End() {
+	if s != nil {
+		s.word.Add(^uint64(0))
+	}
+}
 
 // Cancel takes back a Begin whose stretch did not start (the profiler
 // was someone else's): no sample was taken in it.
-func (s *Stretches) Cancel() { s.word.Add(^uint64(1<<stretchOpenBits|1) + 1) }
+func (s *Stretches) Cancel() {
+	if s != nil {
+		s.word.Add(^uint64(1<<stretchOpenBits|1) + 1)
+	}
+}
 
 const (
 	stretchOpenBits = 16

@@ -265,7 +265,7 @@ func (t *Tracker) Stop() {
 
 func (t *Tracker) begin(ids, name, route string, start time.Time) *Request {
 	r := &Request{ids: ids, name: name, httpRoute: route, start: start}
-	r.labelled, r.labelledOnce = r.route(), true
+	r.labelled = r.route()
 	t.shards.add(r)
 	if !t.sweeping.Load() {
 		t.startSweeper()
