@@ -117,9 +117,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	go httpSrv.Serve(ln)
 	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s; each request in a server span\n", ln.Addr(), *duration, cfg.periodText)
 	if cfg.toFiles {
-		fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
-		fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
-		fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
+		printLegend(stdout)
 	}
 
 	loadCtx, cancel := context.WithTimeout(ctx, *duration)
@@ -151,13 +149,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	}
 	windows.printNew() // the last, partial window written by Stop
-	if err := writeReport(stdout, cfg.dir, before); err != nil {
+	printEnd(stdout, cfg.dir, before, runStart)
+	return nil
+}
+
+// printLegend says what each window's summary shows.
+func printLegend(stdout io.Writer) {
+	fmt.Fprintln(stdout, "per window: its bounds and, apart, the part the CPU profile recorded; per profile and sample type, the total and the top three functions:")
+	fmt.Fprintln(stdout, "  cpu, heap and mutex by flat value, the function on top of the stack, as go tool pprof -top ranks them;")
+	fmt.Fprintln(stdout, "  the others by where goroutines wait: the first function on the stack outside the runtime")
+}
+
+// printEnd prints the run's report, from the windows written in dir
+// since runStart (those in before are another run's), and the commands
+// that show them.
+func printEnd(stdout io.Writer, dir string, before map[string]bool, runStart time.Time) {
+	if err := writeReport(stdout, dir, before); err != nil {
 		fmt.Fprintf(stdout, "\nreading this run's windows back: %v\n", err)
 	}
-	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL it prints, and to list the slowest requests:\n", cfg.dir)
-	fmt.Fprintln(stdout, " ", openCommand(cfg.dir, runStart, len(before) > 0))
-	fmt.Fprintln(stdout, " ", slowCommand(cfg.dir, runStart, len(before) > 0))
-	return nil
+	fmt.Fprintf(stdout, "\nthis run's windows are in %s; to see them merged in pprof's web UI, at the URL it prints, and to list the slowest requests:\n", dir)
+	fmt.Fprintln(stdout, " ", openCommand(dir, runStart, len(before) > 0))
+	fmt.Fprintln(stdout, " ", slowCommand(dir, runStart, len(before) > 0))
 }
 
 // setup is what configure chose: the profiler's options, the window as
@@ -377,9 +389,32 @@ func (w *windowPrinter) summarize(file string, reqs []pprofconv.Request) (string
 		return "", err
 	}
 	var b strings.Builder
-	// The window is the time range of any profile but the CPU profile's,
-	// which states the part it recorded (WithCPUDutyCycle); every other
-	// covers the whole window.
+	window := writeBounds(&b, profiles, file)
+	// The summary lists the profiles in the order they are collected,
+	// the order of the ProfileType constants.
+	for t := profiler.CPUProfile; t <= profiler.GoroutineLeakProfile; t++ {
+		name := t.String()
+		p := profiles[name]
+		if p == nil {
+			continue
+		}
+		for i, st := range p.SampleType {
+			if name == "cpu" && st.Type == "cpu" {
+				continue // the samples row says it, in seconds
+			}
+			total := writeRow(&b, name, p, i)
+			w.explainRow(&b, name, total, window)
+		}
+	}
+	return b.String(), nil
+}
+
+// writeBounds writes the window's heading line: its time range and the
+// part of it the CPU profile recorded, and file; it returns the window's
+// length. The window is the time range of any profile but the CPU
+// profile's, which states the part it recorded (WithCPUDutyCycle); every
+// other covers the whole window.
+func writeBounds(b *strings.Builder, profiles map[string]*gpprof.Profile, file string) time.Duration {
 	var window time.Duration
 	b.WriteString("\n== ")
 	for t := profiler.HeapProfile; t <= profiler.GoroutineLeakProfile; t++ {
@@ -397,78 +432,76 @@ func (w *windowPrinter) summarize(file string, reqs []pprofconv.Request) (string
 	} else {
 		b.WriteString("; no CPU recorded")
 	}
-	fmt.Fprintf(&b, "  [%s]\n", file)
+	fmt.Fprintf(b, "  [%s]\n", file)
+	return window
+}
 
-	// The summary lists the profiles in the order they are collected,
-	// the order of the ProfileType constants.
-	for t := profiler.CPUProfile; t <= profiler.GoroutineLeakProfile; t++ {
-		name := t.String()
-		p := profiles[name]
-		if p == nil {
-			continue
+// writeRow writes the row of profile name's sample type i: its total
+// and the three functions (or wait sites) with the most of it; it
+// returns the total.
+func writeRow(b *strings.Builder, name string, p *gpprof.Profile, i int) int64 {
+	st := p.SampleType[i]
+	total := int64(0)
+	byFunc := map[string]int64{}
+	for _, s := range p.Sample {
+		total += s.Value[i]
+		fn := leaf(s)
+		if ranking(name) == byWaitSite {
+			fn = waitSite(s)
 		}
-		for i, st := range p.SampleType {
-			if name == "cpu" && st.Type == "cpu" {
-				continue // the samples row says it, in seconds
-			}
-			total := int64(0)
-			byFunc := map[string]int64{}
-			for _, s := range p.Sample {
-				total += s.Value[i]
-				fn := leaf(s)
-				if ranking(name) == byWaitSite {
-					fn = waitSite(s)
-				}
-				byFunc[fn] += s.Value[i]
-			}
-			label, value := st.Type, formatValue(total, st.Unit)
-			switch {
-			case name == "cpu" && st.Type == "samples":
-				// One row: CPU time, each sample standing for a period
-				// of CPU time (10ms at the runtime's default rate).
-				label = "CPU time"
-				value = fmt.Sprintf("%.2f s (%d samples)", time.Duration(total*p.Period).Seconds(), total)
-				if total == 1 {
-					value = strings.TrimSuffix(value, "s)") + ")"
-				}
-			case name == "goroutine":
-				label = "goroutines"
-			case name == "goroutineleak":
-				label = "leaked goroutines"
-			case name == "offcpu":
-				label = "off-CPU time"
-				value = fmt.Sprintf("%.1f goroutine-seconds", time.Duration(total).Seconds())
-			}
-			row := fmt.Sprintf("  %-13s %-17s %28s ", name, label, value)
-			type fv struct {
-				name string
-				v    int64
-			}
-			var top []fv
-			for n, v := range byFunc {
-				if v != 0 {
-					top = append(top, fv{n, v})
-				}
-			}
-			sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v || top[i].v == top[j].v && top[i].name < top[j].name })
-			for i := 0; i < len(top) && i < 3; i++ {
-				row += fmt.Sprintf(" %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
-			}
-			b.WriteString(strings.TrimRight(row, " ") + "\n")
-			if name == "goroutine" && !w.leakExplained {
-				w.leakExplained = true
-				b.WriteString("      (the count grows from window to window: /lookup leaks a goroutine whenever its backend\n" +
-					"      answers after the 5ms deadline, one call in fifty, on purpose: Go 1.27's goroutine-leak profile finds it)\n")
-			}
-			if name == "offcpu" && !w.offCPUExplained && window > 0 {
-				w.offCPUExplained = true
-				fmt.Fprintf(&b, "      (goroutine-seconds: the waits of all goroutines, summed, traced for part of the window and scaled\n"+
-					"      to all of it; %.1f s in this %s window is %.1f goroutines waiting on average)\n",
-					time.Duration(total).Seconds(), window.Round(time.Millisecond), float64(total)/float64(window))
-			}
+		byFunc[fn] += s.Value[i]
+	}
+	label, value := st.Type, formatValue(total, st.Unit)
+	switch {
+	case name == "cpu" && st.Type == "samples":
+		// One row: CPU time, each sample standing for a period of CPU
+		// time (10ms at the runtime's default rate).
+		label = "CPU time"
+		value = fmt.Sprintf("%.2f s (%d samples)", time.Duration(total*p.Period).Seconds(), total)
+		if total == 1 {
+			value = strings.TrimSuffix(value, "s)") + ")"
+		}
+	case name == "goroutine":
+		label = "goroutines"
+	case name == "goroutineleak":
+		label = "leaked goroutines"
+	case name == "offcpu":
+		label = "off-CPU time"
+		value = fmt.Sprintf("%.1f goroutine-seconds", time.Duration(total).Seconds())
+	}
+	row := fmt.Sprintf("  %-13s %-17s %28s ", name, label, value)
+	type fv struct {
+		name string
+		v    int64
+	}
+	var top []fv
+	for n, v := range byFunc {
+		if v != 0 {
+			top = append(top, fv{n, v})
 		}
 	}
-	return b.String(), nil
+	sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v || top[i].v == top[j].v && top[i].name < top[j].name })
+	for i := 0; i < len(top) && i < 3; i++ {
+		row += fmt.Sprintf(" %s (%.0f%%)", shortName(top[i].name), 100*float64(top[i].v)/float64(total))
+	}
+	b.WriteString(strings.TrimRight(row, " ") + "\n")
+	return total
+}
+
+// explainRow writes, once per run, what the goroutine and off-CPU rows
+// of a window of length window mean, under the first of each.
+func (w *windowPrinter) explainRow(b *strings.Builder, name string, total int64, window time.Duration) {
+	if name == "goroutine" && !w.leakExplained {
+		w.leakExplained = true
+		b.WriteString("      (the count grows from window to window: /lookup leaks a goroutine whenever its backend\n" +
+			"      answers after the 5ms deadline, one call in fifty, on purpose: Go 1.27's goroutine-leak profile finds it)\n")
+	}
+	if name == "offcpu" && !w.offCPUExplained && window > 0 {
+		w.offCPUExplained = true
+		fmt.Fprintf(b, "      (goroutine-seconds: the waits of all goroutines, summed, traced for part of the window and scaled\n"+
+			"      to all of it; %.1f s in this %s window is %.1f goroutines waiting on average)\n",
+			time.Duration(total).Seconds(), window.Round(time.Millisecond), float64(total)/float64(window))
+	}
 }
 
 // timeRange formats the time range of p: its start and end, and its length.
