@@ -474,17 +474,7 @@ func checkInstrumentedCPU(t *testing.T, c instrCase, run *instrRun) {
 // over all windows, are the requests served, and that nothing else was
 // counted.
 func checkInstrumentedCounts(t *testing.T, c instrCase, run *instrRun) {
-	got := map[string]int64{}
-	for _, req := range run.requests {
-		pd := &profilespb.ProfilesData{ResourceProfiles: req.GetResourceProfiles(), Dictionary: req.GetDictionary()}
-		d := dict{pd.GetDictionary()}
-		for _, p := range profilesOf(pd, requestsProfile) {
-			for _, s := range p.GetSamples() {
-				ep, _ := sampleAttr(d, s, routeKey)
-				got[ep] += sum(s)
-			}
-		}
-	}
+	got := countedByRoute(run.requests)
 	t.Logf("requests counted by route: %v", got)
 	want := map[string]int64{}
 	for route, n := range run.sent {

@@ -216,9 +216,13 @@ func (r *prodRun) cpuRoutes(t *testing.T) routeShare {
 }
 
 // counted returns the requests counted per route over all windows.
-func (r *prodRun) counted() map[string]int64 {
+func (r *prodRun) counted() map[string]int64 { return countedByRoute(r.requests) }
+
+// countedByRoute returns the requests counted per route in the windows
+// of reqs.
+func countedByRoute(reqs []*collectorpb.ExportProfilesServiceRequest) map[string]int64 {
 	got := map[string]int64{}
-	for _, req := range r.requests {
+	for _, req := range reqs {
 		pd := &profilespb.ProfilesData{ResourceProfiles: req.GetResourceProfiles(), Dictionary: req.GetDictionary()}
 		d := dict{pd.GetDictionary()}
 		for _, p := range profilesOf(pd, requestsProfile) {
