@@ -156,6 +156,9 @@ type Recorder struct {
 	carried []openWait
 	// bridged is set while a window ends with the trace going on.
 	bridged bool
+	// dutyDue is when the duty cycle's next stretch is due, while the
+	// recorder rests between two; zero otherwise.
+	dutyDue time.Time
 }
 
 // settleUntraced explains the watched requests that ended, with no trace
@@ -532,7 +535,9 @@ func (r *Recorder) loop(st stretch) {
 			q = r.rest(st.start.Add(st.length), wait)
 		}
 		if q == nil && st.rest > 0 {
-			q = r.rest(st.start.Add(st.length+st.rest), wait)
+			r.dutyDue = st.start.Add(st.length + st.rest)
+			q = r.rest(r.dutyDue, wait)
+			r.dutyDue = time.Time{}
 		}
 		if q != nil {
 			q.reply <- r.flush(q.now)
@@ -550,10 +555,14 @@ func (r *Recorder) loop(st stretch) {
 
 // rest waits until until, tracing the watched requests meanwhile when
 // the budget allows, and returns the collection request that ended it, if
-// one did.
+// one did. It returns early when a watch trace handed over to the duty
+// cycle's next stretch (r.handover), which the loop then records.
 func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 	for {
 		if r.handover != nil {
+			if !r.handover.watch {
+				return nil
+			}
 			// A watch trace started while the stretch was read.
 			st := *r.handover
 			r.handover = nil
@@ -682,8 +691,9 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 		if next := r.handover; next != nil && !next.watch && next.sink != nil && !rec.extended && rec.err == nil {
 			// The next stretch's trace began as this one's ended: its
 			// reading carries on the waits still open, split at the
-			// window's end when a collection ended this one.
-			r.carried = rec.rd.handOver(rec.q != nil)
+			// window's end when a collection ended this one, and
+			// counted from now on when this one kept none.
+			r.carried = rec.rd.handOver(rec.q != nil || rec.st.watch)
 		}
 	}
 	if rec.st.watch || rec.extended {
@@ -720,6 +730,9 @@ type recording struct {
 	// spentAt is the last watch begun when the budget ran out: the trace
 	// goes on for those watched up to it, in debt (finishing).
 	spentAt int
+	// due is set when the trace stopped for the duty cycle's next
+	// stretch, which takes over the watched requests.
+	due bool
 }
 
 // newRecording starts the reading of st into the current window: it
@@ -812,7 +825,8 @@ func (r *Recorder) traceUntilEnd(rec *recording, wait waitFunc) {
 // it: a whole stretch past its end begins another cycle; a stretch past
 // its end, or a watch trace with no watched request left, goes on one
 // watchStep while watched requests live (or, for a watch trace, for its
-// linger) and the budget allows.
+// linger) and the budget allows, until the duty cycle's next stretch is
+// due.
 func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	if r.slow.live > 0 {
 		rec.idleSince = time.Time{}
@@ -832,6 +846,12 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	if now.Before(rec.end) && !(st.watch && r.slow.live == 0) {
 		return true
 	}
+	if due := r.dueAt(st); !due.IsZero() && !now.Before(due) {
+		// Traced on for watched requests, the trace would keep the duty
+		// cycle from recording: the next stretch takes over.
+		rec.due = true
+		return false
+	}
 	lingering := st.watch && now.Sub(rec.idleSince) < lingerFor(r.watchRate(st, now), r.slow.gap)
 	if r.slow.live == 0 && !lingering || !r.finishing(&rec.spentAt) {
 		return false
@@ -844,9 +864,24 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	return true
 }
 
+// dueAt returns when the duty cycle's next stretch is due while st's
+// trace runs on for watched requests: at the end of st's rest, or of the
+// rest a watch trace runs in; zero when none is (at 100 %, or in a
+// skipped stretch's time).
+func (r *Recorder) dueAt(st *stretch) time.Time {
+	switch {
+	case st.watch:
+		return r.dutyDue
+	case st.rest > 0:
+		return st.start.Add(st.length + st.rest)
+	}
+	return time.Time{}
+}
+
 // startNext starts the next stretch's trace as this one's ends, before
 // this one's last generations are read, when a collection ended it with
-// watched requests live, or at 100 %; otherwise, while the last of a
+// watched requests live, at 100 %, or when the duty cycle's next stretch
+// was due (rec.due); otherwise, while the last of a
 // stretch is read, it starts a watch trace for a request that turns long
 // meanwhile. The next trace is r.handover.
 func (r *Recorder) startNext(rec *recording) {
@@ -854,7 +889,7 @@ func (r *Recorder) startNext(rec *recording) {
 	// At 100 % the next stretch follows at once, whatever ended this one
 	// (its byte budget, the tracer's bridge not had).
 	chain := !st.watch && st.rest == 0 && (q == nil || !q.last)
-	if q != nil && !q.last && r.slow.live > 0 || chain {
+	if q != nil && !q.last && r.slow.live > 0 || chain || q == nil && rec.due {
 		// What the requests do while this trace is read (tens of
 		// milliseconds on a busy machine) is traced, and a wait open
 		// across the collection is seen by both traces, one wait.

@@ -383,3 +383,71 @@ func TestSkipsAboveMaxTracedGoroutines(t *testing.T) {
 		t.Errorf("logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// TestDutyCycleGoesOnWhileRequestsAreWatched keeps a watched request
+// live for the whole run, so that every trace could go on for it: the
+// stretch extended past its length and the watch traces of its rests
+// must still leave the duty cycle its stretches. The waits of a workload
+// that begins three cycles after the request turned long are recorded.
+func TestDutyCycleGoesOnWhileRequestsAreWatched(t *testing.T) {
+	defer SetDutyCycle(50)()
+	const cycle = 2 * minCycle
+	r := Start(time.Now(), Config{Cycle: cycle})
+	r.Watch(fmt.Sprintf("%032x%016x", 1, 1), "/watched", time.Now().Add(-time.Second))
+	waittest.OnChannel(3 * cycle)
+	// The workload: waits in time.Sleep for ten cycles, a stretch
+	// each.
+	slept := time.Duration(0)
+	for slept < 10*cycle {
+		start := time.Now()
+		waittest.InSleep(time.Millisecond)
+		slept += time.Since(start)
+	}
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scaled to the window from half its time: about what was slept,
+	// less the time the goroutine waited for a CPU after each sleep.
+	got := waited(p, "InSleep")["sleep"]
+	t.Logf("%v of sleep recorded (scaled to the window) for %v slept", got, slept)
+	if got < slept/4 || got > slept*3/2 {
+		t.Errorf("%v of sleep recorded for %v slept: the watched request kept the duty cycle from recording", got, slept)
+	}
+}
+
+// TestGoOnStopsForTheDutyCycle checks goOn's decision for a trace run on
+// for a live watched request: it goes on until the duty cycle's next
+// stretch is due, and then stops for it.
+func TestGoOnStopsForTheDutyCycle(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return start.Add(time.Duration(n) * time.Millisecond) }
+	for _, tc := range []struct {
+		name    string
+		st      stretch
+		dutyDue time.Time
+		now     time.Time
+		goOn    bool
+	}{
+		{"duty stretch, extended in its rest", stretch{start: start, length: 10 * time.Millisecond, rest: 90 * time.Millisecond}, time.Time{}, ms(50), true},
+		{"duty stretch, next due", stretch{start: start, length: 10 * time.Millisecond, rest: 90 * time.Millisecond}, time.Time{}, ms(100), false},
+		{"watch trace in a rest", stretch{start: start, length: watchStep, watch: true}, ms(500), ms(400), true},
+		{"watch trace, next due", stretch{start: start, length: watchStep, watch: true}, ms(500), ms(500), false},
+		{"watch trace in a skipped stretch's time", stretch{start: start, length: watchStep, watch: true}, time.Time{}, ms(5000), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{SlowThreshold: DefaultSlowThreshold, MaxWatched: 1, MaxSlow: 1, SlowTraceRate: DefaultSlowTraceRate, SlowTraceBurst: DefaultSlowTraceBurst, Stats: new(Stats)}
+			r := &Recorder{cfg: cfg, slow: newSlowState(&cfg), tokens: float64(cfg.SlowTraceBurst), refilled: time.Now(), dutyDue: tc.dutyDue}
+			r.slow.apply(watchEvent{ids: fmt.Sprintf("%032x%016x", 1, 1), start: start})
+			if r.slow.live != 1 {
+				t.Fatalf("%d requests live, want 1", r.slow.live)
+			}
+			rd := newWindow(10, SampleType).newReading(start)
+			tc.st.sink = newTraceSink(1<<20, 1<<20, [2][]byte{})
+			rec := &recording{st: tc.st, rd: rd, end: tc.st.start.Add(tc.st.length), spentAt: -1}
+			if got := r.goOn(rec, false, tc.now); got != tc.goOn || rec.due == tc.goOn {
+				t.Errorf("goOn = %v, due = %v; want %v, %v", got, rec.due, tc.goOn, !tc.goOn)
+			}
+		})
+	}
+}
