@@ -178,7 +178,9 @@ func WithCPUDutyCycle(percent int) Option {
 // WithOffCPUDutyCycle sets the share of every cycle, in percent from 1 to
 // 100, during which OffCPUProfile runs the execution tracer: the cycle is
 // the window, or 10s when the window is longer, and the traced part comes
-// first. Waits are measured in the traced part and scaled to the window.
+// first; the untraced rest varies by up to half its length either way, so
+// that the traced parts do not keep step with periodic work. Waits are
+// measured in the traced parts and scaled to the window.
 // The default is 10, overridden by PPROFOTEL_OFFCPU_DUTY_CYCLE. Package
 // github.com/pprofotel/profiler/offcpu, which links the profile in, has an
 // example.

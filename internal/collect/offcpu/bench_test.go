@@ -3,6 +3,7 @@ package offcpu
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
 	"runtime/trace"
@@ -75,6 +76,33 @@ func TestStretchLength(t *testing.T) {
 		if l != tt.wantLen || r != tt.wantRes {
 			t.Errorf("%s: stretch %v, rest %v; want %v, %v", tt.name, l, r, tt.wantLen, tt.wantRes)
 		}
+	}
+}
+
+func TestJitter(t *testing.T) {
+	for _, tt := range []struct {
+		mean time.Duration
+		u    float64
+		want time.Duration
+	}{
+		{9 * time.Second, 0, 4500 * time.Millisecond},
+		{9 * time.Second, 0.5, 9 * time.Second},
+		{9 * time.Second, 0.75, 11250 * time.Millisecond},
+		{0, 0.5, 0}, // at 100 %, no rest
+	} {
+		if got := jitter(tt.mean, tt.u); got != tt.want {
+			t.Errorf("jitter(%v, %v) = %v, want %v", tt.mean, tt.u, got, tt.want)
+		}
+	}
+	// The duty cycle holds on average: 10,000 draws put the mean rest
+	// within 2 % of the mean asked for (7 standard deviations).
+	var sum time.Duration
+	const n = 10_000
+	for range n {
+		sum += jitter(9*time.Second, rand.Float64())
+	}
+	if avg := sum / n; avg < 8820*time.Millisecond || avg > 9180*time.Millisecond {
+		t.Errorf("mean rest %v over %d draws, want 9s within 2 %%", avg, n)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"runtime/trace"
 	"sync"
@@ -316,9 +317,9 @@ func (r *Recorder) refill() float64 {
 type stretch struct {
 	start  time.Time
 	length time.Duration
-	// rest is the untraced remainder of the cycle that follows: the
-	// length times (100 - duty) / duty, so that a stretch shortened to the
-	// memory bound keeps the duty cycle.
+	// rest is the untraced remainder of the cycle that follows: on
+	// average the length times (100 - duty) / duty, so that a stretch
+	// shortened to the memory bound keeps the duty cycle (jitter).
 	rest time.Duration
 	sink *traceSink // nil when not traced
 	// watch marks a trace run for watched requests only, outside the
@@ -331,6 +332,7 @@ type stretch struct {
 func (r *Recorder) startStretch() stretch {
 	st := stretch{start: time.Now()}
 	st.length, st.rest = stretchLength(r.cycle, dutyCycle(), r.cfg.MaxTraceBytes/4*softShare, r.rate)
+	st.rest = jitter(st.rest, rand.Float64())
 	if r.windows[r.cur].full() {
 		// The window holds all the waits it keeps: what this stretch
 		// would read could not count, nor could its time. It rests.
@@ -485,6 +487,16 @@ func stretchLength(cycle time.Duration, duty int, maxBytes uint64, rate float64)
 	}
 	length = max(length, minStretch)
 	return length, length * (100 - d) / d
+}
+
+// jitter returns the rest after a stretch, for u drawn uniformly from
+// [0, 1): between half and one and a half times mean, mean on average.
+// Stretches a fixed rest apart would keep step with work that recurs on
+// a period dividing the cycle (a ticker every second, every request of
+// a paced load): each would find it at the same point of its period, and
+// a wait begun just before every stretch would never be counted.
+func jitter(mean time.Duration, u float64) time.Duration {
+	return mean/2 + time.Duration(u*float64(mean))
 }
 
 // wake says what ended a wait.
