@@ -6,7 +6,7 @@
 // (PPROFOTEL_PROFILES=cpu), its windows discarded.
 //
 // It runs itself -runs times for each setting, alternated, each run
-// starting -n spans, and reports each run's CPU time per span (getrusage,
+// starting -n spans with -ballast MiB of live heap, and reports each run's CPU time per span (getrusage,
 // the whole process), the median of each setting and of the differences
 // between runs taken side by side.
 //
@@ -40,8 +40,15 @@ func main() {
 	n := flag.Int("n", 2_000_000, "spans a run, both goroutines together")
 	runs := flag.Int("runs", 9, "runs of each setting, alternated")
 	child := flag.Bool("child", false, "run once in this process and print the CPU per span")
+	ballastMiB := flag.Int("ballast", 64, "MiB of live heap, without pointers, that both settings hold")
 	flag.Parse()
 	if *child {
+		// The garbage collector runs each time the heap has grown by as
+		// much as it held live: the profiler's own few MiB, in one
+		// setting only, would space its cycles further apart there and
+		// lower that setting's CPU per span. The ballast makes both
+		// settings' live heap about the same.
+		ballast = make([]byte, *ballastMiB<<20)
 		ns, err := once(*n)
 		if err != nil {
 			log.Fatal(err)
@@ -49,21 +56,21 @@ func main() {
 		fmt.Println(ns)
 		return
 	}
-	if err := compare(*n, *runs); err != nil {
+	if err := compare(*n, *runs, *ballastMiB); err != nil {
 		log.Fatal(err)
 	}
 }
 
 // compare runs the command as a child runs times per setting, alternated,
 // and prints the figures.
-func compare(n, runs int) error {
+func compare(n, runs, ballastMiB int) error {
 	var on, off, diff []float64
 	for i := range runs {
-		a, err := child(n, "true")
+		a, err := child(n, ballastMiB, "true")
 		if err != nil {
 			return err
 		}
-		b, err := child(n, "false")
+		b, err := child(n, ballastMiB, "false")
 		if err != nil {
 			return err
 		}
@@ -77,8 +84,8 @@ func compare(n, runs int) error {
 
 // child runs one measurement in a new process with PPROFOTEL_ENABLED set
 // to enabled.
-func child(n int, enabled string) (float64, error) {
-	cmd := exec.Command(os.Args[0], "-child", "-n", strconv.Itoa(n))
+func child(n, ballastMiB int, enabled string) (float64, error) {
+	cmd := exec.Command(os.Args[0], "-child", "-n", strconv.Itoa(n), "-ballast", strconv.Itoa(ballastMiB))
 	cmd.Env = append(os.Environ(), "PPROFOTEL_ENABLED="+enabled, "PPROFOTEL_PROFILES=cpu")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -124,6 +131,9 @@ func spans(tracer trace.Tracer, opt trace.SpanStartOption, n int) {
 	}
 	wg.Wait()
 }
+
+// ballast is the child's live heap beside the spans' (see main).
+var ballast []byte
 
 // discard is an exporter that drops what it is given.
 type discard struct{}
