@@ -149,6 +149,10 @@ type Tracker struct {
 	wake    chan struct{} // closed by Stop
 	exited  chan struct{} // closed by the sweeper when it returns
 	period  atomic.Int64  // between sweeps, in nanoseconds
+	// due asks the sweeper for a sweep now: a shard filled (freshBound).
+	// running is the requests the last sweep left running.
+	due     chan struct{}
+	running atomic.Int64
 
 	// sweepMu serialises sweeps and guards the rest.
 	sweepMu sync.Mutex
@@ -209,6 +213,7 @@ func New(cfg Config) *Tracker {
 		cfg:    cfg,
 		shards: newShards(),
 		wake:   make(chan struct{}),
+		due:    make(chan struct{}, 1),
 		win:    new(windowState),
 		prev:   new(windowState),
 		mark:   markOpen,
@@ -266,7 +271,12 @@ func (t *Tracker) Stop() {
 func (t *Tracker) begin(ids, name, route string, start time.Time) *Request {
 	r := &Request{ids: ids, name: name, httpRoute: route, start: start}
 	r.labelled = r.route()
-	t.shards.add(r)
+	if t.shards.add(r) {
+		select {
+		case t.due <- struct{}{}:
+		default:
+		}
+	}
 	if !t.sweeping.Load() {
 		t.startSweeper()
 	}
@@ -293,11 +303,18 @@ func (t *Tracker) sweeper(exited chan struct{}) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	idle := false
+	var last time.Time
 	for {
 		select {
 		case <-t.wake:
 			return
+		case <-t.due:
+			if now := time.Now(); t.early(now, last) {
+				t.sweepNow(now)
+				last = now
+			}
 		case now := <-tick.C:
+			last = now
 			if t.sweepNow(now) {
 				idle = false
 			} else if idle && t.idle() {
@@ -311,6 +328,13 @@ func (t *Tracker) sweeper(exited chan struct{}) {
 			tick.Reset(p)
 		}
 	}
+}
+
+// early reports whether a shard that filled is swept at now, the last
+// sweep having been at last: at most every minSweep, and only while few
+// requests run, since a sweep goes through every one of them.
+func (t *Tracker) early(now, last time.Time) bool {
+	return now.Sub(last) >= minSweep && t.running.Load() <= freshBound*int64(len(t.shards.all))
 }
 
 // idle marks the sweeper as ended and reports true, unless a request
@@ -391,6 +415,7 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 	}
 	clear(t.live[len(kept):])
 	t.live = kept
+	t.running.Store(int64(len(kept)))
 	return len(kept) > 0
 }
 

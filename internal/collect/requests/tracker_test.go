@@ -474,3 +474,45 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("counts %v, want %v", total, want)
 	}
 }
+
+// TestFullShardSweptEarly checks that a shard filling up has the
+// sweeper sweep before its period ends, so that the requests that ended
+// are not kept for the garbage collector to mark until then; but not
+// while so many requests run that a sweep would go through more of them
+// than it takes in.
+func TestFullShardSweptEarly(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		running int // requests left running before, as a bound's share
+		counted bool
+	}{
+		{"few running", 0, true},
+		{"many running", 2, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := install(t, Config{})
+				bound := freshBound * len(tr.shards.all)
+				start := time.Now()
+				for n := range tt.running * bound {
+					Begin(ids(n+1), "stream", "", start)
+				}
+				tr.sweepNow(start)
+				// Enough for one shard at least to reach freshBound.
+				for n := range bound {
+					Begin(ids(tt.running*bound+n+1), "/work", "", start).End(start)
+				}
+				synctest.Wait() // the sweeper sweeps, or waits for its tick
+				tr.sweepMu.Lock()
+				_, ok := tr.win.index["/work"]
+				tr.sweepMu.Unlock()
+				if ok != tt.counted {
+					t.Errorf("requests counted before the sweep period ended: %v, want %v", ok, tt.counted)
+				}
+				if q := tr.Window(time.Now()); q.Counts["/work"] != int64(bound) {
+					t.Errorf("%d of %d requests counted", q.Counts["/work"], bound)
+				}
+			})
+		})
+	}
+}
