@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/trace"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,10 +120,16 @@ type rateService struct {
 	// profile costs without the slow-request capture
 	// (SLOWRATES_NOWATCH=1, for perf).
 	noWatch bool
+	// fastRate is the /fast requests a second, fastRate unless
+	// SLOWRATES_FAST says otherwise (a larger service).
+	fastRate int
 }
 
 func startRateService(b *testing.B, tracer oteltrace.Tracer) *rateService {
-	s := &rateService{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, noWatch: os.Getenv("SLOWRATES_NOWATCH") != ""}
+	s := &rateService{client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}, noWatch: os.Getenv("SLOWRATES_NOWATCH") != "", fastRate: fastRate}
+	if n, err := strconv.Atoi(os.Getenv("SLOWRATES_FAST")); err == nil && n > 0 {
+		s.fastRate = n
+	}
 	s.r = Start(time.Now(), Config{Stats: &s.stats})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -171,7 +178,7 @@ func (s *rateService) handle(tracer oteltrace.Tracer, w http.ResponseWriter, req
 	io.WriteString(w, "ok\n")
 }
 
-// load sends fastRate requests a second to /fast and slowRate to /lock,
+// load sends s.fastRate requests a second to /fast and slowRate to /lock,
 // for d, each in a goroutine of its own, and returns the requests served
 // once all were.
 func (s *rateService) load(d time.Duration, slowRate int) int {
@@ -195,7 +202,7 @@ func (s *rateService) load(d time.Duration, slowRate int) int {
 	for start := time.Now(); time.Since(start) < d; {
 		<-tick.C
 		el := min(time.Since(start), d).Seconds()
-		for ; fast < int(el*fastRate); fast++ {
+		for ; fast < int(el*float64(s.fastRate)); fast++ {
 			wg.Add(1)
 			go get("/fast")
 		}
