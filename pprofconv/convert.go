@@ -325,7 +325,31 @@ func (c *converter) valueType(vt *profilespb.ValueType) (pprof.ValueType, error)
 }
 
 func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Profile, []column, error) {
-	scopeAttrs := sp.GetScope().GetAttributes()
+	sent, cols, err := c.scopeColumns(name, sp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.newProfile(sp, sent, cols); err != nil {
+		return nil, nil, err
+	}
+	c.mappings = make(map[int32]*pprof.Mapping)
+	c.locations = make(map[int32]*pprof.Location)
+	c.functions = make(map[int32]*pprof.Function)
+	if err := c.addSamples(sp, cols); err != nil {
+		return nil, nil, err
+	}
+	if err := c.scaleColumns(cols); err != nil {
+		return nil, nil, err
+	}
+	if err := c.p.CheckValid(); err != nil {
+		return nil, nil, err
+	}
+	return c.p, cols, nil
+}
+
+// scopeColumns returns the sample type each of sp's profiles was sent
+// as, and the columns of the pprof profile they become.
+func (c *converter) scopeColumns(name string, sp *profilespb.ScopeProfiles) ([]otlpattr.SampleType, []column, error) {
 	sent := make([]otlpattr.SampleType, len(sp.Profiles))
 	for j, prof := range sp.Profiles {
 		st, err := c.valueType(prof.GetSampleType())
@@ -341,24 +365,26 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 		sent[j] = sentType(name, st, pt)
 	}
 	var order []int64
-	if v := attr(c.d, scopeAttrs, attrSampleTypeOrder); v != nil {
+	if v := attr(c.d, sp.GetScope().GetAttributes(), attrSampleTypeOrder); v != nil {
 		order = []int64{}
 		for _, e := range v.GetArrayValue().GetValues() {
 			order = append(order, e.GetIntValue())
 		}
 	}
 	cols, err := columns(name, sent, order)
-	if err != nil {
-		return nil, nil, err
-	}
-	n := len(cols)
+	return sent, cols, err
+}
+
+// newProfile sets c.p to an empty pprof profile with cols for sample
+// types, its time, duration and period those of sp's first profile.
+func (c *converter) newProfile(sp *profilespb.ScopeProfiles, sent []otlpattr.SampleType, cols []column) error {
 	first := sp.Profiles[0]
 	if first.GetTimeUnixNano() > math.MaxInt64 || first.GetDurationNano() > math.MaxInt64 {
-		return nil, nil, fmt.Errorf("time %d and duration %d ns: past what pprof holds (int64 nanoseconds)", first.GetTimeUnixNano(), first.GetDurationNano())
+		return fmt.Errorf("time %d and duration %d ns: past what pprof holds (int64 nanoseconds)", first.GetTimeUnixNano(), first.GetDurationNano())
 	}
 	c.p = &pprof.Profile{
-		SampleType:        make([]*pprof.ValueType, n),
-		DefaultSampleType: text(c.d, attr(c.d, scopeAttrs, attrDefaultSampleType)),
+		SampleType:        make([]*pprof.ValueType, len(cols)),
+		DefaultSampleType: text(c.d, attr(c.d, sp.GetScope().GetAttributes(), attrDefaultSampleType)),
 		TimeNanos:         int64(first.GetTimeUnixNano()),
 		DurationNanos:     int64(first.GetDurationNano()),
 		Period:            c.nonNegative(first.GetPeriod()),
@@ -373,9 +399,13 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 		pt := sent[0].PprofPeriod
 		c.p.PeriodType = &pprof.ValueType{Type: pt.Type, Unit: pt.Unit}
 	}
-	c.mappings = make(map[int32]*pprof.Mapping)
-	c.locations = make(map[int32]*pprof.Location)
-	c.functions = make(map[int32]*pprof.Function)
+	return nil
+}
+
+// addSamples adds the samples of sp's profiles to c.p, each profile's
+// values in its column: samples of the same stack, link and attributes
+// become one.
+func (c *converter) addSamples(sp *profilespb.ScopeProfiles, cols []column) error {
 	type identity struct {
 		stack, link int32
 		attrs       string
@@ -390,15 +420,16 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 			// (the off-CPU profile's waits); pprof has no times, so
 			// its events are added up.
 			if n := len(s.TimestampsUnixNano); n == 0 && len(s.Values) != 1 || n != 0 && len(s.Values) != n {
-				return nil, nil, fmt.Errorf("sample has %d values for %d timestamps, want 1 value or one per timestamp", len(s.Values), n)
+				return fmt.Errorf("sample has %d values for %d timestamps, want 1 value or one per timestamp", len(s.Values), n)
 			}
 			attrs := slices.Clone(s.AttributeIndices)
 			slices.Sort(attrs)
 			id := identity{s.StackIndex, s.LinkIndex, fmt.Sprint(attrs)}
 			ps := samples[id]
 			if ps == nil {
-				if ps, err = c.sample(s, n); err != nil {
-					return nil, nil, err
+				var err error
+				if ps, err = c.sample(s, len(cols)); err != nil {
+					return err
 				}
 				samples[id] = ps
 				c.p.Sample = append(c.p.Sample, ps)
@@ -406,27 +437,30 @@ func (c *converter) scope(name string, sp *profilespb.ScopeProfiles) (*pprof.Pro
 			for _, v := range s.Values {
 				v = c.nonNegative(v)
 				if ps.Value[pos] > math.MaxInt64-v {
-					return nil, nil, fmt.Errorf("%s values add up past the int64 maximum: not values a profiler writes", col.Type)
+					return fmt.Errorf("%s values add up past the int64 maximum: not values a profiler writes", col.Type)
 				}
 				ps.Value[pos] += v
 			}
 		}
 	}
+	return nil
+}
+
+// scaleColumns fills the columns scaled from another by the period.
+func (c *converter) scaleColumns(cols []column) error {
 	for pos, col := range cols {
-		if col.scaledFrom >= 0 {
-			for _, s := range c.p.Sample {
-				v := s.Value[col.scaledFrom]
-				if c.p.Period != 0 && v > math.MaxInt64/c.p.Period {
-					return nil, nil, fmt.Errorf("%s values, %s times the period %d, pass the int64 maximum: not values a profiler writes", col.Type, cols[col.scaledFrom].Type, c.p.Period)
-				}
-				s.Value[pos] = v * c.p.Period
+		if col.scaledFrom < 0 {
+			continue
+		}
+		for _, s := range c.p.Sample {
+			v := s.Value[col.scaledFrom]
+			if c.p.Period != 0 && v > math.MaxInt64/c.p.Period {
+				return fmt.Errorf("%s values, %s times the period %d, pass the int64 maximum: not values a profiler writes", col.Type, cols[col.scaledFrom].Type, c.p.Period)
 			}
+			s.Value[pos] = v * c.p.Period
 		}
 	}
-	if err := c.p.CheckValid(); err != nil {
-		return nil, nil, err
-	}
-	return c.p, cols, nil
+	return nil
 }
 
 func (c *converter) sample(s *profilespb.Sample, n int) (*pprof.Sample, error) {

@@ -118,15 +118,29 @@ func (d *deltaState) reset() {
 // apply returns an error, and leaves the reported totals as they were, if
 // a packed stack references a location p does not have.
 func (d *deltaState) apply(p *pprofdecode.Profile) error {
-	n := len(d.isDelta)
-	if len(p.SampleTypes) != n {
+	if len(p.SampleTypes) != len(d.isDelta) {
 		// A profile of another shape than expected (a future runtime):
 		// report it as it is rather than subtract mismatched values.
 		return nil
 	}
+	d.tokenize(p.Locations)
+	d.cur.reset(len(p.Samples), &d.prev)
+	merged, err := d.merge(p.Samples)
+	if err != nil {
+		return err
+	}
+	kept := d.subtract(merged)
+	clear(p.Samples[len(kept):])
+	p.Samples = kept
+	d.prev, d.cur = d.cur, d.prev
+	return nil
+}
+
+// tokenize sets locTokens to the tokens of locs' addresses, in order.
+func (d *deltaState) tokenize(locs []pprofdecode.Location) {
 	d.locTokens = d.locTokens[:0]
-	for i := range p.Locations {
-		pc := p.Locations[i].Address
+	for i := range locs {
+		pc := locs[i].Address
 		t, ok := d.pcTokens[pc]
 		if !ok {
 			var b [8]byte
@@ -136,23 +150,25 @@ func (d *deltaState) apply(p *pprofdecode.Profile) error {
 		}
 		d.locTokens = append(d.locTokens, t)
 	}
-	cur, prev := &d.cur, &d.prev
-	cur.reset(len(p.Samples), prev)
+}
 
-	// First merge samples of the same stack. The runtime writes each stack
-	// once today, but subtracting per occurrence would be wrong if it ever
-	// split one, so sum them before taking the difference. Entry e of cur
-	// is merged sample e.
-	merged := p.Samples[:0]
+// merge sums the samples of the same stack, in place, and enters each
+// stack into cur with the totals prev had for it: entry e of cur is
+// merged sample e. The runtime writes each stack once today, but
+// subtracting per occurrence would be wrong if it ever split one.
+func (d *deltaState) merge(samples []pprofdecode.Sample) ([]pprofdecode.Sample, error) {
+	n := len(d.isDelta)
+	cur, prev := &d.cur, &d.prev
+	merged := samples[:0]
 	var guess int32
-	for i := range p.Samples {
-		s := p.Samples[i]
+	for i := range samples {
+		s := samples[i]
 		if len(s.Values) != n {
 			continue
 		}
 		k, ok := d.stackKey(&s)
 		if !ok {
-			return fmt.Errorf("collect: sample %d references a location the profile does not have", i)
+			return nil, fmt.Errorf("collect: sample %d references a location the profile does not have", i)
 		}
 		e, at := cur.find(k)
 		if e >= 0 {
@@ -181,10 +197,18 @@ func (d *deltaState) apply(p *pprofdecode.Profile) error {
 		}
 		merged = append(merged, s)
 	}
+	return merged, nil
+}
 
+// subtract turns each merged sample's cumulative values into what grew
+// since prev, keeps the new totals in cur, and returns the samples left
+// with a value other than zero. A value below the total already reported
+// is sent as zero, the total kept (see apply).
+func (d *deltaState) subtract(merged []pprofdecode.Sample) []pprofdecode.Sample {
+	n := len(d.isDelta)
 	kept := merged[:0]
 	for i, s := range merged {
-		totals := cur.values[i*n : i*n+n]
+		totals := d.cur.values[i*n : i*n+n]
 		nonZero := false
 		for j, v := range s.Values {
 			if d.isDelta[j] {
@@ -204,10 +228,7 @@ func (d *deltaState) apply(p *pprofdecode.Profile) error {
 			kept = append(kept, s)
 		}
 	}
-	clear(p.Samples[len(kept):])
-	p.Samples = kept
-	d.prev, d.cur = d.cur, d.prev
-	return nil
+	return kept
 }
 
 // stackKey returns the identity of s: the hash of its program counters
