@@ -289,6 +289,15 @@ func New(cfg Config) (*Collector, error) {
 		settle:        cfg.Settle,
 		stretches:     new(requests.Stretches),
 	}
+	c.defaults(cfg)
+	if err := c.addProfiles(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// defaults fills in what cfg left at zero.
+func (c *Collector) defaults(cfg Config) {
 	if c.settle == 0 {
 		c.settle = requests.DefaultSettle
 	}
@@ -316,13 +325,18 @@ func New(cfg Config) (*Collector, error) {
 	if c.stats == nil {
 		c.stats = new(Omissions)
 	}
+}
+
+// addProfiles looks up the profiles c collects, and sets up the delta
+// state, source and interval of those that have one.
+func (c *Collector) addProfiles(cfg Config) error {
 	for _, name := range c.names {
 		d, ok := Lookup(name)
 		if !ok {
-			return nil, fmt.Errorf("collect: unknown profile %q", name)
+			return fmt.Errorf("collect: unknown profile %q", name)
 		}
 		if err := d.check(); err != nil {
-			return nil, err
+			return err
 		}
 		if d.cumulative() {
 			c.deltas[name] = newDeltaState(d.Values, d.Cumulative...)
@@ -338,7 +352,7 @@ func New(cfg Config) (*Collector, error) {
 			c.every[name] = windowsApart(interval, cfg.Window)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // startTracker installs the requests tracker, which the label wrapper
