@@ -30,6 +30,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -100,39 +101,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	// The tracing SDK, wrapped so that samples link to spans and
-	// requests are counted by route. A service would give the SDK a
-	// span exporter too; the example keeps its spans in the process.
-	tp := sdktrace.NewTracerProvider()
-	defer tp.Shutdown(context.Background())
-	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
-
-	srv := newService()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, requests, err := serveUnderLoad(ctx, stdout, cfg, *duration, windows)
 	if err != nil {
 		p.Stop(context.Background())
 		return err
 	}
-	httpSrv := &http.Server{Handler: srv.handler(otel.Tracer("example"))}
-	go httpSrv.Serve(ln)
-	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s; each request in a server span\n", ln.Addr(), *duration, cfg.periodText)
-	if cfg.toFiles {
-		printLegend(stdout)
-	}
-
-	loadCtx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
-	var summaries sync.WaitGroup
-	if cfg.toFiles {
-		summaries.Add(1)
-		go func() {
-			defer summaries.Done()
-			watch(loadCtx, windows)
-		}()
-	}
-	requests := load(loadCtx, "http://"+ln.Addr().String())
-	httpSrv.Close()
-
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stopCancel()
 	stopErr := p.Stop(stopCtx)
@@ -140,7 +113,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// reachable until the last goroutine-leak profile is read, so that
 	// only the goroutines lookup leaks are reported.
 	runtime.KeepAlive(srv)
-	summaries.Wait() // no more printing from watch from here on
 	fmt.Fprintf(stdout, "load done: %d requests\n", requests)
 	if stopErr != nil {
 		fmt.Fprintf(stdout, "stop: %v\n", stopErr)
@@ -151,6 +123,42 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	windows.printNew() // the last, partial window written by Stop
 	printEnd(stdout, cfg.dir, before, runStart)
 	return nil
+}
+
+// serveUnderLoad serves the traced service on a loopback port and loads
+// it for d, printing each window's summary meanwhile when windows go to
+// files; it returns the service, which the caller keeps reachable, and
+// the requests it served.
+func serveUnderLoad(ctx context.Context, stdout io.Writer, cfg setup, d time.Duration, windows *windowPrinter) (*service, int64, error) {
+	// The tracing SDK, wrapped so that samples link to spans and
+	// requests are counted by route. A service would give the SDK a
+	// span exporter too; the example keeps its spans in the process.
+	tp := sdktrace.NewTracerProvider()
+	defer tp.Shutdown(context.Background())
+	otel.SetTracerProvider(labels.WrapTracerProvider(tp))
+
+	srv := newService()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, 0, err
+	}
+	httpSrv := &http.Server{Handler: srv.handler(otel.Tracer("example"))}
+	go httpSrv.Serve(ln)
+	defer httpSrv.Close()
+	fmt.Fprintf(stdout, "service on http://%s, under load for %s, one window every %s; each request in a server span\n", ln.Addr(), d, cfg.periodText)
+	if cfg.toFiles {
+		printLegend(stdout)
+	}
+
+	loadCtx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var summaries sync.WaitGroup
+	if cfg.toFiles {
+		summaries.Go(func() { watch(loadCtx, windows) })
+	}
+	requests := load(loadCtx, "http://"+ln.Addr().String())
+	summaries.Wait() // no more printing from watch from here on
+	return srv, requests, nil
 }
 
 // printLegend says what each window's summary shows.
@@ -191,7 +199,6 @@ func configure(stdout io.Writer, period time.Duration, dir string) (setup, error
 	// and defaults apply only to what the environment leaves unset, since
 	// an option would win over it. A bad value is warned about and
 	// ignored, as the OpenTelemetry specification asks.
-	set := func(name string) bool { return os.Getenv(name) != "" }
 	var opts []profiler.Option
 	if !set("OTEL_SERVICE_NAME") && !strings.Contains(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"), "service.name=") {
 		opts = append(opts, profiler.WithServiceName("pprofotel-example"))
@@ -203,58 +210,81 @@ func configure(stdout io.Writer, period time.Duration, dir string) (setup, error
 		opts = append(opts, profiler.WithWindow(period))
 	}
 	if !set("PPROFOTEL_PROFILES") {
-		// The off-CPU profile brings the slow-request one, which
-		// explains the slow checkouts.
-		types := []profiler.ProfileType{profiler.CPUProfile, profiler.OffCPUProfile, profiler.HeapProfile,
-			profiler.GoroutineProfile, profiler.MutexProfile, profiler.BlockProfile}
-		if profiler.GoroutineLeakProfile.Available() == nil {
-			types = append(types, profiler.GoroutineLeakProfile)
-			if !set("PPROFOTEL_GOROUTINELEAK_INTERVAL") {
-				// Every window, so that the leak is seen growing: each
-				// read runs a full garbage collection, which a demo
-				// can afford.
-				opts = append(opts, profiler.WithGoroutineLeakInterval(period))
-			}
-		} else {
-			// Not an error: the profile is new in Go 1.27.
-			fmt.Fprintf(stdout, "goroutine-leak profile: needs Go 1.27, skipped (this is %s)\n", runtime.Version())
-		}
-		opts = append(opts, profiler.WithProfileTypes(types...))
+		opts = append(opts, profileTypes(stdout, period)...)
 	}
-	if set("PPROFOTEL_CPU_DUTY") {
-		fmt.Fprintf(stdout, "CPU profile: records PPROFOTEL_CPU_DUTY=%s %% of each window, at a random offset; each window's header shows the part it recorded, and its CPU time is that part's\n",
-			os.Getenv("PPROFOTEL_CPU_DUTY"))
-	} else {
-		// A service keeps the default, a sixth of each window, for a
-		// sixth of the cost; a demo wants all of it.
-		opts = append(opts, profiler.WithCPUDutyCycle(100))
-		fmt.Fprintln(stdout, "CPU profile: recorded continuously, as suits a demo (WithCPUDutyCycle(100)); by default it records 17 % of each window, at a random offset, so a 30s run would hold about 5s of it")
-	}
-	var madeDir string // removed if Start fails
-	toFiles := os.Getenv("OTEL_PROFILES_EXPORTER") == "file" ||
+	opts = append(opts, cpuDuty(stdout)...)
+	cfg := setup{periodText: periodText}
+	cfg.toFiles = os.Getenv("OTEL_PROFILES_EXPORTER") == "file" ||
 		!set("OTEL_PROFILES_EXPORTER") && !set("OTEL_EXPORTER_OTLP_ENDPOINT") && !set("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT")
-	if toFiles {
-		switch {
-		case set("PPROFOTEL_FILE_DIR"):
-			dir = os.Getenv("PPROFOTEL_FILE_DIR")
-		case dir == "":
-			d, err := os.MkdirTemp("", "pprofotel-example-")
-			if err != nil {
-				return setup{}, err
-			}
-			dir, madeDir = d, d
-		}
-		exp, err := otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
-		if err != nil {
-			return setup{}, err
-		}
-		opts = append(opts, profiler.WithExporter(exp))
-		fmt.Fprintf(stdout, "writing windows to %s\n", dir)
-	} else {
+	if !cfg.toFiles {
 		fmt.Fprintln(stdout, "sending windows to the exporter the environment configures")
+		cfg.opts = opts
+		return cfg, nil
 	}
+	exp, err := cfg.fileExporter(dir)
+	if err != nil {
+		return setup{}, err
+	}
+	fmt.Fprintf(stdout, "writing windows to %s\n", cfg.dir)
+	cfg.opts = append(opts, profiler.WithExporter(exp))
+	return cfg, nil
+}
 
-	return setup{opts: opts, periodText: periodText, toFiles: toFiles, dir: dir, madeDir: madeDir}, nil
+// set reports whether the environment variable name is set.
+func set(name string) bool { return os.Getenv(name) != "" }
+
+// profileTypes returns the options of the profiles the example shows:
+// all of them, the goroutine-leak profile read every window where the
+// Go release has it.
+func profileTypes(stdout io.Writer, period time.Duration) []profiler.Option {
+	// The off-CPU profile brings the slow-request one, which explains
+	// the slow checkouts.
+	types := []profiler.ProfileType{profiler.CPUProfile, profiler.OffCPUProfile, profiler.HeapProfile,
+		profiler.GoroutineProfile, profiler.MutexProfile, profiler.BlockProfile}
+	var opts []profiler.Option
+	if profiler.GoroutineLeakProfile.Available() == nil {
+		types = append(types, profiler.GoroutineLeakProfile)
+		if !set("PPROFOTEL_GOROUTINELEAK_INTERVAL") {
+			// Every window, so that the leak is seen growing: each read
+			// runs a full garbage collection, which a demo can afford.
+			opts = append(opts, profiler.WithGoroutineLeakInterval(period))
+		}
+	} else {
+		// Not an error: the profile is new in Go 1.27.
+		fmt.Fprintf(stdout, "goroutine-leak profile: needs Go 1.27, skipped (this is %s)\n", runtime.Version())
+	}
+	return append(opts, profiler.WithProfileTypes(types...))
+}
+
+// cpuDuty returns the CPU duty cycle's option, none when the environment
+// sets it (under its name, or the one it had before 0.2.0).
+func cpuDuty(stdout io.Writer) []profiler.Option {
+	if v := cmp.Or(os.Getenv("PPROFOTEL_CPU_DUTY_CYCLE"), os.Getenv("PPROFOTEL_CPU_DUTY")); v != "" {
+		fmt.Fprintf(stdout, "CPU profile: records %s %% of each window, at a random offset; each window's header shows the part it recorded, and its CPU time is that part's\n", v)
+		return nil
+	}
+	// A service keeps the default, a sixth of each window, for a sixth
+	// of the cost; a demo wants all of it.
+	fmt.Fprintln(stdout, "CPU profile: recorded continuously, as suits a demo (WithCPUDutyCycle(100)); by default it records 17 % of each window, at a random offset, so a 30s run would hold about 5s of it")
+	return []profiler.Option{profiler.WithCPUDutyCycle(100)}
+}
+
+// fileExporter sets cfg's directory, PPROFOTEL_FILE_DIR's, or dir, or
+// a new temporary one (cfg.madeDir, removed if Start fails), and returns
+// a file exporter that writes there.
+func (cfg *setup) fileExporter(dir string) (profiler.Exporter, error) {
+	switch {
+	case set("PPROFOTEL_FILE_DIR"):
+		dir = os.Getenv("PPROFOTEL_FILE_DIR")
+	case dir == "":
+		d, err := os.MkdirTemp("", "pprofotel-example-")
+		if err != nil {
+			return nil, err
+		}
+		dir, cfg.madeDir = d, d
+	}
+	cfg.dir = dir
+	return otlpprofilefile.New(context.Background(), otlpprofilefile.WithDir(dir))
 }
 
 // openCommand returns the command that converts the windows of the run
