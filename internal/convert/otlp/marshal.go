@@ -328,51 +328,13 @@ func appendSample(b []byte, m *profilespb.Sample) []byte {
 
 func (e *encoder) dictionary(b []byte, m *profilespb.ProfilesDictionary) []byte {
 	for _, x := range m.MappingTable {
-		b = openMessage(b, 1<<3|wireBytes, reserveSmall)
-		start := len(b)
-		if x != nil {
-			b = appendUint(b, 1<<3|wireVarint, x.MemoryStart)
-			b = appendUint(b, 2<<3|wireVarint, x.MemoryLimit)
-			b = appendUint(b, 3<<3|wireVarint, x.FileOffset)
-			b = appendInt32(b, 4<<3|wireVarint, x.FilenameStrindex)
-			b = appendPackedInt32(b, 5<<3|wireBytes, x.AttributeIndices)
-			b = appendUnknown(b, x)
-		}
-		b = closeMessage(b, start, reserveSmall)
+		b = appendMapping(b, x)
 	}
 	for _, x := range m.LocationTable {
-		b = openMessage(b, 2<<3|wireBytes, reserveSmall)
-		start := len(b)
-		if x != nil {
-			b = appendInt32(b, 1<<3|wireVarint, x.MappingIndex)
-			b = appendUint(b, 2<<3|wireVarint, x.Address)
-			for _, l := range x.Lines {
-				b = openMessage(b, 3<<3|wireBytes, reserveSmall)
-				start := len(b)
-				if l != nil {
-					b = appendInt32(b, 1<<3|wireVarint, l.FunctionIndex)
-					b = appendUint(b, 2<<3|wireVarint, uint64(l.Line))
-					b = appendUint(b, 3<<3|wireVarint, uint64(l.Column))
-					b = appendUnknown(b, l)
-				}
-				b = closeMessage(b, start, reserveSmall)
-			}
-			b = appendPackedInt32(b, 4<<3|wireBytes, x.AttributeIndices)
-			b = appendUnknown(b, x)
-		}
-		b = closeMessage(b, start, reserveSmall)
+		b = appendLocation(b, x)
 	}
 	for _, x := range m.FunctionTable {
-		b = openMessage(b, 3<<3|wireBytes, reserveSmall)
-		start := len(b)
-		if x != nil {
-			b = appendInt32(b, 1<<3|wireVarint, x.NameStrindex)
-			b = appendInt32(b, 2<<3|wireVarint, x.SystemNameStrindex)
-			b = appendInt32(b, 3<<3|wireVarint, x.FilenameStrindex)
-			b = appendUint(b, 4<<3|wireVarint, uint64(x.StartLine))
-			b = appendUnknown(b, x)
-		}
-		b = closeMessage(b, start, reserveSmall)
+		b = appendFunction(b, x)
 	}
 	for _, x := range m.LinkTable {
 		b = openMessage(b, 4<<3|wireBytes, reserveSmall)
@@ -388,20 +350,7 @@ func (e *encoder) dictionary(b []byte, m *profilespb.ProfilesDictionary) []byte 
 		b = e.appendStringAlways(b, 5<<3|wireBytes, s)
 	}
 	for _, x := range m.AttributeTable {
-		b = openMessage(b, 6<<3|wireBytes, reserveSmall)
-		start := len(b)
-		if x != nil {
-			b = appendInt32(b, 1<<3|wireVarint, x.KeyStrindex)
-			if x.Value != nil {
-				b = openMessage(b, 2<<3|wireBytes, reserveSmall)
-				start := len(b)
-				b = e.anyValue(b, x.Value)
-				b = closeMessage(b, start, reserveSmall)
-			}
-			b = appendInt32(b, 3<<3|wireVarint, x.UnitStrindex)
-			b = appendUnknown(b, x)
-		}
-		b = closeMessage(b, start, reserveSmall)
+		b = e.appendAttribute(b, x)
 	}
 	for _, x := range m.StackTable {
 		b = openMessage(b, 7<<3|wireBytes, reserveSmall)
@@ -413,6 +362,78 @@ func (e *encoder) dictionary(b []byte, m *profilespb.ProfilesDictionary) []byte 
 		b = closeMessage(b, start, reserveSmall)
 	}
 	return appendUnknown(b, m)
+}
+
+// appendMapping appends x as the dictionary's field 1.
+func appendMapping(b []byte, x *profilespb.Mapping) []byte {
+	b = openMessage(b, 1<<3|wireBytes, reserveSmall)
+	start := len(b)
+	if x != nil {
+		b = appendUint(b, 1<<3|wireVarint, x.MemoryStart)
+		b = appendUint(b, 2<<3|wireVarint, x.MemoryLimit)
+		b = appendUint(b, 3<<3|wireVarint, x.FileOffset)
+		b = appendInt32(b, 4<<3|wireVarint, x.FilenameStrindex)
+		b = appendPackedInt32(b, 5<<3|wireBytes, x.AttributeIndices)
+		b = appendUnknown(b, x)
+	}
+	return closeMessage(b, start, reserveSmall)
+}
+
+// appendLocation appends x, its lines included, as the dictionary's
+// field 2.
+func appendLocation(b []byte, x *profilespb.Location) []byte {
+	b = openMessage(b, 2<<3|wireBytes, reserveSmall)
+	start := len(b)
+	if x != nil {
+		b = appendInt32(b, 1<<3|wireVarint, x.MappingIndex)
+		b = appendUint(b, 2<<3|wireVarint, x.Address)
+		for _, l := range x.Lines {
+			b = openMessage(b, 3<<3|wireBytes, reserveSmall)
+			start := len(b)
+			if l != nil {
+				b = appendInt32(b, 1<<3|wireVarint, l.FunctionIndex)
+				b = appendUint(b, 2<<3|wireVarint, uint64(l.Line))
+				b = appendUint(b, 3<<3|wireVarint, uint64(l.Column))
+				b = appendUnknown(b, l)
+			}
+			b = closeMessage(b, start, reserveSmall)
+		}
+		b = appendPackedInt32(b, 4<<3|wireBytes, x.AttributeIndices)
+		b = appendUnknown(b, x)
+	}
+	return closeMessage(b, start, reserveSmall)
+}
+
+// appendFunction appends x as the dictionary's field 3.
+func appendFunction(b []byte, x *profilespb.Function) []byte {
+	b = openMessage(b, 3<<3|wireBytes, reserveSmall)
+	start := len(b)
+	if x != nil {
+		b = appendInt32(b, 1<<3|wireVarint, x.NameStrindex)
+		b = appendInt32(b, 2<<3|wireVarint, x.SystemNameStrindex)
+		b = appendInt32(b, 3<<3|wireVarint, x.FilenameStrindex)
+		b = appendUint(b, 4<<3|wireVarint, uint64(x.StartLine))
+		b = appendUnknown(b, x)
+	}
+	return closeMessage(b, start, reserveSmall)
+}
+
+// appendAttribute appends x as the dictionary's field 6.
+func (e *encoder) appendAttribute(b []byte, x *profilespb.KeyValueAndUnit) []byte {
+	b = openMessage(b, 6<<3|wireBytes, reserveSmall)
+	start := len(b)
+	if x != nil {
+		b = appendInt32(b, 1<<3|wireVarint, x.KeyStrindex)
+		if x.Value != nil {
+			b = openMessage(b, 2<<3|wireBytes, reserveSmall)
+			start := len(b)
+			b = e.anyValue(b, x.Value)
+			b = closeMessage(b, start, reserveSmall)
+		}
+		b = appendInt32(b, 3<<3|wireVarint, x.UnitStrindex)
+		b = appendUnknown(b, x)
+	}
+	return closeMessage(b, start, reserveSmall)
 }
 
 // openMessage appends the tag of a submessage and reserve bytes for its
