@@ -536,6 +536,19 @@ func (b *Builder) timedSamples(p *pprofdecode.Profile, t int, eventPerSample boo
 	if t != 0 {
 		return nil
 	}
+	events := b.countEvents(p)
+	if events == 0 {
+		return nil
+	}
+	if eventPerSample {
+		return b.eventSamples(p, events)
+	}
+	return b.sharedSamples(p, events, b.offsets())
+}
+
+// countEvents counts, in b.acc, the events other than zero of each
+// sample identity, and returns their total.
+func (b *Builder) countEvents(p *pprofdecode.Profile) int {
 	count := b.acc
 	clear(count)
 	events := 0
@@ -549,13 +562,13 @@ func (b *Builder) timedSamples(p *pprofdecode.Profile, t int, eventPerSample boo
 			}
 		}
 	}
-	if events == 0 {
-		return nil
-	}
-	if eventPerSample {
-		return b.eventSamples(p, events)
-	}
-	// Turn the counts into each identity's offset in the shared arrays.
+	return events
+}
+
+// offsets turns the counts of countEvents into each identity's offset in
+// the arrays its samples share, and returns the identities with events.
+func (b *Builder) offsets() int {
+	count := b.acc
 	n, off := 0, int64(0)
 	for i, r := range b.rep {
 		if int(r) == i && count[i] != 0 {
@@ -565,6 +578,13 @@ func (b *Builder) timedSamples(p *pprofdecode.Profile, t int, eventPerSample boo
 			n++
 		}
 	}
+	return n
+}
+
+// sharedSamples returns one sample per identity with events, n of them,
+// whose values and timestamps are slices of two arrays of all events.
+func (b *Builder) sharedSamples(p *pprofdecode.Profile, events, n int) []*profilespb.Sample {
+	count := b.acc
 	values := make([]int64, events)
 	times := make([]uint64, events)
 	first := make([]int64, 0, n)
