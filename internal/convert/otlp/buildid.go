@@ -76,46 +76,15 @@ func elfSection(r io.ReaderAt, name string) (data []byte, order binary.ByteOrder
 	if _, err := r.ReadAt(hdr[:], 0); err != nil {
 		return nil, nil, false, fmt.Errorf("ELF header: %w", err)
 	}
-	switch hdr[5] { // EI_DATA
-	case 1:
-		order = binary.LittleEndian
-	case 2:
-		order = binary.BigEndian
-	default:
-		return nil, nil, false, fmt.Errorf("ELF header: unknown data encoding %d", hdr[5])
+	st, err := parseELFHeader(hdr[:])
+	if err != nil {
+		return nil, nil, false, err
 	}
-	// The section header table's offset, entry size, count and the index
-	// of the section name table; then, per entry, name, offset and size.
-	var shoff uint64
-	var shentsize, shnum, shstrndx int
-	var entry func(b []byte) (nameOff uint32, off, size uint64)
-	switch hdr[4] { // EI_CLASS
-	case 1:
-		shoff = uint64(order.Uint32(hdr[0x20:]))
-		shentsize, shnum, shstrndx = int(order.Uint16(hdr[0x2e:])), int(order.Uint16(hdr[0x30:])), int(order.Uint16(hdr[0x32:]))
-		entry = func(b []byte) (uint32, uint64, uint64) {
-			return order.Uint32(b), uint64(order.Uint32(b[16:])), uint64(order.Uint32(b[20:]))
-		}
-		if shnum > 0 && (shentsize < 40 || shentsize > maxSectionHeader) {
-			return nil, nil, false, fmt.Errorf("ELF header: section header size %d", shentsize)
-		}
-	case 2:
-		shoff = order.Uint64(hdr[0x28:])
-		shentsize, shnum, shstrndx = int(order.Uint16(hdr[0x3a:])), int(order.Uint16(hdr[0x3c:])), int(order.Uint16(hdr[0x3e:]))
-		entry = func(b []byte) (uint32, uint64, uint64) {
-			return order.Uint32(b), order.Uint64(b[24:]), order.Uint64(b[32:])
-		}
-		if shnum > 0 && (shentsize < 64 || shentsize > maxSectionHeader) {
-			return nil, nil, false, fmt.Errorf("ELF header: section header size %d", shentsize)
-		}
-	default:
-		return nil, nil, false, fmt.Errorf("ELF header: unknown class %d", hdr[4])
+	if st.num == 0 || st.strndx >= st.num {
+		return nil, st.order, false, nil // no sections, or no names for them
 	}
-	if shnum == 0 || shstrndx >= shnum {
-		return nil, order, false, nil // no sections, or no names for them
-	}
-	table := make([]byte, shnum*shentsize)
-	if _, err := r.ReadAt(table, int64(shoff)); err != nil {
+	table := make([]byte, st.num*st.entsize)
+	if _, err := r.ReadAt(table, int64(st.off)); err != nil {
 		return nil, nil, false, fmt.Errorf("section headers: %w", err)
 	}
 	read := func(off, size, limit uint64) ([]byte, error) {
@@ -126,13 +95,13 @@ func elfSection(r io.ReaderAt, name string) (data []byte, order binary.ByteOrder
 		_, err := r.ReadAt(b, int64(off))
 		return b, err
 	}
-	_, namesOff, namesSize := entry(table[shstrndx*shentsize:])
+	_, namesOff, namesSize := st.entry(table[st.strndx*st.entsize:])
 	names, err := read(namesOff, namesSize, maxSectionNames)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("section names: %w", err)
 	}
-	for i := range shnum {
-		nameOff, off, size := entry(table[i*shentsize:])
+	for i := range st.num {
+		nameOff, off, size := st.entry(table[i*st.entsize:])
 		if uint64(nameOff) >= uint64(len(names)) {
 			continue
 		}
@@ -147,9 +116,58 @@ func elfSection(r io.ReaderAt, name string) (data []byte, order binary.ByteOrder
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("section %s: %w", name, err)
 		}
-		return data, order, true, nil
+		return data, st.order, true, nil
 	}
-	return nil, order, false, nil
+	return nil, st.order, false, nil
+}
+
+// sectionTable is where an ELF file's section headers are and how to
+// read one.
+type sectionTable struct {
+	order binary.ByteOrder
+	// off is the table's offset; entsize, num and strndx its entries'
+	// size, their number and the index of the section name table's.
+	off                  uint64
+	entsize, num, strndx int
+	// entry reads a header's name offset, section offset and size.
+	entry func(b []byte) (nameOff uint32, off, size uint64)
+}
+
+// parseELFHeader reads the section table's place from an ELF header.
+func parseELFHeader(hdr []byte) (sectionTable, error) {
+	var st sectionTable
+	switch hdr[5] { // EI_DATA
+	case 1:
+		st.order = binary.LittleEndian
+	case 2:
+		st.order = binary.BigEndian
+	default:
+		return st, fmt.Errorf("ELF header: unknown data encoding %d", hdr[5])
+	}
+	order := st.order
+	minSize := 0
+	switch hdr[4] { // EI_CLASS
+	case 1:
+		st.off = uint64(order.Uint32(hdr[0x20:]))
+		st.entsize, st.num, st.strndx = int(order.Uint16(hdr[0x2e:])), int(order.Uint16(hdr[0x30:])), int(order.Uint16(hdr[0x32:]))
+		st.entry = func(b []byte) (uint32, uint64, uint64) {
+			return order.Uint32(b), uint64(order.Uint32(b[16:])), uint64(order.Uint32(b[20:]))
+		}
+		minSize = 40
+	case 2:
+		st.off = order.Uint64(hdr[0x28:])
+		st.entsize, st.num, st.strndx = int(order.Uint16(hdr[0x3a:])), int(order.Uint16(hdr[0x3c:])), int(order.Uint16(hdr[0x3e:]))
+		st.entry = func(b []byte) (uint32, uint64, uint64) {
+			return order.Uint32(b), order.Uint64(b[24:]), order.Uint64(b[32:])
+		}
+		minSize = 64
+	default:
+		return st, fmt.Errorf("ELF header: unknown class %d", hdr[4])
+	}
+	if st.num > 0 && (st.entsize < minSize || st.entsize > maxSectionHeader) {
+		return st, fmt.Errorf("ELF header: section header size %d", st.entsize)
+	}
+	return st, nil
 }
 
 // parseGoNote decodes an ELF note: name size, description size and type as

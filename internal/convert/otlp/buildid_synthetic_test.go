@@ -89,3 +89,25 @@ func TestGoBuildIDEveryELFLayout(t *testing.T) {
 		})
 	}
 }
+
+// FuzzGoBuildID reads arbitrary files as executables: whatever their
+// headers claim, GoBuildID returns a build id, none, or an error, and
+// neither panics nor reads past its bounds.
+func FuzzGoBuildID(f *testing.F) {
+	for _, class := range []byte{1, 2} {
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			f.Add(syntheticELF(class, order, "abc/def/ghi/jkl"))
+		}
+	}
+	f.Add([]byte("\x7fELF"))
+	f.Add([]byte("MZ not ELF"))
+	path := filepath.Join(f.TempDir(), "exe")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if id, err := otlp.GoBuildID(path); err != nil && id != "" {
+			t.Errorf("GoBuildID = %q with error %v", id, err)
+		}
+	})
+}
