@@ -233,22 +233,9 @@ func (r *retryExporter[R]) Export(ctx context.Context, req R) error {
 		if delay <= 0 {
 			delay = r.jitter(interval)
 		}
-		// Grown in floating point and compared before converting back, so
-		// that a cap near the largest Duration cannot overflow.
-		if next := float64(interval) * backoffMultiplier; next < float64(r.cfg.MaxInterval) {
-			interval = time.Duration(next)
-		} else {
-			interval = r.cfg.MaxInterval
-		}
-
-		now := r.now()
-		if deadline, ok := ctx.Deadline(); ok && !now.Add(delay).Before(deadline) {
-			return fmt.Errorf("export: giving up after %s: the next attempt, due in %v, would start after the context deadline (%v away): %w",
-				attempts(attempt), delay, deadline.Sub(now).Round(time.Millisecond), err)
-		}
-		if limit := r.cfg.MaxElapsedTime; limit > 0 && now.Add(delay).Sub(start) > limit {
-			return fmt.Errorf("export: giving up after %s in %v: the next attempt, due in %v, would start after the retry limit of %v: %w",
-				attempts(attempt), now.Sub(start).Round(time.Millisecond), delay, limit, err)
+		interval = r.grow(interval)
+		if err := r.tooLate(ctx, attempt, start, delay, err); err != nil {
+			return err
 		}
 		if r.onRetry != nil {
 			r.onRetry(attempt, delay, err)
@@ -262,6 +249,34 @@ func (r *retryExporter[R]) Export(ctx context.Context, req R) error {
 				attempts(attempt), sleepErr, delay, err)
 		}
 	}
+}
+
+// grow returns the backoff interval after interval: multiplied, up to
+// MaxInterval. It grows in floating point and is compared before it is
+// converted back, so that a cap near the largest Duration cannot
+// overflow.
+func (r *retryExporter[R]) grow(interval time.Duration) time.Duration {
+	if next := float64(interval) * backoffMultiplier; next < float64(r.cfg.MaxInterval) {
+		return time.Duration(next)
+	}
+	return r.cfg.MaxInterval
+}
+
+// tooLate returns the error that ends the retries begun at start, after
+// attempt attempts that failed with err last, when the next attempt, due
+// in delay, would start past ctx's deadline or the retry limit; nil
+// otherwise.
+func (r *retryExporter[R]) tooLate(ctx context.Context, attempt int, start time.Time, delay time.Duration, err error) error {
+	now := r.now()
+	if deadline, ok := ctx.Deadline(); ok && !now.Add(delay).Before(deadline) {
+		return fmt.Errorf("export: giving up after %s: the next attempt, due in %v, would start after the context deadline (%v away): %w",
+			attempts(attempt), delay, deadline.Sub(now).Round(time.Millisecond), err)
+	}
+	if limit := r.cfg.MaxElapsedTime; limit > 0 && now.Add(delay).Sub(start) > limit {
+		return fmt.Errorf("export: giving up after %s in %v: the next attempt, due in %v, would start after the retry limit of %v: %w",
+			attempts(attempt), now.Sub(start).Round(time.Millisecond), delay, limit, err)
+	}
+	return nil
 }
 
 // jitter draws a wait from [interval/2, interval].
