@@ -383,7 +383,6 @@ func (s *Settings) resolveEndpoint(env *envconfig.Reader) (endpoint string, inse
 }
 
 func (s *Settings) endpointFrom(env *envconfig.Reader) (endpoint string, insecure bool) {
-	grpc := s.transport == GRPC
 	// insecureFlag is consulted only for host:port endpoints.
 	insecureFlag := func() bool {
 		if s.insecure {
@@ -392,9 +391,23 @@ func (s *Settings) endpointFrom(env *envconfig.Reader) (endpoint string, insecur
 		b, _ := env.Bool(otlpVar("INSECURE")...)
 		return b
 	}
-	switch {
-	case s.endpoint != nil && s.endpoint.url != nil:
-		u := s.endpoint.url
+	if s.endpoint != nil {
+		return s.optionEndpoint(insecureFlag)
+	}
+	if r, ok := s.envEndpoint(env, insecureFlag); ok {
+		return r.endpoint, r.insecure
+	}
+	if s.transport == GRPC {
+		return defaultGRPCEndpoint, true
+	}
+	return defaultHTTPEndpoint, true
+}
+
+// optionEndpoint returns the endpoint WithEndpoint or WithEndpointURL
+// gave, and whether it is to be reached without TLS.
+func (s *Settings) optionEndpoint(insecureFlag func() bool) (endpoint string, insecure bool) {
+	grpc := s.transport == GRPC
+	if u := s.endpoint.url; u != nil {
 		if s.insecure && u.Scheme == "https" {
 			s.errs = append(s.errs, fmt.Errorf("%s: WithInsecure() conflicts with WithEndpointURL(%q): the https scheme asks for TLS", s.pkg, s.endpoint.raw))
 		}
@@ -402,57 +415,52 @@ func (s *Settings) endpointFrom(env *envconfig.Reader) (endpoint string, insecur
 			return envconfig.GRPCHostPort(u), u.Scheme == "http"
 		}
 		return s.endpoint.raw, u.Scheme == "http"
-	case s.endpoint != nil:
-		insecure = insecureFlag()
-		if grpc {
-			return s.endpoint.raw, insecure
-		}
-		return httpScheme(insecure) + "://" + s.endpoint.raw + ProfilesPath, insecure
 	}
+	insecure = insecureFlag()
+	if grpc {
+		return s.endpoint.raw, insecure
+	}
+	return httpScheme(insecure) + "://" + s.endpoint.raw + ProfilesPath, insecure
+}
 
-	type resolved struct {
-		endpoint string
-		insecure bool
-	}
-	// An invalid endpoint variable is ignored: the generic form, else the
-	// default, applies. The per-signal form is used as is (asIs).
-	parse := func(asIs bool) func(string) (resolved, error) {
-		return func(v string) (resolved, error) {
+// resolvedEndpoint is an endpoint the environment gave.
+type resolvedEndpoint struct {
+	endpoint string
+	insecure bool
+}
+
+// envEndpoint returns the endpoint the environment gives, if a variable
+// gives a valid one: the per-signal form, used as is, else the generic
+// form. An invalid one is ignored.
+func (s *Settings) envEndpoint(env *envconfig.Reader, insecureFlag func() bool) (resolvedEndpoint, bool) {
+	grpc := s.transport == GRPC
+	parse := func(asIs bool) func(string) (resolvedEndpoint, error) {
+		return func(v string) (resolvedEndpoint, error) {
 			if grpc {
 				endpoint, insecure, err := envconfig.GRPCEndpoint(v, insecureFlag)
-				return resolved{endpoint, insecure}, err
+				return resolvedEndpoint{endpoint, insecure}, err
 			}
 			if !strings.Contains(v, "://") {
 				// Without a scheme it can only be a gRPC host:port.
-				return resolved{}, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme")
+				return resolvedEndpoint{}, errors.New("an OTLP/HTTP endpoint must be a URL with an http or https scheme")
 			}
 			u, err := envconfig.ParseURL(v)
 			if err != nil {
-				return resolved{}, err
+				return resolvedEndpoint{}, err
 			}
 			if asIs {
-				return resolved{v, u.Scheme == "http"}, nil
+				return resolvedEndpoint{v, u.Scheme == "http"}, nil
 			}
-			return resolved{u.JoinPath(ProfilesPath).String(), u.Scheme == "http"}, nil
+			return resolvedEndpoint{u.JoinPath(ProfilesPath).String(), u.Scheme == "http"}, nil
 		}
 	}
-	var r resolved
-	var ok bool
 	if grpc && s.endpointVars != nil {
-		r, ok = envconfig.Parse(env, parse(true), s.endpointVars...)
-	} else {
-		r, ok = envconfig.Parse(env, parse(true), envProfilePrefix+"ENDPOINT")
-		if !ok {
-			r, ok = envconfig.Parse(env, parse(false), envPrefix+"ENDPOINT")
-		}
+		return envconfig.Parse(env, parse(true), s.endpointVars...)
 	}
-	switch {
-	case ok:
-		return r.endpoint, r.insecure
-	case grpc:
-		return defaultGRPCEndpoint, true
+	if r, ok := envconfig.Parse(env, parse(true), envProfilePrefix+"ENDPOINT"); ok {
+		return r, true
 	}
-	return defaultHTTPEndpoint, true
+	return envconfig.Parse(env, parse(false), envPrefix+"ENDPOINT")
 }
 
 func httpScheme(insecure bool) string {
