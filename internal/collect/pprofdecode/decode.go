@@ -228,15 +228,57 @@ func (d *Decoder) decode(b []byte, p *Profile, reuse bool) error {
 		}
 	}
 
-	// String indices of Profile fields this package has no place for are
-	// still checked, so that a profile is accepted only if it is coherent.
-	var dropFrames, keepFrames, docURL, defaultSampleType uint64
+	refs, err := d.scan(b, p)
+	if err != nil {
+		return err
+	}
+	if err := d.buildStrings(b); err != nil {
+		return err
+	}
+	if err := d.decodeHeader(b, p, refs); err != nil {
+		return err
+	}
+	if err := d.decodeMappings(b, p); err != nil {
+		return err
+	}
+	if err := d.decodeFunctions(b, p); err != nil {
+		return err
+	}
+	if err := d.decodeLocations(b, p); err != nil {
+		return err
+	}
+	if err := d.decodeSamples(b, p); err != nil {
+		return err
+	}
+	if reuse {
+		// Decode leaves absent tables nil; so does DecodeInto.
+		p.SampleTypes = nilIfEmpty(p.SampleTypes)
+		p.Comments = nilIfEmpty(p.Comments)
+		p.Samples = nilIfEmpty(p.Samples)
+		p.Locations = nilIfEmpty(p.Locations)
+		p.Functions = nilIfEmpty(p.Functions)
+		p.Mappings = nilIfEmpty(p.Mappings)
+	}
+	return nil
+}
 
+// headerStrings are the string indices of Profile fields this package
+// has no place for, or takes after the string table: they are still
+// checked, so that a profile is accepted only if it is coherent.
+type headerStrings struct {
+	dropFrames, keepFrames, docURL, defaultSampleType uint64
+}
+
+// scan reads the profile's top-level fields: the spans of its messages
+// and strings, decoded later, its scalars into p, and the string indices
+// of its header.
+func (d *Decoder) scan(b []byte, p *Profile) (headerStrings, error) {
+	var refs headerStrings
 	r := reader{b: b, end: len(b)}
 	for r.more() {
 		field, wire, err := r.key()
 		if err != nil {
-			return err
+			return refs, err
 		}
 		var s span
 		switch field {
@@ -269,9 +311,9 @@ func (d *Decoder) decode(b []byte, p *Profile, reuse bool) error {
 				d.periodTypeSpans = append(d.periodTypeSpans, s)
 			}
 		case fieldDropFrames:
-			dropFrames, err = r.uvarintField(wire, "Profile.drop_frames")
+			refs.dropFrames, err = r.uvarintField(wire, "Profile.drop_frames")
 		case fieldKeepFrames:
-			keepFrames, err = r.uvarintField(wire, "Profile.keep_frames")
+			refs.keepFrames, err = r.uvarintField(wire, "Profile.keep_frames")
 		case fieldTimeNanos:
 			var v uint64
 			v, err = r.uvarintField(wire, "Profile.time_nanos")
@@ -287,39 +329,42 @@ func (d *Decoder) decode(b []byte, p *Profile, reuse bool) error {
 		case fieldComment:
 			err = d.readComments(&r, wire)
 		case fieldDefaultSampleType:
-			defaultSampleType, err = r.uvarintField(wire, "Profile.default_sample_type")
+			refs.defaultSampleType, err = r.uvarintField(wire, "Profile.default_sample_type")
 		case fieldDocURL:
-			docURL, err = r.uvarintField(wire, "Profile.doc_url")
+			refs.docURL, err = r.uvarintField(wire, "Profile.doc_url")
 		default:
 			err = r.skip(wire)
 		}
 		if err != nil {
-			return err
+			return refs, err
 		}
 	}
 	// Indices are int32; only an input of several GiB could exceed that.
 	if len(d.locationSpans) > math.MaxInt32 || len(d.functionSpans) > math.MaxInt32 || len(d.mappingSpans) > math.MaxInt32 {
-		return errors.New("profile: too many locations, functions or mappings")
+		return refs, errors.New("profile: too many locations, functions or mappings")
 	}
 
-	if err := d.buildStrings(b); err != nil {
-		return err
-	}
+	return refs, nil
+}
+
+// decodeHeader checks the header's string indices and decodes its
+// comments, period type and sample types, once the strings are built.
+func (d *Decoder) decodeHeader(b []byte, p *Profile, refs headerStrings) error {
 	for _, x := range []struct {
 		name string
 		idx  uint64
 	}{
-		{"drop_frames", dropFrames},
-		{"keep_frames", keepFrames},
-		{"doc_url", docURL},
+		{"drop_frames", refs.dropFrames},
+		{"keep_frames", refs.keepFrames},
+		{"doc_url", refs.docURL},
 	} {
 		if _, ok := d.str(x.idx); !ok {
 			return d.badString("Profile."+x.name, x.idx)
 		}
 	}
 	var ok bool
-	if p.DefaultSampleType, ok = d.str(defaultSampleType); !ok {
-		return d.badString("Profile.default_sample_type", defaultSampleType)
+	if p.DefaultSampleType, ok = d.str(refs.defaultSampleType); !ok {
+		return d.badString("Profile.default_sample_type", refs.defaultSampleType)
 	}
 	if len(d.comments) > 0 {
 		p.Comments = sized(d.reuse, p.Comments, len(d.comments))
@@ -341,28 +386,6 @@ func (d *Decoder) decode(b []byte, p *Profile, reuse bool) error {
 				return err
 			}
 		}
-	}
-
-	if err := d.decodeMappings(b, p); err != nil {
-		return err
-	}
-	if err := d.decodeFunctions(b, p); err != nil {
-		return err
-	}
-	if err := d.decodeLocations(b, p); err != nil {
-		return err
-	}
-	if err := d.decodeSamples(b, p); err != nil {
-		return err
-	}
-	if reuse {
-		// Decode leaves absent tables nil; so does DecodeInto.
-		p.SampleTypes = nilIfEmpty(p.SampleTypes)
-		p.Comments = nilIfEmpty(p.Comments)
-		p.Samples = nilIfEmpty(p.Samples)
-		p.Locations = nilIfEmpty(p.Locations)
-		p.Functions = nilIfEmpty(p.Functions)
-		p.Mappings = nilIfEmpty(p.Mappings)
 	}
 	return nil
 }
