@@ -347,6 +347,12 @@ func (r *Recorder) startStretch() stretch {
 	// during the stretch that was already waiting when it began, and
 	// without the short trace its wait would have no stack.
 	st.sink, st.first = r.startTrace(true)
+	if st.sink != nil {
+		// The stretch counts from its trace's start: on a loaded
+		// machine the tracer can take a good part of a stretch to
+		// start, and a wait begun meanwhile is not seen.
+		st.start = time.Now()
+	}
 	if st.first != nil && r.slow.live > 0 {
 		r.charge(startCost + len(st.first))
 	}
@@ -364,6 +370,9 @@ func (r *Recorder) startWatch() stretch {
 		return st
 	}
 	st.sink, st.first = r.startTrace(true)
+	if st.sink != nil {
+		st.start = time.Now() // as a stretch's, for the trace's rate
+	}
 	r.charge(startCost + len(st.first))
 	return st
 }
@@ -955,9 +964,8 @@ func (r *Recorder) endRecording(rec *recording, stopped time.Time, sinkCut bool,
 	case st.watch:
 		// Not part of the duty cycle: no waits, no time.
 	case rec.cut || sinkCut || rd.truncated || st.sink.full:
-		// A whole stretch covers its wall-clock time, start-up of the
-		// tracer included (a wait cannot begin unseen in it); a cut one
-		// only what was read.
+		// A whole stretch covers its wall-clock time from its trace's
+		// start; a cut one only what was read.
 		if rec.extended {
 			covered = min(covered, st.length)
 		}
