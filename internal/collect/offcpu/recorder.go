@@ -157,8 +157,8 @@ type Recorder struct {
 	carried []openWait
 	// bridged is set while a window ends with the trace going on.
 	bridged bool
-	// dutyDue is when the duty cycle's next stretch is due, while the
-	// recorder rests between two; zero otherwise.
+	// dutyDue is when the duty cycle's next stretch is due: the end of
+	// the rest after the stretch under way; zero at 100 %.
 	dutyDue time.Time
 }
 
@@ -346,13 +346,7 @@ func (r *Recorder) startStretch() stretch {
 	// Every stretch starts with the short trace: a request may turn long
 	// during the stretch that was already waiting when it began, and
 	// without the short trace its wait would have no stack.
-	st.sink, st.first = r.startTrace(true)
-	if st.sink != nil {
-		// The stretch counts from its trace's start: on a loaded
-		// machine the tracer can take a good part of a stretch to
-		// start, and a wait begun meanwhile is not seen.
-		st.start = time.Now()
-	}
+	r.traceStretch(&st)
 	if st.first != nil && r.slow.live > 0 {
 		r.charge(startCost + len(st.first))
 	}
@@ -369,12 +363,20 @@ func (r *Recorder) startWatch() stretch {
 	if r.tooMany(runtime.NumGoroutine()) {
 		return st
 	}
-	st.sink, st.first = r.startTrace(true)
-	if st.sink != nil {
-		st.start = time.Now() // as a stretch's, for the trace's rate
-	}
+	r.traceStretch(&st)
 	r.charge(startCost + len(st.first))
 	return st
+}
+
+// traceStretch starts st's trace, its short trace first (startTrace),
+// and has st start once it runs: on a loaded machine the tracer can take
+// a good part of a stretch to start, and a wait begun meanwhile is not
+// seen, so neither that time nor the trace's rate counts it.
+func (r *Recorder) traceStretch(st *stretch) {
+	st.sink, st.first = r.startTrace(true)
+	if st.sink != nil {
+		st.start = time.Now()
+	}
 }
 
 // lingerFor is how long a watch trace goes on once no watched request
@@ -549,6 +551,10 @@ func (r *Recorder) loop(st stretch) {
 		}
 	}
 	for {
+		r.dutyDue = time.Time{}
+		if st.rest > 0 {
+			r.dutyDue = st.start.Add(st.length + st.rest)
+		}
 		var q *request
 		if st.sink != nil {
 			q = r.record(st, wait)
@@ -556,9 +562,7 @@ func (r *Recorder) loop(st stretch) {
 			q = r.rest(st.start.Add(st.length), wait)
 		}
 		if q == nil && st.rest > 0 {
-			r.dutyDue = st.start.Add(st.length + st.rest)
 			q = r.rest(r.dutyDue, wait)
-			r.dutyDue = time.Time{}
 		}
 		if q != nil {
 			q.reply <- r.flush(q.now)
@@ -867,7 +871,7 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	if now.Before(rec.end) && !(st.watch && r.slow.live == 0) {
 		return true
 	}
-	if due := r.dueAt(st); !due.IsZero() && !now.Before(due) {
+	if !r.dutyDue.IsZero() && !now.Before(r.dutyDue) {
 		// Traced on for watched requests, the trace would keep the duty
 		// cycle from recording: the next stretch takes over.
 		rec.due = true
@@ -883,20 +887,6 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	}
 	rec.end = now.Add(watchStep)
 	return true
-}
-
-// dueAt returns when the duty cycle's next stretch is due while st's
-// trace runs on for watched requests: at the end of st's rest, or of the
-// rest a watch trace runs in; zero when none is (at 100 %, or in a
-// skipped stretch's time).
-func (r *Recorder) dueAt(st *stretch) time.Time {
-	switch {
-	case st.watch:
-		return r.dutyDue
-	case st.rest > 0:
-		return st.start.Add(st.length + st.rest)
-	}
-	return time.Time{}
 }
 
 // startNext starts the next stretch's trace as this one's ends, before

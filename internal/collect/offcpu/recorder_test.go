@@ -429,11 +429,11 @@ func TestGoOnStopsForTheDutyCycle(t *testing.T) {
 		now     time.Time
 		goOn    bool
 	}{
-		{"duty stretch, extended in its rest", stretch{start: start, length: 10 * time.Millisecond, rest: 90 * time.Millisecond}, time.Time{}, ms(50), true},
-		{"duty stretch, next due", stretch{start: start, length: 10 * time.Millisecond, rest: 90 * time.Millisecond}, time.Time{}, ms(100), false},
+		{"duty stretch, extended in its rest", stretch{start: start, length: 10 * time.Millisecond, rest: 90 * time.Millisecond}, ms(100), ms(50), true},
+		{"duty stretch, next due", stretch{start: start, length: 10 * time.Millisecond, rest: 90 * time.Millisecond}, ms(100), ms(100), false},
 		{"watch trace in a rest", stretch{start: start, length: watchStep, watch: true}, ms(500), ms(400), true},
 		{"watch trace, next due", stretch{start: start, length: watchStep, watch: true}, ms(500), ms(500), false},
-		{"watch trace in a skipped stretch's time", stretch{start: start, length: watchStep, watch: true}, time.Time{}, ms(5000), true},
+		{"nothing due (100 %)", stretch{start: start, length: watchStep, watch: true}, time.Time{}, ms(5000), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := Config{SlowThreshold: DefaultSlowThreshold, MaxWatched: 1, MaxSlow: 1, SlowTraceRate: DefaultSlowTraceRate, SlowTraceBurst: DefaultSlowTraceBurst, Stats: new(Stats)}

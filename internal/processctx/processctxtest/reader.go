@@ -72,7 +72,7 @@ func Read(pid int) (Context, error) {
 		// The header found in the maps may have been unmapped since, and
 		// its address given to another mapping (a payload): then the
 		// read is of a changed context, not of a bad header.
-		if changed(pid, c.Address, publishedAt) {
+		if changed(pid, mem, c.Address, publishedAt) {
 			return Context{}, ErrConcurrentUpdate
 		}
 		return Context{}, err
@@ -112,17 +112,13 @@ func checkHeader(hdr []byte) error {
 }
 
 // changed reports whether the context header at addr, whose publication
-// time was publishedAt, is no longer the one pid's maps list there.
-func changed(pid int, addr, publishedAt uint64) bool {
+// time was publishedAt, is no longer the one pid's maps list there; mem
+// is pid's memory.
+func changed(pid int, mem *os.File, addr, publishedAt uint64) bool {
 	addrs, err := mappings(pid)
 	if err != nil || !slices.Contains(addrs, addr) {
 		return true
 	}
-	mem, err := os.Open("/proc/" + strconv.Itoa(pid) + "/mem")
-	if err != nil {
-		return true
-	}
-	defer mem.Close()
 	now, err := readUint64(mem, addr+processctx.OffsetPublishedAt)
 	return err != nil || now != publishedAt
 }
