@@ -3,8 +3,8 @@
 // labels.WrapTracerProvider at a set rate from one goroutine per P, each
 // spinning a little work, the profiler running with the CPU profile
 // continuous (-duty sets another duty cycle) and the default window, its
-// windows kept in memory as the
-// OTLP exporter would send them. It reports the rate reached, the share
+// windows kept in memory as the OTLP exporter would send them. It
+// reports the rate reached, the share
 // of the labelled CPU samples that carry their request's route, the
 // requests counted against those sent, the profiler's Stats, and the
 // memory the request tracker held at the end of the load (the heap

@@ -6,9 +6,9 @@
 // (PPROFOTEL_PROFILES=cpu), its windows discarded.
 //
 // It runs itself -runs times for each setting, alternated, each run
-// starting -n spans with -ballast MiB of live heap, and reports each run's CPU time per span (getrusage,
-// the whole process), the median of each setting and of the differences
-// between runs taken side by side.
+// starting -n spans with -ballast MiB of live heap, and reports each
+// run's CPU time per span (getrusage, the whole process), the median of
+// each setting and of the differences between runs taken side by side.
 //
 //	go run ./cmd/spancost -n 2000000 -runs 9
 package main
