@@ -34,9 +34,9 @@ type Profile struct {
 	// Data holds deltas over the window for cumulative values and the state
 	// at the window's end for snapshots.
 	Data *pprofdecode.Profile
-	// Start and End are the part of the window the profile was recorded
-	// in, set when that is less than the window: the CPU profile under a
-	// duty cycle (Config.CPUDuration). Zero means the whole window.
+	// Start and End bound the time the profile was recorded in, set
+	// when that is less than the window: the CPU profile under a duty
+	// cycle (Config.CPUDuration). Zero means the whole window.
 	Start, End time.Time
 }
 
@@ -172,6 +172,13 @@ type Collector struct {
 	cpuTo          time.Time
 	cpuData        []byte
 	cpuPlanned     bool
+	// While requests are tracked, the CPU profile records in parts: a
+	// part ends, and the next begins, when the tracker holds many roots
+	// that only a CPU sample can name (requests.Tracker.PartDue), which
+	// is looked at every cpuPartCheck from partCheck on. parts gathers
+	// the parts that ended in the window.
+	partCheck time.Time
+	parts     cpuParts
 	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
 	// stretch of busy windows.
 	cpuBusyLogged bool
@@ -194,19 +201,21 @@ type Collector struct {
 	windowStart time.Time
 	// slowThreshold is Config.SlowThreshold.
 	slowThreshold time.Duration
-	// maxRoutes is Config.MaxRoutes, and tracker the requests
-	// tracker the collector uses from Start to Stop; nil when another one
-	// is installed. ownTracker says the collector installed it, and stops
-	// it at Stop; otherwise it is Config.Tracker, which outlives it.
+	// maxRoutes and maxRoots are Config.MaxRoutes and MaxRoots, and
+	// tracker the requests tracker the collector uses from Start to Stop;
+	// nil when another one is installed. ownTracker says the collector
+	// installed it, and stops it at Stop; otherwise it is Config.Tracker,
+	// which outlives it.
 	maxRoutes  int
+	maxRoots   int
 	tracker    *requests.Tracker
 	ownTracker bool
 	// settle is Config.Settle.
 	settle time.Duration
-	// stretches is told when the CPU profile records, and by the
-	// recorders when they do, for the tracker: it remembers only the
-	// roots a sample can name.
-	stretches *requests.Stretches
+	// stretches is told by the recorders when they record, and
+	// cpuStretches when the CPU profile does, for the tracker: it
+	// remembers only the roots a sample can name.
+	stretches, cpuStretches *requests.Stretches
 }
 
 // Config configures a Collector. Zero fields take runtime/pprof defaults.
@@ -254,6 +263,9 @@ type Config struct {
 	// requests running when one collector hands over to the next are
 	// counted when they end. Nil installs one from Start to Stop.
 	Tracker *requests.Tracker
+	// MaxRoots bounds the roots a window remembers
+	// (requests.Config.MaxRoots); 0 takes the default.
+	MaxRoots int
 	// Settle is how long the end of a window that starts another waits,
 	// at most, for the requests its samples name that may still be
 	// renamed (requests.Requests.Settle); 0 takes
@@ -285,9 +297,11 @@ func New(cfg Config) (*Collector, error) {
 		slowThreshold: cfg.SlowThreshold,
 		cpuOffset:     cfg.CPUOffset,
 		maxRoutes:     cfg.MaxRoutes,
+		maxRoots:      cfg.MaxRoots,
 		tracker:       cfg.Tracker,
 		settle:        cfg.Settle,
 		stretches:     new(requests.Stretches),
+		cpuStretches:  new(requests.Stretches),
 	}
 	c.defaults(cfg)
 	if err := c.addProfiles(cfg); err != nil {
@@ -364,7 +378,7 @@ func (c *Collector) startTracker() {
 		c.tracker = nil
 		return
 	}
-	cfg := requests.Config{MaxRoutes: c.maxRoutes, Stretches: c.stretches}
+	cfg := requests.Config{MaxRoutes: c.maxRoutes, MaxRoots: c.maxRoots, Stretches: c.stretches, Parts: c.cpuStretches}
 	for _, rec := range c.recorders {
 		if sr, ok := rec.(SlowRecorder); ok {
 			// A request is watched once it has run half the threshold,
@@ -577,11 +591,61 @@ func (c *Collector) cycleCPU(now time.Time, next bool) (p *pprofdecode.Profile, 
 	if next {
 		c.planCPU(now)
 	}
-	if data == nil {
-		return nil, time.Time{}, time.Time{}, nil
+	if data != nil {
+		if p, err = c.decoder.Decode(data); err == nil {
+			c.tellRoots(p)
+		}
 	}
-	p, err = c.decoder.Decode(data)
-	return p, from, to, err
+	if c.parts.p == nil {
+		return p, from, to, err
+	}
+	// The window's earlier parts are sent even when its last is lost.
+	if err == nil && p != nil {
+		err = c.parts.add(p)
+	}
+	if err != nil {
+		c.fail(CPU, fmt.Errorf("the last part of the CPU profile: %w", err))
+	}
+	return c.parts.take(), from, to, nil
+}
+
+// tellRoots tells the tracker the roots the samples of p, a CPU
+// profile's part, name.
+func (c *Collector) tellRoots(p *pprofdecode.Profile) {
+	if c.tracker != nil {
+		c.tracker.Named(sampledRoots(p))
+	}
+}
+
+// cpuPartCheck is how often, while the CPU profile records, the
+// collector asks the tracker whether a part is due.
+const cpuPartCheck = time.Second
+
+// nextPart ends the CPU profile's part at now and begins the next, when
+// the tracker asks for it: the part is read at once, and the tracker told
+// the roots its samples name.
+func (c *Collector) nextPart(now time.Time) {
+	c.partCheck = now.Add(cpuPartCheck)
+	if c.tracker == nil || !c.tracker.PartDue() {
+		return
+	}
+	from := c.cpuFrom
+	c.stopCPU(now)
+	data := c.cpuData
+	c.cpuData = nil
+	c.startCPU(now)
+	c.cpuFrom = from
+	if data == nil {
+		return
+	}
+	p, err := c.decoder.Decode(data)
+	if err == nil {
+		c.tellRoots(p)
+		err = c.parts.add(p)
+	}
+	if err != nil {
+		c.fail(CPU, fmt.Errorf("a part of the CPU profile: %w", err))
+	}
 }
 
 // planCPU decides when the CPU profile records in the window that starts
@@ -607,6 +671,10 @@ func (c *Collector) planCPU(windowStart time.Time) {
 // this window.
 func (c *Collector) NextCPUChange() (time.Time, bool) {
 	switch {
+	case c.cpuOn && c.tracker != nil && c.cpuDuration > 0:
+		return minTime(c.partCheck, c.cpuFrom.Add(c.cpuDuration)), true
+	case c.cpuOn && c.tracker != nil:
+		return c.partCheck, true
 	case c.cpuDuration == 0:
 		return time.Time{}, false
 	case c.cpuOn:
@@ -625,12 +693,23 @@ func (c *Collector) ChangeCPU(now time.Time) {
 	if !ok || now.Before(at) {
 		return
 	}
-	if c.cpuOn {
+	switch {
+	case c.cpuOn && c.cpuDuration > 0 && !now.Before(c.cpuFrom.Add(c.cpuDuration)):
 		c.stopCPU(now)
-		return
+	case c.cpuOn:
+		c.nextPart(now)
+	default:
+		c.cpuPlanned = false
+		c.startCPU(now)
 	}
-	c.cpuPlanned = false
-	c.startCPU(now)
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // stopCPU ends the CPU recording at now and keeps what it recorded for
@@ -648,11 +727,11 @@ func (c *Collector) stopCPU(now time.Time) {
 		// it is not stopped here.
 		c.stats.CPUProfilesSkipped.Add(1)
 		c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler was stopped elsewhere (pprof.StopCPUProfile) during the window; restarting it")
-		c.stretches.End()
+		c.cpuStretches.End()
 		return
 	}
 	c.cpuProf.Stop()
-	c.stretches.End()
+	c.cpuStretches.End()
 	c.cpuData, c.cpuTo = w.bytes(), now
 }
 
@@ -662,9 +741,9 @@ func (c *Collector) stopCPU(now time.Time) {
 func (c *Collector) startCPU(now time.Time) {
 	buf := &c.cpuBufs[c.cpuCur]
 	buf.reset()
-	c.stretches.Begin()
+	c.cpuStretches.Begin()
 	if err := c.cpuProf.Start(buf); err != nil {
-		c.stretches.Cancel()
+		c.cpuStretches.Cancel()
 		c.stats.CPUProfilesSkipped.Add(1)
 		if !c.cpuBusyLogged {
 			c.logger.Warn("pprofotel: CPU profile skipped: the CPU profiler is in use elsewhere; will retry every window",
@@ -678,6 +757,7 @@ func (c *Collector) startCPU(now time.Time) {
 		c.cpuBusyLogged = false
 	}
 	c.cpuOn, c.cpuFrom = true, now
+	c.partCheck = now.Add(cpuPartCheck)
 }
 
 // randomOffset draws an offset uniformly from [0, max].

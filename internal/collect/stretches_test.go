@@ -11,8 +11,8 @@ import (
 
 // TestRootsOfCPUStretch drives the CPU duty cycle with made-up times, and
 // requests renamed as they end around its stretch: the window remembers
-// the roots whose life overlapped the stretch, which a CPU sample can
-// name, and not the others. The tracker is swept between the events, as
+// the roots whose life overlapped the stretch and that its samples name,
+// and not the others. The tracker is swept between the events, as
 // its sweeper would, so that it tells their order.
 func TestRootsOfCPUStretch(t *testing.T) {
 	tests := []struct {
@@ -22,13 +22,15 @@ func TestRootsOfCPUStretch(t *testing.T) {
 		want      map[string]string
 		unsampled int64
 	}{
-		{"recorded", false, map[string]string{"before": "", "into": "GET /into", "across": "GET /across", "out of": "GET /out of", "after": ""}, 2},
+		{"recorded", false, map[string]string{"before": "", "into": "GET /into", "across": "GET /across", "out of": "", "after": ""}, 3},
 		{"CPU profiler busy", true, map[string]string{"before": "", "into": "", "across": "", "out of": "", "after": ""}, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cpu := &fakeCPU{busy: map[int]bool{1: tt.busy}, data: snapshot(t, Goroutine)}
 			t0 := time.Unix(1_700_000_000, 0)
+			// Its samples name "into" and "across", begun second and third.
+			data := cpuPart(t, t0, map[string]int64{fmt.Sprintf("%016x", 2): 1, fmt.Sprintf("%016x", 3): 1})
+			cpu := &fakeCPU{busy: map[int]bool{1: tt.busy}, data: data}
 			c, err := New(Config{
 				Profiles: []string{CPU}, CPU: CPUProfiler{Start: cpu.start, Stop: cpu.stop},
 				Window: time.Minute, CPUDuration: 10 * time.Second,
@@ -75,6 +77,11 @@ func TestRootsOfCPUStretch(t *testing.T) {
 			begin("after")
 			sweep()
 			end("after")
+			// As the window's end does: the stretch's roots told, then
+			// the window ended.
+			if _, _, _, err := c.cycleCPU(time.Now(), false); err != nil {
+				t.Fatal(err)
+			}
 			q := c.tracker.Window(time.Now())
 
 			got := map[string]string{}

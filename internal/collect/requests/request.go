@@ -35,10 +35,10 @@ type Request struct {
 	// before carry the older one). Beside long, so as to take no more
 	// memory.
 	relabelled bool
-	// since is the mark of the Tracker's Stretches (Stretches.mark)
-	// taken before the request began: a stretch overlapped its life if
-	// one ran then or began since.
-	since uint32
+	// since holds the marks of the Tracker's Stretches and Parts
+	// (Stretches.mark) taken before the request began: a stretch
+	// overlapped its life if one ran then or began since.
+	since marks
 }
 
 // Begin starts a request for the local root span whose trace and span ids

@@ -50,6 +50,9 @@ const (
 	markOpen = 1 << 31
 )
 
+// marks are the marks of a Tracker's Stretches and Parts.
+type marks struct{ stretches, parts uint32 }
+
 // mark returns the state of s now, for overlaps: markOpen for a nil
 // Stretches, which knows no stretch, so that every root overlaps one.
 func (s *Stretches) mark() uint32 {

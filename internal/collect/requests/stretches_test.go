@@ -15,6 +15,9 @@ import (
 //
 //	sweep    a sweep
 //	on, off  a stretch begins, ends
+//	pon      a part begins
+//	poff     the part ends, and Named tells the roots sampled in it
+//	sN       a sample of the part names request N's root
 //	window   the window ends
 //	rN       request N begins under the name GET, labelled with it
 //	lN       request N begins with its route, /N, labelled with it
@@ -30,6 +33,7 @@ func TestRootsInStretches(t *testing.T) {
 		script   string
 		labelled bool // Config.LabelledRoots
 		none     bool // no Stretches
+		parts    bool // Config.Parts
 		// known maps a request to the route the last window gives it,
 		// "" for none.
 		known     map[int]string
@@ -67,15 +71,38 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: ""}},
 		{name: "running at the window's end", script: "sweep r1 sweep window",
 			known: map[int]string{1: "GET"}},
+
+		{name: "part: sampled", script: "sweep pon sweep r1 s1 sweep e1 sweep poff window", parts: true,
+			known: map[int]string{1: "GET /1"}},
+		{name: "part: not sampled", script: "sweep pon sweep r1 sweep e1 sweep poff window", parts: true,
+			known: map[int]string{1: ""}, unsampled: 1},
+		{name: "part: sampled in an earlier part, ended in a later", script: "sweep pon sweep r1 s1 poff pon sweep e1 sweep poff window", parts: true,
+			known: map[int]string{1: "GET /1"}},
+		{name: "part: ended after the last part, settled by the window", script: "sweep pon sweep r1 s1 sweep poff sweep e1 window", parts: true,
+			known: map[int]string{1: "GET /1"}},
+		{name: "part: swept after its part's Named", script: "sweep pon sweep r1 r2 s1 e1 e2 poff pon sweep poff window", parts: true,
+			known: map[int]string{1: "GET /1", 2: ""}, unsampled: 1},
+		{name: "part and stretch: remembered, sampled or not", script: "sweep on pon sweep r1 r2 s1 sweep e1 e2 sweep poff off window", parts: true,
+			known: map[int]string{1: "GET /1", 2: "GET /2"}},
+		{name: "part: outside every part", script: "sweep pon poff sweep r1 sweep e1 sweep window", parts: true,
+			known: map[int]string{1: ""}, unsampled: 1},
+		{name: "part: labelled roots are not kept for the parts", script: "sweep pon sweep l1 s1 sweep e1 sweep poff window", parts: true, labelled: true,
+			known: map[int]string{1: ""}},
+		{name: "part: named in the window before", script: "sweep pon sweep r1 s1 sweep poff window pon sweep e1 sweep poff window", parts: true,
+			known: map[int]string{1: ""}, unsampled: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := new(Stretches)
+			s, parts := new(Stretches), new(Stretches)
+			var sampled []string
 			// Long after an hour, so that the sweeper's own sweeps find
 			// only "o" requests long.
 			cfg := Config{LabelledRoots: tt.labelled, MaxAge: 3 * time.Hour, LongAfter: time.Hour, OnLong: func(*Request) {}, Stretches: s}
 			if tt.none {
 				cfg.Stretches = nil
+			}
+			if tt.parts {
+				cfg.Parts = parts
 			}
 			tr := install(t, cfg)
 			now := time.Now()
@@ -89,6 +116,12 @@ func TestRootsInStretches(t *testing.T) {
 					s.Begin()
 				case "off":
 					s.End()
+				case "pon":
+					parts.Begin()
+				case "poff":
+					parts.End()
+					tr.Named(sampled)
+					sampled = nil
 				case "window":
 					q = tr.Window(now)
 				default:
@@ -97,6 +130,9 @@ func TestRootsInStretches(t *testing.T) {
 						t.Fatalf("bad word %q", word)
 					}
 					switch word[0] {
+					case 's':
+						sampled = append(sampled, rootID(n))
+						continue
 					case 'r':
 						reqs[n] = Begin(ids(n), "GET", "", now)
 					case 'l':
@@ -167,5 +203,57 @@ func TestConfigureStretches(t *testing.T) {
 	r.End(now)
 	if q := tr.Window(now); q.Unsampled != 1 {
 		t.Errorf("unsampled %d, want 1", q.Unsampled)
+	}
+}
+
+// TestPartDue fills the roots a Tracker keeps pending for its parts:
+// PartDue is set once they reach half of MaxRoots, Named empties them,
+// and past MaxRoots they are dropped, counted.
+func TestPartDue(t *testing.T) {
+	tests := []struct {
+		renamed      int
+		due          bool
+		kept, unseen int64 // remembered, not sampled
+		dropped      int64
+	}{
+		{renamed: 3, due: false, kept: 2, unseen: 1},
+		{renamed: 4, due: true, kept: 2, unseen: 2},
+		{renamed: 8, due: true, kept: 2, unseen: 6},
+		{renamed: 11, due: true, kept: 2, unseen: 6, dropped: 3},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.renamed), func(t *testing.T) {
+			parts := new(Stretches)
+			tr := install(t, Config{MaxRoots: 8, MaxAge: 3 * time.Hour, Stretches: new(Stretches), Parts: parts})
+			now := time.Now()
+			tr.Sweep(now)
+			parts.Begin()
+			tr.Sweep(now)
+			for n := 1; n <= tt.renamed; n++ {
+				r := Begin(ids(n), "GET", "", now)
+				r.SetName(fmt.Sprint("GET /", n))
+				r.End(now)
+			}
+			tr.Sweep(now)
+			if got := tr.PartDue(); got != tt.due {
+				t.Errorf("PartDue %v, want %v", got, tt.due)
+			}
+			parts.End()
+			tr.Named([]string{rootID(1), rootID(2), "not an id"})
+			if tr.PartDue() {
+				t.Error("PartDue after Named")
+			}
+			q := tr.Window(now)
+			var kept int64
+			for n := 1; n <= tt.renamed; n++ {
+				if _, ok := q.Route(rootID(n)); ok {
+					kept++
+				}
+			}
+			if kept != tt.kept || q.Unsampled != tt.unseen || q.Dropped != tt.dropped {
+				t.Errorf("kept %d, unsampled %d, dropped %d; want %d, %d, %d",
+					kept, q.Unsampled, q.Dropped, tt.kept, tt.unseen, tt.dropped)
+			}
+		})
 	}
 }

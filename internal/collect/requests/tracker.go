@@ -80,6 +80,13 @@ type Config struct {
 	// unless it was reported to OnLong. Nil remembers roots whatever
 	// their time.
 	Stretches *Stretches
+	// Parts, when set, tells when the CPU profile records, in parts
+	// that the collector reads as each ends and whose roots it tells
+	// (Named). A root routed anew after it started whose life overlapped
+	// a part and no stretch is kept pending until the next Named, then
+	// remembered if a sample of the window named it. Nil leaves the CPU
+	// profile to Stretches.
+	Parts *Stretches
 	// LongAfter is how long a request runs before OnLong is called for
 	// it. OnLong is called once per request, from the Tracker's sweep
 	// (never on the request's goroutine), at most a sweep period late.
@@ -134,7 +141,10 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // they end with (renamed, or routed after their labels took their name)
 // and, with LabelledRoots, the others while the window has room for half
 // as many; with Stretches, only those whose life overlapped a stretch,
-// and those reported to OnLong.
+// and those reported to OnLong; with Parts, also the renamed ones whose
+// life overlapped a part and that a part's sample named (Named). Roots
+// pending until Named count against MaxRoots; PartDue asks for a part's
+// end once they are half of it.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -163,10 +173,12 @@ type Tracker struct {
 	// prev is the window before, whose roots the samples of the current
 	// one may still name.
 	prev *windowState
-	// mark is the Stretches' mark taken before the last sweep took in
-	// the requests begun: the requests the next sweep takes in began
-	// after it.
-	mark uint32
+	// mark is the marks taken before the last sweep took in the
+	// requests begun: the requests the next sweep takes in began after
+	// them.
+	mark marks
+	// partDue is set by a sweep that left MaxRoots/2 roots pending.
+	partDue atomic.Bool
 }
 
 // windowState is what a sweep gathers for the current window. Routes
@@ -190,12 +202,17 @@ type windowState struct {
 	// the sweeps in the order they ended, sorted by span id when the
 	// window ends. A slice, not a map: a sweep appends without hashing,
 	// growing a table or missing the cache.
-	roots      roots
+	roots roots
+	// pending holds the roots that wait for the next Named to be
+	// remembered or not, and named the root span ids the window's
+	// parts named so far, sorted.
+	pending    roots
+	named      []uint64
 	overflowed int64
 	rootsFull  int64
 	// unsampled counts the roots whose route changed after they
 	// started and that were not remembered, no stretch having overlapped
-	// their life.
+	// their life and no part's sample named them.
 	unsampled int64
 }
 
@@ -216,7 +233,7 @@ func New(cfg Config) *Tracker {
 		due:    make(chan struct{}, 1),
 		win:    new(windowState),
 		prev:   new(windowState),
-		mark:   markOpen,
+		mark:   marks{markOpen, markOpen},
 	}
 	t.period.Store(int64(cfg.sweepPeriod()))
 	return t
@@ -228,12 +245,18 @@ func New(cfg Config) *Tracker {
 func (t *Tracker) Configure(cfg Config) {
 	cfg = cfg.withDefaults()
 	t.sweepMu.Lock()
+	// Marks taken of another Stretches tell nothing of this one's: the
+	// requests begun so far overlap a stretch.
 	if cfg.Stretches != t.cfg.Stretches {
-		// The marks taken are another Stretches' and tell nothing of
-		// this one's: the requests begun so far overlap a stretch.
-		t.mark = markOpen
+		t.mark.stretches = markOpen
 		for _, r := range t.live {
-			r.since = markOpen
+			r.since.stretches = markOpen
+		}
+	}
+	if cfg.Parts != t.cfg.Parts {
+		t.mark.parts = markOpen
+		for _, r := range t.live {
+			r.since.parts = markOpen
 		}
 	}
 	t.cfg = cfg
@@ -374,7 +397,7 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 
 	// Taken before the requests are taken in, so that those the next
 	// sweep takes in began after it.
-	mark := t.cfg.Stretches.mark()
+	mark := marks{t.cfg.Stretches.mark(), t.cfg.Parts.mark()}
 	for i := range t.shards.all {
 		s := &t.shards.all[i]
 		s.mu.Lock()
@@ -416,6 +439,7 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 	clear(t.live[len(kept):])
 	t.live = kept
 	t.running.Store(int64(len(kept)))
+	t.partDue.Store(t.win.pending.len() >= cfg.MaxRoots/2)
 	return len(kept) > 0
 }
 
@@ -438,34 +462,81 @@ func (t *Tracker) ended(r *Request) {
 }
 
 // remember keeps the root of r, which ended at route index e, for the
-// samples that name it: up to MaxRoots a window when it was reported to
-// OnLong (its explanation names it) or its route is not the one its
-// labels carry, and with LabelledRoots any other while the window holds
-// fewer than MaxRoots/2. A root whose life overlapped no stretch is
-// named by no sample (Stretches), and is not kept unless reported to
-// OnLong.
+// samples that name it, up to MaxRoots a window:
+//   - one reported to OnLong: its explanation names it;
+//   - one whose route is not the one its labels carried (renamed), when
+//     its life overlapped a stretch; when it overlapped only parts, it is
+//     kept pending until the next Named, which remembers it if a part's
+//     sample named it;
+//   - with LabelledRoots, any other whose life overlapped a stretch,
+//     while the window holds fewer than MaxRoots/2.
+//
+// No sample names the others.
 func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	id, ok := rootKey(r.RootID())
 	if !ok {
 		return
 	}
-	if !r.long && !t.cfg.Stretches.overlaps(r.since) {
-		if renamed {
-			w.unsampled++
-		}
-		return
-	}
+	cfg := &t.cfg
+	inStretch := cfg.Stretches.overlaps(r.since.stretches)
+	inPart := cfg.Parts != nil && cfg.Parts.overlaps(r.since.parts)
+	held := w.roots.len() + w.pending.len()
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
-	w.roots.reserve(min(max(t.prev.roots.len(), 64), t.cfg.MaxRoots))
+	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.MaxRoots))
 	switch {
-	case (renamed || r.long) && w.roots.len() < t.cfg.MaxRoots,
-		t.cfg.LabelledRoots && w.roots.len() < t.cfg.MaxRoots/2:
-		w.roots.add(id, e, t.cfg.MaxRoots)
-	case renamed:
+	case (r.long || renamed && inStretch) && held < cfg.MaxRoots:
+		w.roots.add(id, e, cfg.MaxRoots)
+	case renamed && inPart && held < cfg.MaxRoots:
+		w.pending.add(id, e, cfg.MaxRoots)
+	case renamed && (inStretch || inPart):
 		w.rootsFull++
+	case renamed:
+		w.unsampled++
+	case cfg.LabelledRoots && inStretch && held < cfg.MaxRoots/2:
+		w.roots.add(id, e, cfg.MaxRoots)
 	}
 }
+
+// Named tells t the local root span ids, in hex, that the samples of a
+// part of the CPU profile name, once the part has ended: the roots kept
+// pending are then remembered if a part of the window named them, and
+// forgotten otherwise. The window's parts are told in the order they
+// recorded, the last before Window.
+func (t *Tracker) Named(rootIDs []string) {
+	ids := make([]uint64, 0, len(rootIDs))
+	for _, s := range rootIDs {
+		if id, ok := rootKey(s); ok {
+			ids = append(ids, id)
+		}
+	}
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	w := t.win
+	w.named = append(w.named, ids...)
+	slices.Sort(w.named)
+	w.named = slices.Compact(w.named)
+	t.settle(w)
+}
+
+// settle remembers the pending roots of w that its parts named, and
+// forgets the others.
+func (t *Tracker) settle(w *windowState) {
+	for i, id := range w.pending.ids {
+		if _, ok := slices.BinarySearch(w.named, id); ok {
+			w.roots.add(id, w.pending.routes[i], t.cfg.MaxRoots)
+		} else {
+			w.unsampled++
+		}
+	}
+	w.pending.ids, w.pending.routes = w.pending.ids[:0], w.pending.routes[:0]
+	t.partDue.Store(false)
+}
+
+// PartDue reports whether the roots kept pending until the next Named
+// reached half of MaxRoots at the last sweep: the collector then ends
+// the CPU profile's part.
+func (t *Tracker) PartDue() bool { return t.partDue.Load() }
 
 // MaxRouteLen is the longest route sent, in bytes: a longer span
 // name is cut at a character boundary before it and marked with its length
@@ -641,6 +712,7 @@ func (t *Tracker) Window(now time.Time) Requests {
 	defer t.sweepMu.Unlock()
 
 	w := t.win
+	t.settle(w)
 	t.win = new(windowState)
 	// Sorted once, by the collector's goroutine as it ends the window,
 	// before anything reads them: the next window's Requests reads them

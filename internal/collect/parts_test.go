@@ -1,0 +1,193 @@
+package collect
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	gpprof "github.com/google/pprof/profile"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
+	"github.com/pprofotel/profiler/internal/labelkey"
+)
+
+// cpuPart returns a CPU profile recorded from start for a second, in
+// pprof's encoding: for each root span id in samples, that many samples
+// of 10 ms on the stack main → handler, labelled with the root.
+func cpuPart(t *testing.T, start time.Time, samples map[string]int64) []byte {
+	t.Helper()
+	mapping := &gpprof.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000, File: "/bin/app", HasFunctions: true}
+	mainFn := &gpprof.Function{ID: 1, Name: "main.main", SystemName: "main.main", Filename: "main.go"}
+	handlerFn := &gpprof.Function{ID: 2, Name: "main.handler", SystemName: "main.handler", Filename: "main.go"}
+	mainLoc := &gpprof.Location{ID: 1, Mapping: mapping, Address: 0x2000, Line: []gpprof.Line{{Function: mainFn, Line: 10}}}
+	handlerLoc := &gpprof.Location{ID: 2, Mapping: mapping, Address: 0x3000, Line: []gpprof.Line{{Function: handlerFn, Line: 20}}}
+	p := &gpprof.Profile{
+		SampleType:    []*gpprof.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType:    &gpprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:        10_000_000,
+		TimeNanos:     start.UnixNano(),
+		DurationNanos: int64(time.Second),
+		Mapping:       []*gpprof.Mapping{mapping},
+		Function:      []*gpprof.Function{mainFn, handlerFn},
+		Location:      []*gpprof.Location{mainLoc, handlerLoc},
+	}
+	for _, id := range slices.Sorted(maps.Keys(samples)) {
+		n := samples[id]
+		p.Sample = append(p.Sample, &gpprof.Sample{
+			Location: []*gpprof.Location{handlerLoc, mainLoc},
+			Value:    []int64{n, n * 10_000_000},
+			Label:    map[string][]string{labelkey.LocalRootSpanID: {id}},
+		})
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestMergeParts merges parts of a CPU profile: recurring mappings,
+// functions and locations are kept once, samples of one stack and labels
+// summed, and the duration runs from the first part's start to the last
+// one's end.
+func TestMergeParts(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	tests := []struct {
+		name  string
+		parts []map[string]int64
+		want  map[string]int64 // samples by root
+	}{
+		{"one part", []map[string]int64{{"a": 3}}, map[string]int64{"a": 3}},
+		{"same root in two", []map[string]int64{{"a": 3, "b": 1}, {"a": 2}}, map[string]int64{"a": 5, "b": 1}},
+		{"disjoint", []map[string]int64{{"a": 1}, {"b": 2}, {"c": 4}}, map[string]int64{"a": 1, "b": 2, "c": 4}},
+		{"an empty part", []map[string]int64{{"a": 1}, {}}, map[string]int64{"a": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts cpuParts
+			var d pprofdecode.Decoder
+			for i, samples := range tt.parts {
+				p, err := d.Decode(cpuPart(t, t0.Add(time.Duration(i)*time.Second), samples))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := parts.add(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := parts.take()
+			if len(p.Mappings) != 1 || len(p.Functions) != 2 || len(p.Locations) != 2 {
+				t.Errorf("%d mappings, %d functions, %d locations; want 1, 2, 2", len(p.Mappings), len(p.Functions), len(p.Locations))
+			}
+			if want := int64(len(tt.parts)) * int64(time.Second); p.TimeNanos != t0.UnixNano() || p.DurationNanos != want {
+				t.Errorf("time %d, duration %d; want %d, %d", p.TimeNanos, p.DurationNanos, t0.UnixNano(), want)
+			}
+			got := map[string]int64{}
+			for _, s := range p.Samples {
+				if s.Values[1] != s.Values[0]*10_000_000 {
+					t.Errorf("sample values %v", s.Values)
+				}
+				if fn := p.Functions[p.Locations[s.Locations[0]].Lines[0].Function].Name; fn != "main.handler" {
+					t.Errorf("leaf %q, want main.handler", fn)
+				}
+				got[s.Labels[0].Str] += s.Values[0]
+			}
+			if !maps.Equal(got, tt.want) || len(p.Samples) != len(tt.want) {
+				t.Errorf("%d samples %v, want %v", len(p.Samples), got, tt.want)
+			}
+			if parts.take() != nil {
+				t.Error("take did not empty the parts")
+			}
+		})
+	}
+}
+
+// partsCPU is a CPU profiler whose every stop writes the next of its
+// parts.
+type partsCPU struct {
+	parts         [][]byte
+	w             io.Writer
+	starts, stops int
+}
+
+func (f *partsCPU) start(w io.Writer) error { f.starts++; f.w = w; return nil }
+func (f *partsCPU) stop() {
+	f.w.Write(f.parts[f.stops])
+	f.stops++
+	f.w = nil
+}
+
+// TestCPUParts records the CPU profile continuously in parts: a part
+// ends when the tracker holds half of MaxRoots renamed roots, the roots
+// its samples name are remembered and the others not, and the window's
+// CPU profile holds every part's samples, each with its root's final
+// route.
+func TestCPUParts(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	root := func(n int) string { return fmt.Sprintf("%016x", n) }
+	cpu := &partsCPU{parts: [][]byte{
+		cpuPart(t, t0, map[string]int64{root(1): 2}),
+		cpuPart(t, t0.Add(time.Second), map[string]int64{root(3): 1, root(1): 1}),
+		cpuPart(t, t0.Add(2*time.Second), map[string]int64{root(5): 4}),
+	}}
+	c, err := New(Config{
+		Profiles: []string{CPU}, CPU: CPUProfiler{Start: cpu.start, Stop: cpu.stop},
+		Window: time.Minute, MaxRoutes: 10, MaxRoots: 4, Settle: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(t0)
+	defer c.Abandon()
+	if at, ok := c.NextCPUChange(); !ok || !at.Equal(t0.Add(time.Second)) {
+		t.Fatalf("next CPU change %v, %v; want %v", at, ok, t0.Add(time.Second))
+	}
+	requestsEnded := func(from, to int) {
+		for n := from; n <= to; n++ {
+			r := requests.Begin(fmt.Sprintf("%032x%s", n, root(n)), "GET", "", time.Now())
+			c.tracker.Sweep(time.Now())
+			r.SetName(fmt.Sprint("GET /", n))
+			r.End(time.Now())
+		}
+		c.tracker.Sweep(time.Now())
+	}
+	// Taken in by the tracker's first sweep, a request is remembered
+	// whatever its time.
+	c.tracker.Sweep(time.Now())
+	requestsEnded(1, 2) // two pending: a part is due
+	c.ChangeCPU(t0.Add(time.Second))
+	requestsEnded(3, 3) // one pending: none is due
+	c.ChangeCPU(t0.Add(2 * time.Second))
+	requestsEnded(4, 4)
+	c.ChangeCPU(t0.Add(3 * time.Second))
+	requestsEnded(5, 5)
+	w := c.Collect(t0.Add(time.Minute))
+	if cpu.starts != 4 || cpu.stops != 3 {
+		t.Errorf("%d starts, %d stops; want 4, 3", cpu.starts, cpu.stops)
+	}
+	var p *pprofdecode.Profile
+	for _, q := range w.Profiles {
+		if q.Name == CPU {
+			p = q.Data
+			if !q.Start.IsZero() {
+				t.Errorf("a continuous CPU profile from %v", q.Start)
+			}
+		}
+	}
+	if p == nil {
+		t.Fatal("no CPU profile")
+	}
+	got := map[string]int64{}
+	for _, s := range p.Samples {
+		got[labelMap(s)[requests.RouteKey]] += s.Values[0]
+	}
+	want := map[string]int64{"GET /1": 3, "GET /3": 1, "GET /5": 4}
+	if !maps.Equal(got, want) {
+		t.Errorf("samples by route %v, want %v", got, want)
+	}
+}
