@@ -132,20 +132,20 @@ func TestCPUParts(t *testing.T) {
 	root := func(n int) string { return fmt.Sprintf("%016x", n) }
 	cpu := &partsCPU{parts: [][]byte{
 		cpuPart(t, t0, map[string]int64{root(1): 2}),
-		cpuPart(t, t0.Add(time.Second), map[string]int64{root(3): 1, root(1): 1}),
-		cpuPart(t, t0.Add(2*time.Second), map[string]int64{root(5): 4}),
+		cpuPart(t, t0.Add(time.Second), map[string]int64{root(5): 1, root(1): 1}),
+		cpuPart(t, t0.Add(2*time.Second), map[string]int64{root(8): 4}),
 	}}
 	c, err := New(Config{
 		Profiles: []string{CPU}, CPU: CPUProfiler{Start: cpu.start, Stop: cpu.stop},
-		Window: time.Minute, MaxRoutes: 10, MaxRoots: 4, Settle: -1,
+		Window: time.Minute, MaxRoutes: 10, MaxRoots: 8, Settle: -1,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Start(t0)
 	defer c.Abandon()
-	if at, ok := c.NextCPUChange(); !ok || !at.Equal(t0.Add(time.Second)) {
-		t.Fatalf("next CPU change %v, %v; want %v", at, ok, t0.Add(time.Second))
+	if at, ok := c.NextCPUChange(); !ok || !at.Equal(t0.Add(cpuPartCheck)) {
+		t.Fatalf("next CPU change %v, %v; want %v", at, ok, t0.Add(cpuPartCheck))
 	}
 	requestsEnded := func(from, to int) {
 		for n := from; n <= to; n++ {
@@ -159,13 +159,15 @@ func TestCPUParts(t *testing.T) {
 	// Taken in by the tracker's first sweep, a request is remembered
 	// whatever its time.
 	c.tracker.Sweep(time.Now())
-	requestsEnded(1, 2) // two pending: a part is due
-	c.ChangeCPU(t0.Add(time.Second))
-	requestsEnded(3, 3) // one pending: none is due
-	c.ChangeCPU(t0.Add(2 * time.Second))
-	requestsEnded(4, 4)
-	c.ChangeCPU(t0.Add(3 * time.Second))
-	requestsEnded(5, 5)
+	// A part is due when the roots pending fill half the room that the
+	// remembered ones leave.
+	requestsEnded(1, 4) // 4 of 8: due
+	c.ChangeCPU(t0.Add(cpuPartCheck))
+	requestsEnded(5, 5) // 1 of 7: not due
+	c.ChangeCPU(t0.Add(2 * cpuPartCheck))
+	requestsEnded(6, 7) // 3 of 7: due
+	c.ChangeCPU(t0.Add(3 * cpuPartCheck))
+	requestsEnded(8, 8)
 	w := c.Collect(t0.Add(time.Minute))
 	if cpu.starts != 4 || cpu.stops != 3 {
 		t.Errorf("%d starts, %d stops; want 4, 3", cpu.starts, cpu.stops)
@@ -186,7 +188,7 @@ func TestCPUParts(t *testing.T) {
 	for _, s := range p.Samples {
 		got[labelMap(s)[requests.RouteKey]] += s.Values[0]
 	}
-	want := map[string]int64{"GET /1": 3, "GET /3": 1, "GET /5": 4}
+	want := map[string]int64{"GET /1": 3, "GET /5": 1, "GET /8": 4}
 	if !maps.Equal(got, want) {
 		t.Errorf("samples by route %v, want %v", got, want)
 	}

@@ -88,6 +88,10 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: ""}, unsampled: 1},
 		{name: "part: labelled roots are not kept for the parts", script: "sweep pon sweep l1 s1 sweep e1 sweep poff window", parts: true, labelled: true,
 			known: map[int]string{1: ""}},
+		{name: "part: began after the window's last part, named by the next window's", script: "sweep pon sweep poff pon r1 sweep e1 sweep window s1 poff window", parts: true,
+			known: map[int]string{1: "GET /1"}},
+		{name: "part: carried into the next window, named by none", script: "sweep pon sweep poff pon r1 sweep e1 sweep window poff window", parts: true,
+			known: map[int]string{1: ""}, unsampled: 1},
 		{name: "part: named in the window before", script: "sweep pon sweep r1 s1 sweep poff window pon sweep e1 sweep poff window", parts: true,
 			known: map[int]string{1: ""}, unsampled: 1},
 	}
@@ -207,34 +211,46 @@ func TestConfigureStretches(t *testing.T) {
 }
 
 // TestPartDue fills the roots a Tracker keeps pending for its parts:
-// PartDue is set once they reach half of MaxRoots, Named empties them,
-// and past MaxRoots they are dropped, counted.
+// PartDue is set once they fill half the room that the roots remembered
+// in a stretch leave of MaxRoots, Named empties them, and past MaxRoots
+// they are dropped, counted.
 func TestPartDue(t *testing.T) {
 	tests := []struct {
-		renamed      int
+		inStretch    int // renamed roots ended in a stretch first
+		renamed      int // then renamed roots ended in the part only
 		due          bool
-		kept, unseen int64 // remembered, not sampled
+		kept, unseen int64 // of the latter: remembered, not sampled
 		dropped      int64
 	}{
 		{renamed: 3, due: false, kept: 2, unseen: 1},
 		{renamed: 4, due: true, kept: 2, unseen: 2},
 		{renamed: 8, due: true, kept: 2, unseen: 6},
 		{renamed: 11, due: true, kept: 2, unseen: 6, dropped: 3},
+		{inStretch: 4, renamed: 1, due: false, kept: 1},
+		{inStretch: 4, renamed: 2, due: true, kept: 2},
+		{inStretch: 6, renamed: 3, due: true, kept: 2, dropped: 1},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.renamed), func(t *testing.T) {
-			parts := new(Stretches)
-			tr := install(t, Config{MaxRoots: 8, MaxAge: 3 * time.Hour, Stretches: new(Stretches), Parts: parts})
+		t.Run(fmt.Sprint(tt.inStretch, "+", tt.renamed), func(t *testing.T) {
+			stretches, parts := new(Stretches), new(Stretches)
+			tr := install(t, Config{MaxRoots: 8, MaxAge: 3 * time.Hour, Stretches: stretches, Parts: parts})
 			now := time.Now()
-			tr.Sweep(now)
-			parts.Begin()
-			tr.Sweep(now)
-			for n := 1; n <= tt.renamed; n++ {
-				r := Begin(ids(n), "GET", "", now)
-				r.SetName(fmt.Sprint("GET /", n))
-				r.End(now)
+			end := func(from, to int) {
+				for n := from; n <= to; n++ {
+					r := Begin(ids(n), "GET", "", now)
+					r.SetName(fmt.Sprint("GET /", n))
+					r.End(now)
+				}
+				tr.Sweep(now)
 			}
 			tr.Sweep(now)
+			stretches.Begin()
+			tr.Sweep(now)
+			end(101, 100+tt.inStretch)
+			stretches.End()
+			parts.Begin()
+			tr.Sweep(now)
+			end(1, tt.renamed)
 			if got := tr.PartDue(); got != tt.due {
 				t.Errorf("PartDue %v, want %v", got, tt.due)
 			}

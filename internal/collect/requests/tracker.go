@@ -144,7 +144,7 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // and those reported to OnLong; with Parts, also the renamed ones whose
 // life overlapped a part and that a part's sample named (Named). Roots
 // pending until Named count against MaxRoots; PartDue asks for a part's
-// end once they are half of it.
+// end once they fill half the room left.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -177,7 +177,8 @@ type Tracker struct {
 	// requests begun: the requests the next sweep takes in began after
 	// them.
 	mark marks
-	// partDue is set by a sweep that left MaxRoots/2 roots pending.
+	// partDue is set by a sweep that left pending half the room the
+	// window's remembered roots leave.
 	partDue atomic.Bool
 }
 
@@ -204,9 +205,11 @@ type windowState struct {
 	// growing a table or missing the cache.
 	roots roots
 	// pending holds the roots that wait for the next Named to be
-	// remembered or not, and named the root span ids the window's
+	// remembered or not, carried those of the window before that its
+	// parts did not name, and named the root span ids the window's
 	// parts named so far, sorted.
 	pending    roots
+	carried    roots
 	named      []uint64
 	overflowed int64
 	rootsFull  int64
@@ -439,7 +442,8 @@ func (t *Tracker) sweepNow(now time.Time) bool {
 	clear(t.live[len(kept):])
 	t.live = kept
 	t.running.Store(int64(len(kept)))
-	t.partDue.Store(t.win.pending.len() >= cfg.MaxRoots/2)
+	pending := t.win.pending.len()
+	t.partDue.Store(pending > 0 && pending >= (cfg.MaxRoots-t.win.roots.len()-t.win.carried.len())/2)
 	return len(kept) > 0
 }
 
@@ -480,7 +484,7 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	cfg := &t.cfg
 	inStretch := cfg.Stretches.overlaps(r.since.stretches)
 	inPart := cfg.Parts != nil && cfg.Parts.overlaps(r.since.parts)
-	held := w.roots.len() + w.pending.len()
+	held := w.roots.len() + w.pending.len() + w.carried.len()
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
 	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.MaxRoots))
@@ -516,26 +520,41 @@ func (t *Tracker) Named(rootIDs []string) {
 	w.named = append(w.named, ids...)
 	slices.Sort(w.named)
 	w.named = slices.Compact(w.named)
-	t.settle(w)
+	t.settle(w, nil)
 }
 
-// settle remembers the pending roots of w that its parts named, and
-// forgets the others.
-func (t *Tracker) settle(w *windowState) {
-	for i, id := range w.pending.ids {
+// settle remembers the roots of w that wait for a part and that its
+// parts named. Of the others, it forgets those carried from the window
+// before, and carries the pending ones into next, when given: the window
+// ends, and a root that began after its last part did is named, if at
+// all, by the next window's first part.
+func (t *Tracker) settle(w, next *windowState) {
+	for i, id := range w.carried.ids {
 		if _, ok := slices.BinarySearch(w.named, id); ok {
-			w.roots.add(id, w.pending.routes[i], t.cfg.MaxRoots)
+			w.roots.add(id, w.carried.routes[i], t.cfg.MaxRoots)
 		} else {
 			w.unsampled++
 		}
 	}
+	for i, id := range w.pending.ids {
+		route := w.pending.routes[i]
+		if _, ok := slices.BinarySearch(w.named, id); ok {
+			w.roots.add(id, route, t.cfg.MaxRoots)
+		} else if next != nil {
+			next.carried.add(id, next.admit(w.names[route], t.cfg.MaxRoutes), t.cfg.MaxRoots)
+		} else {
+			w.unsampled++
+		}
+	}
+	w.carried = roots{}
 	w.pending.ids, w.pending.routes = w.pending.ids[:0], w.pending.routes[:0]
 	t.partDue.Store(false)
 }
 
 // PartDue reports whether the roots kept pending until the next Named
-// reached half of MaxRoots at the last sweep: the collector then ends
-// the CPU profile's part.
+// filled half the room that the window's remembered roots leave of
+// MaxRoots, at the last sweep: the collector then ends the CPU
+// profile's part.
 func (t *Tracker) PartDue() bool { return t.partDue.Load() }
 
 // MaxRouteLen is the longest route sent, in bytes: a longer span
@@ -712,8 +731,8 @@ func (t *Tracker) Window(now time.Time) Requests {
 	defer t.sweepMu.Unlock()
 
 	w := t.win
-	t.settle(w)
 	t.win = new(windowState)
+	t.settle(w, t.win)
 	// Sorted once, by the collector's goroutine as it ends the window,
 	// before anything reads them: the next window's Requests reads them
 	// too, as prevRoots.
