@@ -629,6 +629,9 @@ func (c *Collector) nextPart(now time.Time) {
 	if c.tracker == nil || !c.tracker.PartDue() {
 		return
 	}
+	// The roots that ended so far are told the part's; the others wait
+	// for the next.
+	c.tracker.Sweep(now)
 	from := c.cpuFrom
 	c.stopCPU(now)
 	data := c.cpuData

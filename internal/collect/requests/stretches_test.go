@@ -17,7 +17,10 @@ import (
 //	on, off  a stretch begins, ends
 //	pon      a part begins
 //	poff     the part ends, and Named tells the roots sampled in it
+//	pnext    the part ends and the next begins, as the collector does
+//	named    Named tells the roots sampled in the part that ended
 //	sN       a sample of the part names request N's root
+//	bsweep   a sweep of the Tracker's own sweeper, which marks no cut
 //	window   the window ends
 //	rN       request N begins under the name GET, labelled with it
 //	lN       request N begins with its route, /N, labelled with it
@@ -92,6 +95,8 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: "GET /1"}},
 		{name: "part: carried into the next window, named by none", script: "sweep pon sweep poff pon r1 sweep e1 sweep window poff window", parts: true,
 			known: map[int]string{1: ""}, unsampled: 1},
+		{name: "part: began in the next part, swept before Named", script: "sweep pon sweep r1 s1 e1 sweep pnext r2 e2 bsweep named s2 poff window", parts: true,
+			known: map[int]string{1: "GET /1", 2: "GET /2"}},
 		{name: "part: named in the window before", script: "sweep pon sweep r1 s1 sweep poff window pon sweep e1 sweep poff window", parts: true,
 			known: map[int]string{1: ""}, unsampled: 1},
 	}
@@ -126,6 +131,14 @@ func TestRootsInStretches(t *testing.T) {
 					parts.End()
 					tr.Named(sampled)
 					sampled = nil
+				case "pnext":
+					parts.End()
+					parts.Begin()
+				case "named":
+					tr.Named(sampled)
+					sampled = nil
+				case "bsweep":
+					tr.sweepNow(now)
 				case "window":
 					q = tr.Window(now)
 				default:

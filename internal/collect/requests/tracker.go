@@ -208,8 +208,11 @@ type windowState struct {
 	// remembered or not, carried those of the window before that its
 	// parts did not name, and named the root span ids the window's
 	// parts named so far, sorted.
-	pending    roots
-	carried    roots
+	pending roots
+	carried roots
+	// cut is the number of pending roots at the last Sweep: those that
+	// the next Named settles.
+	cut        int
 	named      []uint64
 	overflowed int64
 	rootsFull  int64
@@ -387,8 +390,15 @@ func (t *Tracker) idle() bool {
 // that ended are counted and reported to OnEnd, those that have run
 // LongAfter to OnLong. The collector calls it before its recorders end a
 // window, so that a request ended before the window's end is reported to
-// them within it, not a sweep period later.
-func (t *Tracker) Sweep(now time.Time) { t.sweepNow(now) }
+// them within it, not a sweep period later, and before a part ends: the
+// next Named settles the roots pending by then, which ended before the
+// part did, and no others, which may have run in the next part.
+func (t *Tracker) Sweep(now time.Time) {
+	t.sweepNow(now)
+	t.sweepMu.Lock()
+	t.win.cut = t.win.pending.len()
+	t.sweepMu.Unlock()
+}
 
 // sweepNow takes in the requests begun since the last sweep, counts those
 // that ended, calls OnLong for those that have run LongAfter, and ages out
@@ -524,31 +534,41 @@ func (t *Tracker) Named(rootIDs []string) {
 }
 
 // settle remembers the roots of w that wait for a part and that its
-// parts named. Of the others, it forgets those carried from the window
-// before, and carries the pending ones into next, when given: the window
-// ends, and a root that began after its last part did is named, if at
-// all, by the next window's first part.
+// parts named. Of the others it forgets those carried from the window
+// before, and, when next is nil, the pending ones the last Sweep saw,
+// the others waiting for the next Named. When given next, the window
+// ends: the pending ones are carried into next, since a root that began
+// after the window's last part did is named, if at all, by the next
+// window's first part.
 func (t *Tracker) settle(w, next *windowState) {
 	for i, id := range w.carried.ids {
-		if _, ok := slices.BinarySearch(w.named, id); ok {
-			w.roots.add(id, w.carried.routes[i], t.cfg.MaxRoots)
-		} else {
-			w.unsampled++
-		}
-	}
-	for i, id := range w.pending.ids {
-		route := w.pending.routes[i]
-		if _, ok := slices.BinarySearch(w.named, id); ok {
-			w.roots.add(id, route, t.cfg.MaxRoots)
-		} else if next != nil {
-			next.carried.add(id, next.admit(w.names[route], t.cfg.MaxRoutes), t.cfg.MaxRoots)
-		} else {
-			w.unsampled++
-		}
+		t.keep(w, id, w.carried.routes[i], nil)
 	}
 	w.carried = roots{}
-	w.pending.ids, w.pending.routes = w.pending.ids[:0], w.pending.routes[:0]
+	n := w.pending.len()
+	if next == nil {
+		n = min(w.cut, n)
+	}
+	for i, id := range w.pending.ids[:n] {
+		t.keep(w, id, w.pending.routes[i], next)
+	}
+	w.pending.ids = append(w.pending.ids[:0], w.pending.ids[n:]...)
+	w.pending.routes = append(w.pending.routes[:0], w.pending.routes[n:]...)
+	w.cut = 0
 	t.partDue.Store(false)
+}
+
+// keep remembers the root id at route index e of w if w's parts named
+// it, else carries it into next, or forgets it when next is nil.
+func (t *Tracker) keep(w *windowState, id uint64, e uint16, next *windowState) {
+	switch _, named := slices.BinarySearch(w.named, id); {
+	case named:
+		w.roots.add(id, e, t.cfg.MaxRoots)
+	case next != nil:
+		next.carried.add(id, next.admit(w.names[e], t.cfg.MaxRoutes), t.cfg.MaxRoots)
+	default:
+		w.unsampled++
+	}
 }
 
 // PartDue reports whether the roots kept pending until the next Named
