@@ -96,9 +96,10 @@ type Stats struct {
 	RoutesOverflowed int64
 	// RoutesUnknown counts requests whose route changed after they
 	// started (a span renamed or given its http.route later), whose
-	// life overlapped a stretch of the CPU or off-CPU profile, and whose
-	// window remembered the route of as many such requests as it may
-	// (524,288): their samples carry the route they started with.
+	// life overlapped a stretch of the CPU or off-CPU profile, and that
+	// came when their window held the route of as many such requests as
+	// it may (524,288, remembered or waiting for the end of the CPU
+	// profile's part): their samples carry the route they started with.
 	// Their samples keep their span links.
 	RoutesUnknown int64
 	// RequestsAgedOut counts requests the profiler stopped following

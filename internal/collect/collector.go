@@ -99,9 +99,9 @@ type Omissions struct {
 	RoutesOverflowed atomic.Int64
 	// RoutesUnknown counts requests whose route changed after they
 	// started, whose life overlapped a stretch of a profile whose samples
-	// name roots, and that their window could not remember (more than
-	// requests.DefaultMaxRoots): their samples carry the route they
-	// started with.
+	// name roots, and that their window could neither remember nor keep
+	// until their CPU part ended (requests.DefaultMaxRoots at once): their
+	// samples carry the route they started with.
 	RoutesUnknown atomic.Int64
 	// RequestsAgedOut counts requests the tracker stopped following,
 	// running for requests.DefaultMaxAge or beyond the

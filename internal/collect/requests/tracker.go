@@ -647,12 +647,13 @@ type Requests struct {
 	Overflowed int64
 	// Dropped counts the roots of the window whose route changed after
 	// they started and that the window could not remember, MaxRoots being
-	// remembered already: their samples carry the route they started
-	// with.
+	// remembered or pending already: their samples carry the route they
+	// started with.
 	Dropped int64
 	// Unsampled counts the roots of the window whose route changed after
 	// they started and that it did not remember, their life having
-	// overlapped no stretch (Config.Stretches): no sample names them.
+	// overlapped no stretch (Config.Stretches) and no part's sample
+	// having named them (Config.Parts): no sample names them.
 	Unsampled int64
 	// AgedOut counts the requests the window's sweeps stopped following,
 	// MaxAge old or more than MaxRequests running: they are not counted
