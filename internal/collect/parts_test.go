@@ -2,18 +2,23 @@ package collect
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"maps"
+	"runtime/pprof"
 	"slices"
 	"testing"
 	"time"
 
 	gpprof "github.com/google/pprof/profile"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/labelkey"
+	"github.com/pprofotel/profiler/internal/testutil/cputest"
+	"github.com/pprofotel/profiler/labels"
 )
 
 // cpuPart returns a CPU profile recorded from start for a second, in
@@ -191,5 +196,75 @@ func TestCPUParts(t *testing.T) {
 	want := map[string]int64{"GET /1": 3, "GET /5": 1, "GET /8": 4}
 	if !maps.Equal(got, want) {
 		t.Errorf("samples by route %v, want %v", got, want)
+	}
+}
+
+// TestCPUPartsOfTheRuntime runs spans renamed as they end, as otelhttp
+// around a ServeMux names them, under the runtime's CPU profile, with a
+// tracker that remembers few roots: the CPU profile records in many
+// parts, and every CPU sample taken in a request carries the request's
+// final route. Each request spins for CPU time, so that the samples
+// come whatever the machine's load.
+func TestCPUPartsOfTheRuntime(t *testing.T) {
+	// The window names about as many roots as it has samples, about
+	// 60 here: MaxRoots leaves room for them and more.
+	const (
+		n        = 1200
+		maxRoots = 256
+	)
+	var starts int
+	cpu := CPUProfiler{
+		Start: func(w io.Writer) error { starts++; return pprof.StartCPUProfile(w) },
+		Stop:  pprof.StopCPUProfile,
+	}
+	c, err := New(Config{
+		Profiles: []string{CPU}, CPU: cpu, Window: time.Minute,
+		MaxRoutes: 10, MaxRoots: maxRoots, Settle: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	defer c.Abandon()
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer sdk.Shutdown(context.Background())
+	tr := labels.WrapTracerProvider(sdk).Tracer("test")
+	for i := range n {
+		_, span := tr.Start(context.Background(), "GET")
+		cputest.Spin(500 * time.Microsecond)
+		span.SetName(fmt.Sprint("GET /", i%3))
+		span.End()
+		if i%16 == 15 {
+			c.tracker.Sweep(time.Now())
+			if at, ok := c.NextCPUChange(); ok {
+				c.ChangeCPU(at)
+			}
+		}
+	}
+	w := c.Collect(time.Now())
+	if starts < n/maxRoots {
+		t.Errorf("the CPU profile started %d times, want at least %d", starts, n/maxRoots)
+	}
+	var labelled, routed int
+	for _, p := range w.Profiles {
+		if p.Name != CPU {
+			continue
+		}
+		for _, s := range p.Data.Samples {
+			route, ok := labelMap(s)[requests.RouteKey]
+			if !ok {
+				continue
+			}
+			labelled++
+			if route != "GET" {
+				routed++
+			}
+		}
+	}
+	t.Logf("%d parts; %d labelled CPU samples, %d with their final route; %d roots not remembered",
+		starts-1, labelled, routed, c.stats.RoutesUnknown.Load())
+	if labelled < 20 || routed != labelled || c.stats.RoutesUnknown.Load() != 0 {
+		t.Errorf("%d of %d labelled CPU samples carry their final route, %d roots not remembered; want all of at least 20, and none",
+			routed, labelled, c.stats.RoutesUnknown.Load())
 	}
 }
