@@ -241,7 +241,7 @@ func TestPartDue(t *testing.T) {
 		{renamed: 11, due: true, kept: 2, unseen: 6, dropped: 3},
 		{inStretch: 4, renamed: 1, due: false, kept: 1},
 		{inStretch: 4, renamed: 2, due: true, kept: 2},
-		{inStretch: 6, renamed: 3, due: true, kept: 2, dropped: 1},
+		{inStretch: 6, renamed: 3, due: true, kept: 2, unseen: 1, dropped: 2},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.inStretch, "+", tt.renamed), func(t *testing.T) {

@@ -479,9 +479,11 @@ func (t *Tracker) ended(r *Request) {
 // samples that name it, up to MaxRoots a window:
 //   - one reported to OnLong: its explanation names it;
 //   - one whose route is not the one its labels carried (renamed), when
-//     its life overlapped a stretch; when it overlapped only parts, it is
-//     kept pending until the next Named, which remembers it if a part's
-//     sample named it;
+//     its life overlapped a stretch, and with Parts while the window
+//     remembers fewer than MaxRoots/2; when it overlapped a part, and no
+//     stretch or the window remembers that many, it is kept pending
+//     until the next Named, which remembers it if a part's sample named
+//     it: the stretches' roots never take the parts' room;
 //   - with LabelledRoots, any other whose life overlapped a stretch,
 //     while the window holds fewer than MaxRoots/2.
 //
@@ -498,16 +500,25 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
 	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.MaxRoots))
+	half := cfg.MaxRoots / 2
+	// With Parts, the stretches' roots leave the parts half the room.
+	stretchRoom := cfg.Parts == nil || w.roots.len() < half
 	switch {
-	case (r.long || renamed && inStretch) && held < cfg.MaxRoots:
+	case r.long && held < cfg.MaxRoots,
+		renamed && inStretch && held < cfg.MaxRoots && stretchRoom:
 		w.roots.add(id, e, cfg.MaxRoots)
 	case renamed && inPart && held < cfg.MaxRoots:
+		if inStretch {
+			// Its stretch's samples go without its route, unless a
+			// part's sample names it.
+			w.rootsFull++
+		}
 		w.pending.add(id, e, cfg.MaxRoots)
 	case renamed && (inStretch || inPart):
 		w.rootsFull++
 	case renamed:
 		w.unsampled++
-	case cfg.LabelledRoots && inStretch && held < cfg.MaxRoots/2:
+	case cfg.LabelledRoots && inStretch && held < half:
 		w.roots.add(id, e, cfg.MaxRoots)
 	}
 }
