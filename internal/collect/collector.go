@@ -619,7 +619,7 @@ func (c *Collector) tellRoots(p *pprofdecode.Profile) {
 
 // cpuPartCheck is how often, while the CPU profile records, the
 // collector asks the tracker whether a part is due.
-const cpuPartCheck = 250 * time.Millisecond
+const cpuPartCheck = 100 * time.Millisecond
 
 // nextPart ends the CPU profile's part at now and begins the next, when
 // the tracker asks for it: the part is read at once, and the tracker told

@@ -46,10 +46,11 @@ func (s *Stretches) Cancel() {
 const (
 	stretchOpenBits = 16
 	// markOpen is set in a mark taken while a stretch ran; the other
-	// bits count the stretches begun, modulo 2^15. A request is followed
-	// for at most MaxAge, an hour by default: the count comes round in
-	// its life only at more than 9 stretches a second, where the CPU
-	// profile begins at most four parts a second.
+	// bits count the stretches begun, modulo 2^15. The count comes round
+	// after 32,768 stretches: at the CPU profile's quickest, a part every
+	// 100 ms, in 55 minutes. A request followed that long (MaxAge is an
+	// hour by default) whose mark fell between two parts, a millisecond
+	// in each, may then be taken for one that no part overlapped.
 	markOpen = 1 << 15
 )
 

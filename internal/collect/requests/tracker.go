@@ -765,6 +765,9 @@ func (t *Tracker) Window(now time.Time) Requests {
 	w := t.win
 	t.win = new(windowState)
 	t.settle(w, t.win)
+	// The next window's roots wait in the same memory; the window kept
+	// as the one before needs only its roots and names.
+	t.win.pending, w.pending, w.named = w.pending, roots{}, nil
 	// Sorted once, by the collector's goroutine as it ends the window,
 	// before anything reads them: the next window's Requests reads them
 	// too, as prevRoots.
