@@ -16,7 +16,8 @@
 // when the load ends. With -leak n, n local root spans that never end are
 // started first, then the load. With -rename the spans start without a
 // route, named "GET", and are renamed to method and route as they end, as
-// otelhttp names its spans around a ServeMux.
+// otelhttp names its spans around a ServeMux. With -offcpu the off-CPU
+// profile records beside the CPU profile, at its default duty cycle.
 //
 //	go run ./cmd/prodrates -rate 50000 -for 60s
 //	go run ./cmd/prodrates -rate 50000 -for 60s -rename
@@ -51,6 +52,7 @@ import (
 
 	profiler "github.com/pprofotel/profiler"
 	"github.com/pprofotel/profiler/labels"
+	_ "github.com/pprofotel/profiler/offcpu"
 )
 
 // httpRoutes are the requests' routes, given to Start as http.route. A
@@ -67,6 +69,9 @@ var renamed bool
 // duty is -duty: the CPU duty cycle, 0 for the profiler's default.
 var duty int
 
+// withOffCPU is -offcpu: the off-CPU profile records too.
+var withOffCPU bool
+
 func main() {
 	rate := flag.Int("rate", 50000, "local root spans a second, all goroutines together; 0: as fast as they go")
 	dur := flag.Duration("for", 60*time.Second, "how long the load runs")
@@ -75,6 +80,7 @@ func main() {
 	leak := flag.Int("leak", 0, "local root spans started first that never end")
 	flag.BoolVar(&renamed, "rename", false, "start each span named GET without a route, and rename it to the method and route before it ends, as otelhttp around a ServeMux does")
 	window := flag.Duration("window", 0, "the profiler's window; 0: its default (60s)")
+	flag.BoolVar(&withOffCPU, "offcpu", false, "record the off-CPU profile too, at its default duty cycle")
 	flag.IntVar(&duty, "duty", 100, "the CPU profile's duty cycle in percent (WithCPUDutyCycle); 0: the profiler's default")
 	flag.Parse()
 	if err := run(*rate, *dur, *requests, *work, *leak, *window); err != nil {
@@ -82,10 +88,19 @@ func main() {
 	}
 }
 
+// profileTypes returns the profiles the run records: CPU, and off-CPU
+// with -offcpu.
+func profileTypes() []profiler.ProfileType {
+	if withOffCPU {
+		return []profiler.ProfileType{profiler.CPUProfile, profiler.OffCPUProfile}
+	}
+	return []profiler.ProfileType{profiler.CPUProfile}
+}
+
 func run(rate int, dur time.Duration, requests, work, leak int, window time.Duration) error {
 	exp := &memExporter{}
 	opts := []profiler.Option{profiler.WithExporter(exp), profiler.WithServiceName("prodrates"),
-		profiler.WithProfileTypes(profiler.CPUProfile),
+		profiler.WithProfileTypes(profileTypes()...),
 		profiler.WithProcessContext(false), profiler.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))}
 	if duty > 0 {
 		opts = append(opts, profiler.WithCPUDutyCycle(duty))
