@@ -41,7 +41,8 @@ type Descriptor struct {
 	// the value of the pprofotel.profile.name attribute.
 	Name string
 	// CPU marks the profile that runtime/pprof records between
-	// StartCPUProfile and StopCPUProfile; it is restarted every window.
+	// StartCPUProfile and StopCPUProfile; it is restarted every window,
+	// and within one when the request tracker asks for a part.
 	// Every other profile is read once per window with Source.
 	CPU bool
 	// Values is the number of values of each sample.
