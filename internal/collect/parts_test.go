@@ -24,7 +24,7 @@ import (
 // cpuPart returns a CPU profile recorded from start for a second, in
 // pprof's encoding: for each root span id in samples, that many samples
 // of 10 ms on the stack main → handler, labelled with the root.
-func cpuPart(t *testing.T, start time.Time, samples map[string]int64) []byte {
+func cpuPart(t testing.TB, start time.Time, samples map[string]int64) []byte {
 	t.Helper()
 	mapping := &gpprof.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000, File: "/bin/app", HasFunctions: true}
 	mainFn := &gpprof.Function{ID: 1, Name: "main.main", SystemName: "main.main", Filename: "main.go"}
