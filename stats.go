@@ -100,6 +100,9 @@ type Stats struct {
 	// came when their window held the route of as many such requests as
 	// it may (524,288, remembered or waiting for the end of the CPU
 	// profile's part): their samples carry the route they started with.
+	// It also counts those whose life overlapped an off-CPU stretch when
+	// their window remembered half as many already: their off-CPU
+	// samples may.
 	// Their samples keep their span links.
 	RoutesUnknown int64
 	// RequestsAgedOut counts requests the profiler stopped following
