@@ -208,12 +208,11 @@ type windowState struct {
 	// remembered or not, carried those of the window before that its
 	// parts did not name, and named the root span ids the window's
 	// parts named so far, sorted.
-	pending roots
-	carried roots
+	pending, carried roots
+	named            []uint64
 	// cut is the number of pending roots at the last Sweep: those that
 	// the next Named settles.
 	cut        int
-	named      []uint64
 	overflowed int64
 	rootsFull  int64
 	// unsampled counts the roots whose route changed after they
