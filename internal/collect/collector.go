@@ -592,9 +592,7 @@ func (c *Collector) cycleCPU(now time.Time, next bool) (p *pprofdecode.Profile, 
 		c.planCPU(now)
 	}
 	if data != nil {
-		if p, err = c.decoder.Decode(data); err == nil {
-			c.tellRoots(p)
-		}
+		p, err = c.readPart(data)
 	}
 	if c.parts.p == nil {
 		return p, from, to, err
@@ -609,12 +607,14 @@ func (c *Collector) cycleCPU(now time.Time, next bool) (p *pprofdecode.Profile, 
 	return c.parts.take(), from, to, nil
 }
 
-// tellRoots tells the tracker the roots the samples of p, a CPU
-// profile's part, name.
-func (c *Collector) tellRoots(p *pprofdecode.Profile) {
-	if c.tracker != nil {
+// readPart decodes data, a part of the CPU profile, and tells the
+// tracker the roots its samples name.
+func (c *Collector) readPart(data []byte) (*pprofdecode.Profile, error) {
+	p, err := c.decoder.Decode(data)
+	if err == nil && c.tracker != nil {
 		c.tracker.Named(sampledRoots(p))
 	}
+	return p, err
 }
 
 // cpuPartCheck is how often, while the CPU profile records, the
@@ -641,9 +641,8 @@ func (c *Collector) nextPart(now time.Time) {
 	if data == nil {
 		return
 	}
-	p, err := c.decoder.Decode(data)
+	p, err := c.readPart(data)
 	if err == nil {
-		c.tellRoots(p)
 		err = c.parts.add(p)
 	}
 	if err != nil {
@@ -669,14 +668,16 @@ func (c *Collector) planCPU(windowStart time.Time) {
 }
 
 // NextCPUChange returns when ChangeCPU must next be called to start or stop
-// the CPU profile of the duty cycle, and false when nothing changes before
-// the window ends: the CPU profile is continuous, or already recorded in
-// this window.
+// the CPU profile of the duty cycle, or, while it records and requests are
+// tracked, to look whether a part is due; false when nothing changes
+// before the window ends: the CPU profile is continuous and no requests
+// are tracked, or it already recorded in this window.
 func (c *Collector) NextCPUChange() (time.Time, bool) {
 	switch {
-	case c.cpuOn && c.tracker != nil && c.cpuDuration > 0:
-		return minTime(c.partCheck, c.cpuFrom.Add(c.cpuDuration)), true
 	case c.cpuOn && c.tracker != nil:
+		if end := c.cpuFrom.Add(c.cpuDuration); c.cpuDuration > 0 && end.Before(c.partCheck) {
+			return end, true
+		}
 		return c.partCheck, true
 	case c.cpuDuration == 0:
 		return time.Time{}, false
@@ -688,9 +689,9 @@ func (c *Collector) NextCPUChange() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ChangeCPU starts or stops the CPU profile of the duty cycle, as
-// NextCPUChange planned, when now is at or past that time; earlier calls do
-// nothing.
+// ChangeCPU starts or stops the CPU profile of the duty cycle, or ends
+// its part when one is due, as NextCPUChange planned, when now is at or
+// past that time; earlier calls do nothing.
 func (c *Collector) ChangeCPU(now time.Time) {
 	at, ok := c.NextCPUChange()
 	if !ok || now.Before(at) {
@@ -705,14 +706,6 @@ func (c *Collector) ChangeCPU(now time.Time) {
 		c.cpuPlanned = false
 		c.startCPU(now)
 	}
-}
-
-// minTime returns the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // stopCPU ends the CPU recording at now and keeps what it recorded for

@@ -6,16 +6,26 @@ import (
 	"time"
 )
 
-// recordingCPU is a CPU profiler that writes a fixed profile when stopped
-// and counts its starts and stops.
+// recordingCPU is a CPU profiler that writes a profile when stopped,
+// data every time or each of parts in turn, and counts its starts and
+// stops.
 type recordingCPU struct {
 	data          []byte
+	parts         [][]byte
 	w             io.Writer
 	starts, stops int
 }
 
 func (f *recordingCPU) start(w io.Writer) error { f.starts++; f.w = w; return nil }
-func (f *recordingCPU) stop()                   { f.stops++; f.w.Write(f.data); f.w = nil }
+func (f *recordingCPU) stop() {
+	data := f.data
+	if f.parts != nil {
+		data = f.parts[f.stops]
+	}
+	f.stops++
+	f.w.Write(data)
+	f.w = nil
+}
 
 // TestCPUDutyCycle drives the duty cycle with made-up times: the CPU
 // profile records from the drawn offset for exactly the duration, its

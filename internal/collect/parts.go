@@ -1,10 +1,9 @@
 package collect
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/labelkey"
@@ -23,7 +22,7 @@ type cpuParts struct {
 	functions map[pprofdecode.Function]int32
 	locations map[locationKey]int32
 	samples   map[string]int
-	key       strings.Builder
+	key       []byte
 }
 
 // locationKey is a location's identity across parts: its program counter
@@ -98,10 +97,8 @@ func (c *cpuParts) location(l pprofdecode.Location, mappings, functions []int32)
 		l.Mapping = -1
 	}
 	k := locationKey{l.Mapping, l.Address}
-	if l.Address != 0 {
-		if i, ok := c.locations[k]; ok {
-			return i
-		}
+	if i, ok := c.locations[k]; ok && l.Address != 0 {
+		return i
 	}
 	lines := slices.Clone(l.Lines)
 	for j := range lines {
@@ -129,19 +126,12 @@ func (c *cpuParts) sample(s *pprofdecode.Sample, locations []int32) {
 			stack = append(stack, locations[l])
 		}
 	}
-	c.key.Reset()
+	c.key = binary.AppendUvarint(c.key[:0], uint64(len(stack)))
 	for _, l := range stack {
-		c.key.WriteString(strconv.Itoa(int(l)))
-		c.key.WriteByte(',')
+		c.key = binary.AppendUvarint(c.key, uint64(l))
 	}
-	for _, l := range s.Labels {
-		c.key.WriteString(strconv.Quote(l.Key))
-		c.key.WriteString(strconv.Quote(l.Str))
-		c.key.WriteString(strconv.FormatInt(l.Num, 10))
-		c.key.WriteString(strconv.Quote(l.NumUnit))
-		c.key.WriteString(strconv.FormatBool(l.IsNum))
-	}
-	if i, ok := c.samples[c.key.String()]; ok {
+	c.key = appendLabels(c.key, s.Labels)
+	if i, ok := c.samples[string(c.key)]; ok {
 		for j, v := range s.Values {
 			if j < len(c.p.Samples[i].Values) {
 				c.p.Samples[i].Values[j] += v
@@ -149,7 +139,7 @@ func (c *cpuParts) sample(s *pprofdecode.Sample, locations []int32) {
 		}
 		return
 	}
-	c.samples[c.key.String()] = len(c.p.Samples)
+	c.samples[string(c.key)] = len(c.p.Samples)
 	c.p.Samples = append(c.p.Samples, pprofdecode.Sample{
 		Locations: stack,
 		Values:    slices.Clone(s.Values),
@@ -166,7 +156,7 @@ func (c *cpuParts) take() *pprofdecode.Profile {
 }
 
 // sampledRoots returns the local root span ids that p's samples name,
-// each once.
+// once per sample that names one.
 func sampledRoots(p *pprofdecode.Profile) []string {
 	var ids []string
 	for i := range p.Samples {
@@ -175,6 +165,5 @@ func sampledRoots(p *pprofdecode.Profile) []string {
 			ids = append(ids, ls[j].Str)
 		}
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
+	return ids
 }

@@ -112,21 +112,6 @@ func TestMergeParts(t *testing.T) {
 	}
 }
 
-// partsCPU is a CPU profiler whose every stop writes the next of its
-// parts.
-type partsCPU struct {
-	parts         [][]byte
-	w             io.Writer
-	starts, stops int
-}
-
-func (f *partsCPU) start(w io.Writer) error { f.starts++; f.w = w; return nil }
-func (f *partsCPU) stop() {
-	f.w.Write(f.parts[f.stops])
-	f.stops++
-	f.w = nil
-}
-
 // TestCPUParts records the CPU profile continuously in parts: a part
 // ends when the tracker holds half of MaxRoots renamed roots, the roots
 // its samples name are remembered and the others not, and the window's
@@ -135,7 +120,7 @@ func (f *partsCPU) stop() {
 func TestCPUParts(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	root := func(n int) string { return fmt.Sprintf("%016x", n) }
-	cpu := &partsCPU{parts: [][]byte{
+	cpu := &recordingCPU{parts: [][]byte{
 		cpuPart(t, t0, map[string]int64{root(1): 2}),
 		cpuPart(t, t0.Add(time.Second), map[string]int64{root(5): 1, root(1): 1}),
 		cpuPart(t, t0.Add(2*time.Second), map[string]int64{root(8): 4}),
@@ -266,5 +251,41 @@ func TestCPUPartsOfTheRuntime(t *testing.T) {
 	if labelled < 20 || routed != labelled || c.stats.RoutesUnknown.Load() != 0 {
 		t.Errorf("%d of %d labelled CPU samples carry their final route, %d roots not remembered; want all of at least 20, and none",
 			routed, labelled, c.stats.RoutesUnknown.Load())
+	}
+}
+
+// BenchmarkCPUProfileRestart stops and starts the runtime's CPU profile
+// as the collector does between two parts, after 200 ms of recording,
+// with a goroutine spinning beside it: ns/op is the time a part's end
+// goes without CPU samples.
+//
+//	go test -run '^$' -bench CPUProfileRestart -benchtime 20x ./internal/collect
+func BenchmarkCPUProfileRestart(b *testing.B) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				cputest.Spin(time.Millisecond)
+			}
+		}
+	}()
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		b.Fatal(err)
+	}
+	defer pprof.StopCPUProfile()
+	for b.Loop() {
+		b.StopTimer()
+		time.Sleep(200 * time.Millisecond)
+		b.StartTimer()
+		pprof.StopCPUProfile()
+		buf.Reset()
+		if err := pprof.StartCPUProfile(&buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -49,8 +49,8 @@ const (
 	// bits count the stretches begun, modulo 2^15. The count comes round
 	// after 32,768 stretches: at the CPU profile's quickest, a part every
 	// 100 ms, in 55 minutes. A request followed that long (MaxAge is an
-	// hour by default) whose mark fell between two parts, a millisecond
-	// in each, may then be taken for one that no part overlapped.
+	// hour by default) whose mark fell between two parts, a few
+	// milliseconds each, may then be taken for one that no part overlapped.
 	markOpen = 1 << 15
 )
 

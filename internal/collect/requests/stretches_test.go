@@ -3,6 +3,7 @@ package requests
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,5 +285,22 @@ func TestPartDue(t *testing.T) {
 					kept, q.Unsampled, q.Dropped, tt.kept, tt.unseen, tt.dropped)
 			}
 		})
+	}
+}
+
+// TestMergeSorted merges sorted ids without repeats into others.
+func TestMergeSorted(t *testing.T) {
+	tests := []struct{ a, b, want []uint64 }{
+		{nil, nil, nil},
+		{nil, []uint64{1, 3}, []uint64{1, 3}},
+		{[]uint64{1, 3}, nil, []uint64{1, 3}},
+		{[]uint64{1, 4, 9}, []uint64{2, 4, 10}, []uint64{1, 2, 4, 9, 10}},
+		{[]uint64{5, 6}, []uint64{1, 2}, []uint64{1, 2, 5, 6}},
+		{[]uint64{1, 2}, []uint64{1, 2}, []uint64{1, 2}},
+	}
+	for _, tt := range tests {
+		if got := mergeSorted(slices.Clone(tt.a), tt.b); !slices.Equal(got, tt.want) {
+			t.Errorf("mergeSorted(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
 	}
 }

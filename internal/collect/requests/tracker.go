@@ -522,11 +522,11 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	}
 }
 
-// Named tells t the local root span ids, in hex, that the samples of a
-// part of the CPU profile name, once the part has ended: the roots kept
-// pending are then remembered if a part of the window named them, and
-// forgotten otherwise. The window's parts are told in the order they
-// recorded, the last before Window.
+// Named tells t the local root span ids, in hex and in any order, that
+// the samples of a part of the CPU profile name, once the part has ended:
+// the roots kept pending are then remembered if a part of the window
+// named them, and forgotten otherwise. The window's parts are told in the
+// order they recorded, the last before Window.
 func (t *Tracker) Named(rootIDs []string) {
 	ids := make([]uint64, 0, len(rootIDs))
 	for _, s := range rootIDs {
@@ -534,13 +534,34 @@ func (t *Tracker) Named(rootIDs []string) {
 			ids = append(ids, id)
 		}
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 	w := t.win
-	w.named = append(w.named, ids...)
-	slices.Sort(w.named)
-	w.named = slices.Compact(w.named)
+	w.named = mergeSorted(w.named, ids)
 	t.settle(w, nil)
+}
+
+// mergeSorted merges b into a, both sorted and without repeats, in a's
+// memory grown by b's length, and returns the result, sorted and without
+// repeats: the window's ids grow by a part's at a time, which a sort of
+// the whole would go through again at every part.
+func mergeSorted(a, b []uint64) []uint64 {
+	n := len(a)
+	a = append(a, b...)
+	i, j, k := n-1, len(b)-1, len(a)-1
+	for j >= 0 {
+		if i >= 0 && a[i] > b[j] {
+			a[k] = a[i]
+			i--
+		} else {
+			a[k] = b[j]
+			j--
+		}
+		k--
+	}
+	return slices.Compact(a)
 }
 
 // settle remembers the roots of w that wait for a part and that its
