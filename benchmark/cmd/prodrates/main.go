@@ -17,15 +17,22 @@
 // started first, then the load. With -rename the spans start without a
 // route, named "GET", and are renamed to method and route as they end, as
 // otelhttp names its spans around a ServeMux. With -offcpu the off-CPU
-// profile records beside the CPU profile, at its default duty cycle.
+// profile records beside the CPU profile, at its default duty cycle, and
+// the share of its labelled samples that carry their route is reported
+// too; -wait makes each request sleep that long after its work, so that
+// the off-CPU profile has waits of the requests to sample, and
+// -goroutines runs the load from that many goroutines rather than one per
+// P, so that the rate holds while requests wait.
 //
 //	go run ./cmd/prodrates -rate 50000 -for 60s
 //	go run ./cmd/prodrates -rate 50000 -for 60s -rename
+//	go run ./cmd/prodrates -rate 50000 -for 60s -rename -offcpu -wait 1ms -goroutines 256
 //	go run ./cmd/prodrates -leak 100000 -requests 10000
 package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"flag"
@@ -72,6 +79,13 @@ var duty int
 // withOffCPU is -offcpu: the off-CPU profile records too.
 var withOffCPU bool
 
+// wait is -wait: how long each request sleeps after its work.
+var wait time.Duration
+
+// goroutines is -goroutines: the goroutines the load runs from, 0 for
+// one per P.
+var goroutines int
+
 func main() {
 	rate := flag.Int("rate", 50000, "local root spans a second, all goroutines together; 0: as fast as they go")
 	dur := flag.Duration("for", 60*time.Second, "how long the load runs")
@@ -81,6 +95,8 @@ func main() {
 	flag.BoolVar(&renamed, "rename", false, "start each span named GET without a route, and rename it to the method and route before it ends, as otelhttp around a ServeMux does")
 	window := flag.Duration("window", 0, "the profiler's window; 0: its default (60s)")
 	flag.BoolVar(&withOffCPU, "offcpu", false, "record the off-CPU profile too, at its default duty cycle")
+	flag.DurationVar(&wait, "wait", 0, "how long each request sleeps after its work, a wait for the off-CPU profile")
+	flag.IntVar(&goroutines, "goroutines", 0, "goroutines the load runs from; 0: one per P")
 	flag.IntVar(&duty, "duty", 100, "the CPU profile's duty cycle in percent (WithCPUDutyCycle); 0: the profiler's default")
 	flag.Parse()
 	if err := run(*rate, *dur, *requests, *work, *leak, *window); err != nil {
@@ -163,11 +179,11 @@ func startLeaked(tracer trace.Tracer, n int) []trace.Span {
 	return spans
 }
 
-// load runs requests from GOMAXPROCS goroutines, each paced to its share
+// load runs requests from -goroutines goroutines, each paced to its share
 // of rate, for dur or until requests are sent; it returns the requests
 // sent by route.
 func load(tracer trace.Tracer, rate int, dur time.Duration, requests, work int) []int64 {
-	procs := runtime.GOMAXPROCS(0)
+	procs := cmp.Or(goroutines, runtime.GOMAXPROCS(0))
 	counts := make([]int64, len(httpRoutes))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -224,6 +240,9 @@ func request(ctx context.Context, tracer trace.Tracer, i, work int) (x uint64) {
 	}
 	for range work {
 		x = x*6364136223846793005 + 1442695040888963407
+	}
+	if wait > 0 {
+		time.Sleep(wait)
 	}
 	if renamed {
 		span.SetName(routes[i])
@@ -291,8 +310,7 @@ func (e *memExporter) requests() []*collectorpb.ExportProfilesServiceRequest {
 
 // report prints what the windows say of the requests.
 func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st profiler.Stats, heapBefore, heapAfter int64) error {
-	var labelled, right int64
-	wrong := map[string]int64{}
+	shares := map[string]*share{"cpu": {}, "offcpu": {}}
 	counted := map[string]int64{}
 	for _, req := range reqs {
 		d := req.GetDictionary()
@@ -303,29 +321,20 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 					for _, s := range p.GetSamples() {
 						n := sampleCount(s)
 						ep := route(d, s)
-						switch {
-						case name == "requests":
+						if name == "requests" {
 							counted[ep] += n
-						case name == "cpu" && s.GetLinkIndex() != 0:
-							sid := d.GetLinkTable()[s.GetLinkIndex()].GetSpanId()
-							labelled += n
-							if len(sid) == 8 && ep == routeOf(sid[7]) {
-								right += n
-							} else {
-								wrong[ep] += n
-							}
+						} else if sh := shares[name]; sh != nil && s.GetLinkIndex() != 0 {
+							sh.add(d.GetLinkTable()[s.GetLinkIndex()].GetSpanId(), ep, n)
 						}
 					}
 				}
 			}
 		}
 	}
-	share := 0.0
-	if labelled > 0 {
-		share = 100 * float64(right) / float64(labelled)
+	fmt.Printf("windows %d; labelled CPU samples %s\n", st.WindowsCollected, shares["cpu"])
+	if withOffCPU {
+		fmt.Printf("labelled off-CPU samples (waits, in ns) %s\n", shares["offcpu"])
 	}
-	fmt.Printf("windows %d; labelled CPU samples %d, with their route %d (%.2f %%), others by route %v\n",
-		st.WindowsCollected, labelled, right, share, wrong)
 	exact := true
 	for i, r := range routes {
 		exact = exact && counted[r] == sent[i]
@@ -335,6 +344,34 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 		float64(heapBefore)/(1<<20), float64(heapAfter)/(1<<20))
 	fmt.Printf("stats %+v\n", st)
 	return nil
+}
+
+// share counts a profile's labelled samples, and those that carry the
+// route of their request.
+type share struct {
+	labelled, right int64
+	wrong           map[string]int64
+}
+
+// add counts a sample of value n linked to span id sid, with route ep.
+func (sh *share) add(sid []byte, ep string, n int64) {
+	sh.labelled += n
+	if len(sid) == 8 && ep == routeOf(sid[7]) {
+		sh.right += n
+		return
+	}
+	if sh.wrong == nil {
+		sh.wrong = map[string]int64{}
+	}
+	sh.wrong[ep] += n
+}
+
+func (sh *share) String() string {
+	pct := 0.0
+	if sh.labelled > 0 {
+		pct = 100 * float64(sh.right) / float64(sh.labelled)
+	}
+	return fmt.Sprintf("%d, with their route %d (%.2f %%), others by route %v", sh.labelled, sh.right, pct, sh.wrong)
 }
 
 // routeOf returns the route of the requests whose span ids end in b:
