@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime/pprof"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,14 +256,51 @@ func TestCPUPartsOfTheRuntime(t *testing.T) {
 }
 
 // BenchmarkCPUProfileRestart stops and starts the runtime's CPU profile
-// as the collector does between two parts, after 200 ms of recording,
-// with a goroutine spinning beside it: ns/op is the time a part's end
-// goes without CPU samples.
+// as the collector does between two parts, after 200 ms of recording:
+// ns/op is the time a part's end goes without CPU samples. Beside it,
+// one goroutine spins, or 1,024 run short requests (a millisecond's sleep
+// and a few microseconds of work each) until the cores are busy: the
+// runtime's profile writer, which StopCPUProfile waits for, is then one
+// goroutine among hundreds runnable.
 //
 //	go test -run '^$' -bench CPUProfileRestart -benchtime 20x ./internal/collect
 func BenchmarkCPUProfileRestart(b *testing.B) {
-	done := make(chan struct{})
-	defer close(done)
+	for _, tt := range []struct {
+		name string
+		load func(done <-chan struct{})
+	}{
+		{"spinning=1", spinning},
+		{"requests=1024", func(done <-chan struct{}) {
+			for range 1024 {
+				go shortRequests(done)
+			}
+		}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			done := make(chan struct{})
+			defer close(done)
+			tt.load(done)
+			var buf bytes.Buffer
+			if err := pprof.StartCPUProfile(&buf); err != nil {
+				b.Fatal(err)
+			}
+			defer pprof.StopCPUProfile()
+			for b.Loop() {
+				b.StopTimer()
+				time.Sleep(200 * time.Millisecond)
+				b.StartTimer()
+				pprof.StopCPUProfile()
+				buf.Reset()
+				if err := pprof.StartCPUProfile(&buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// spinning spins on a goroutine of its own until done is closed.
+func spinning(done <-chan struct{}) {
 	go func() {
 		for {
 			select {
@@ -273,19 +311,25 @@ func BenchmarkCPUProfileRestart(b *testing.B) {
 			}
 		}
 	}()
-	var buf bytes.Buffer
-	if err := pprof.StartCPUProfile(&buf); err != nil {
-		b.Fatal(err)
-	}
-	defer pprof.StopCPUProfile()
-	for b.Loop() {
-		b.StopTimer()
-		time.Sleep(200 * time.Millisecond)
-		b.StartTimer()
-		pprof.StopCPUProfile()
-		buf.Reset()
-		if err := pprof.StartCPUProfile(&buf); err != nil {
-			b.Fatal(err)
+}
+
+// shortRequests runs requests of a millisecond's sleep and about 3 µs of
+// work until done is closed.
+func shortRequests(done <-chan struct{}) {
+	x := uint64(1)
+	for {
+		select {
+		case <-done:
+			restartSink.Add(x)
+			return
+		default:
+		}
+		time.Sleep(time.Millisecond)
+		for range 4000 {
+			x = x*6364136223846793005 + 1442695040888963407
 		}
 	}
 }
+
+// restartSink keeps shortRequests' work from being optimised away.
+var restartSink atomic.Uint64
