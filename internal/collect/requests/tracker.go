@@ -393,20 +393,24 @@ func (t *Tracker) idle() bool {
 // next Named settles the roots pending by then, which ended before the
 // part did, and no others, which may have run in the next part.
 func (t *Tracker) Sweep(now time.Time) {
-	t.sweepNow(now)
 	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	t.sweep(now)
 	t.win.cut = t.win.pending.len()
-	t.sweepMu.Unlock()
 }
 
-// sweepNow takes in the requests begun since the last sweep, counts those
-// that ended, calls OnLong for those that have run LongAfter, and ages out
-// those that ran MaxAge or exceed MaxRequests, the oldest first. It
-// reports whether any request is followed.
+// sweepNow is sweep under sweepMu.
 func (t *Tracker) sweepNow(now time.Time) bool {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
+	return t.sweep(now)
+}
 
+// sweep takes in the requests begun since the last sweep, counts those
+// that ended, calls OnLong for those that have run LongAfter, and ages out
+// those that ran MaxAge or exceed MaxRequests, the oldest first. It
+// reports whether any request is followed. t.sweepMu is held.
+func (t *Tracker) sweep(now time.Time) bool {
 	// Taken before the requests are taken in, so that those the next
 	// sweep takes in began after it.
 	mark := marks{t.cfg.Stretches.mark(), t.cfg.Parts.mark()}
@@ -778,9 +782,9 @@ const settlePoll = 5 * time.Millisecond
 // A request that ended by now is counted in this window or in an earlier
 // one, exactly once.
 func (t *Tracker) Window(now time.Time) Requests {
-	t.sweepNow(now)
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
+	t.sweep(now)
 
 	w := t.win
 	t.win = new(windowState)
