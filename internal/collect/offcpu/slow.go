@@ -459,8 +459,7 @@ func explainParts(tl *timeline, start, end int64) []part {
 			if iv.start-at <= foldGap {
 				iv.start = at
 			} else {
-				f := ivs[first]
-				parts = append(parts, part{interval: interval{start: at, end: iv.start, state: f.state, reason: f.reason, frames: f.frames}, before: true})
+				parts = append(parts, firstPart(ivs[first], iv, at))
 			}
 		} else if last := &parts[len(parts)-1]; continues(&last.interval, &iv) {
 			// One wait, seen by two traces: the time between them is
@@ -513,6 +512,26 @@ func beforeState(ivs []interval, start int64) int {
 		}
 	}
 	return lo
+}
+
+// firstPart returns the part of a request from at, its start, to iv, the
+// first interval its goroutine's timeline has of it. When a trace found
+// the goroutine as it began (iv.found), the trace began then: the part
+// is before the trace, in the state the trace found, f's (see
+// beforeState). Otherwise a trace ran and saw the goroutine before iv
+// under no span of the request: the span's start was taken, and its
+// labels put on the goroutine, in that time, and the goroutine entered
+// iv from another state: waiting for a CPU (runnable) when iv runs,
+// running otherwise.
+func firstPart(f, iv interval, at int64) part {
+	if iv.found {
+		return part{interval: interval{start: at, end: iv.start, state: f.state, reason: f.reason, frames: f.frames}, before: true}
+	}
+	st := stateRunning
+	if iv.state == stateRunning {
+		st = stateRunnable
+	}
+	return part{interval: interval{start: at, end: iv.start, state: st, frames: iv.frames}}
 }
 
 // lendStacks gives each part with no stack the stack of the nearest part

@@ -277,9 +277,9 @@ func TestExplainParts(t *testing.T) {
 		start, end int64
 		want       []want
 	}{
-		{"wait open at the trace's start", []interval{iv(50, 200, stateWaiting, "sync", lock), iv(200, 201, stateRunnable, "", lock), iv(201, 240, stateRunning, "", run)}, 0, 240,
+		{"wait open at the trace's start", []interval{found(iv(50, 200, stateWaiting, "sync", lock)), iv(200, 201, stateRunnable, "", lock), iv(201, 240, stateRunning, "", run)}, 0, 240,
 			[]want{{0, 50, "off_cpu", true}, {50, 200, "off_cpu", false}, {200, 201, "runnable", false}, {201, 240, "on_cpu", false}}},
-		{"runnable as the trace starts", []interval{iv(50, 51, stateRunnable, "", run), iv(51, 150, stateRunning, "", run)}, 0, 150,
+		{"runnable as the trace starts", []interval{found(iv(50, 51, stateRunnable, "", run)), iv(51, 150, stateRunning, "", run)}, 0, 150,
 			[]want{{0, 50, "on_cpu", true}, {50, 51, "runnable", false}, {51, 150, "on_cpu", false}}},
 		{"short gaps joined, a long one untraced", []interval{iv(0, 40, stateRunning, "", run), iv(41, 60, stateWaiting, "sleep", run), iv(100, 120, stateRunning, "", run)}, 0, 121,
 			[]want{{0, 41, "on_cpu", false}, {41, 60, "off_cpu", false}, {60, 100, "untraced", false}, {100, 121, "on_cpu", false}}},
@@ -287,9 +287,17 @@ func TestExplainParts(t *testing.T) {
 			[]want{{0, 80, "off_cpu", false}, {80, 200, "untraced", false}}},
 		{"intervals outside the request cut", []interval{iv(-50, 30, stateWaiting, "select", lock), iv(30, 300, stateRunning, "", run)}, 0, 120,
 			[]want{{0, 30, "off_cpu", false}, {30, 120, "on_cpu", false}}},
+		// A trace ran as the request began, but saw its goroutine under
+		// its span only later: preempted between the span's start and
+		// its labels, the goroutine waited for a CPU, or ran until it
+		// waited. Not before the trace.
+		{"seen late, then running", []interval{iv(50, 51, stateRunning, "", lock), iv(51, 200, stateWaiting, "sync", lock)}, 0, 200,
+			[]want{{0, 50, "runnable", false}, {50, 51, "on_cpu", false}, {51, 200, "off_cpu", false}}},
+		{"seen late, then waiting", []interval{iv(50, 200, stateWaiting, "sync", lock)}, 0, 200,
+			[]want{{0, 50, "on_cpu", false}, {50, 200, "off_cpu", false}}},
 		// The goroutine's work before the request (kept while its span
 		// was not known) is not the state the request's trace found.
-		{"intervals before the request", []interval{iv(-300, -200, stateRunning, "", run), iv(-200, -199, stateRunnable, "", run), iv(50, 200, stateWaiting, "sync", lock), iv(200, 210, stateRunning, "", run)}, 0, 210,
+		{"intervals before the request", []interval{iv(-300, -200, stateRunning, "", run), iv(-200, -199, stateRunnable, "", run), found(iv(50, 200, stateWaiting, "sync", lock)), iv(200, 210, stateRunning, "", run)}, 0, 210,
 			[]want{{0, 50, "off_cpu", true}, {50, 200, "off_cpu", false}, {200, 210, "on_cpu", false}}},
 		// One trace ends (the wait open), the next finds the goroutine
 		// waiting at the same place: one wait, the handover's time its.
