@@ -101,7 +101,7 @@ type Stats struct {
 	// it may (524,288, remembered or waiting for the end of the CPU
 	// profile's part): their samples carry the route they started with.
 	// It also counts those whose life overlapped an off-CPU stretch when
-	// their window remembered half as many already: their off-CPU
+	// their window remembered 262,144 such already: their off-CPU
 	// samples may.
 	// Their samples keep their span links.
 	RoutesUnknown int64

@@ -225,9 +225,9 @@ func TestConfigureStretches(t *testing.T) {
 }
 
 // TestPartDue fills the roots a Tracker keeps pending for its parts:
-// PartDue is set once they fill half the room that the roots remembered
-// in a stretch leave of MaxRoots, Named empties them, and past MaxRoots
-// they are dropped, counted.
+// PartDue is set once they fill half of MaxRoots, Named empties them, and
+// past MaxRoots they are dropped, counted. The renamed roots remembered
+// in a stretch, up to MaxRoots/2, take room of their own.
 func TestPartDue(t *testing.T) {
 	tests := []struct {
 		inStretch    int // renamed roots ended in a stretch first
@@ -240,9 +240,10 @@ func TestPartDue(t *testing.T) {
 		{renamed: 4, due: true, kept: 2, unseen: 2},
 		{renamed: 8, due: true, kept: 2, unseen: 6},
 		{renamed: 11, due: true, kept: 2, unseen: 6, dropped: 3},
-		{inStretch: 4, renamed: 1, due: false, kept: 1},
-		{inStretch: 4, renamed: 2, due: true, kept: 2},
-		{inStretch: 6, renamed: 3, due: true, kept: 2, unseen: 1, dropped: 2},
+		{inStretch: 4, renamed: 3, due: false, kept: 2, unseen: 1},
+		{inStretch: 4, renamed: 4, due: true, kept: 2, unseen: 2},
+		{inStretch: 4, renamed: 9, due: true, kept: 2, unseen: 6, dropped: 1},
+		{inStretch: 6, renamed: 3, due: false, kept: 2, unseen: 1, dropped: 2},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.inStretch, "+", tt.renamed), func(t *testing.T) {

@@ -39,7 +39,9 @@ const (
 	DefaultMaxAge = time.Hour
 	// DefaultMaxRoots bounds the root span ids a window remembers the
 	// route of, for the samples whose labels cannot tell it (see
-	// Tracker), in each of the two windows kept: 10 bytes a root.
+	// Tracker), in each of the two windows kept: 10 bytes a root. With
+	// Stretches and Parts both set, those remembered for a stretch's
+	// samples have room of their own, half as many again.
 	DefaultMaxRoots = 1 << 19
 	// DefaultSettle is how long a window's end waits, at most, for the
 	// requests its samples name that still run under the name they
@@ -67,8 +69,9 @@ type Config struct {
 	// MaxAge is how long a request is followed before it is aged out; 0
 	// takes DefaultMaxAge.
 	MaxAge time.Duration
-	// MaxRoots bounds the root span ids a window maps to their route;
-	// 0 takes DefaultMaxRoots.
+	// MaxRoots bounds the root span ids a window maps to their route,
+	// and with Stretches and Parts both set, MaxRoots/2 more for the
+	// stretches' renamed roots; 0 takes DefaultMaxRoots.
 	MaxRoots int
 	// LabelledRoots has the window remember also the roots whose labels
 	// carry their route, while it holds fewer than MaxRoots/2: for a
@@ -144,7 +147,10 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // and those reported to OnLong; with Parts, also the renamed ones whose
 // life overlapped a part and that a part's sample named (Named). Roots
 // pending until Named count against MaxRoots; PartDue asks for a part's
-// end once they fill half the room left.
+// end once they fill half the room left. With Parts, the renamed roots
+// remembered for a stretch take room of their own, MaxRoots/2, so that
+// they never shorten the time a part has to end before its pending
+// roots overflow.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -215,10 +221,19 @@ type windowState struct {
 	cut        int
 	overflowed int64
 	rootsFull  int64
+	// stretchRoots counts the renamed roots remembered for a stretch's
+	// samples, with Parts: room of their own, beside MaxRoots.
+	stretchRoots int
 	// unsampled counts the roots whose route changed after they
 	// started and that were not remembered, no stretch having overlapped
 	// their life and no part's sample named them.
 	unsampled int64
+}
+
+// held returns the roots w holds against MaxRoots: all but those
+// remembered for a stretch's samples with Parts.
+func (w *windowState) held() int {
+	return w.roots.len() - w.stretchRoots + w.pending.len() + w.carried.len()
 }
 
 // admitted is a route as a request gave it, and the index admit
@@ -456,7 +471,7 @@ func (t *Tracker) sweep(now time.Time) bool {
 	t.live = kept
 	t.running.Store(int64(len(kept)))
 	pending := t.win.pending.len()
-	t.partDue.Store(pending > 0 && pending >= (cfg.MaxRoots-t.win.roots.len()-t.win.carried.len())/2)
+	t.partDue.Store(pending > 0 && pending >= (cfg.MaxRoots-t.win.held()+pending)/2)
 	return len(kept) > 0
 }
 
@@ -483,12 +498,13 @@ func (t *Tracker) ended(r *Request) {
 //   - one reported to OnLong: its explanation names it;
 //   - one whose route is not the one its labels carried (renamed), when
 //     its life overlapped a stretch, and with Parts while the window
-//     remembers fewer than MaxRoots/2; when it overlapped a part, and no
-//     stretch or the window remembers that many, it is kept pending
-//     until the next Named, which remembers it if a part's sample named
-//     it: the stretches' roots never take the parts' room;
+//     remembers fewer than MaxRoots/2 so, in room of their own; when it
+//     overlapped a part, and no stretch or the stretches' room is full,
+//     it is kept pending until the next Named, which remembers it if a
+//     part's sample named it;
 //   - with LabelledRoots, any other whose life overlapped a stretch,
-//     while the window holds fewer than MaxRoots/2.
+//     while the window holds fewer than MaxRoots/2, with Parts in the
+//     stretches' room.
 //
 // No sample names the others.
 func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
@@ -499,17 +515,22 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	cfg := &t.cfg
 	inStretch := cfg.Stretches.overlaps(r.since.stretches)
 	inPart := cfg.Parts != nil && cfg.Parts.overlaps(r.since.parts)
-	held := w.roots.len() + w.pending.len() + w.carried.len()
+	held := w.held()
+	half := cfg.MaxRoots / 2
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
-	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.MaxRoots))
-	half := cfg.MaxRoots / 2
-	// With Parts, the stretches' roots leave the parts half the room.
-	stretchRoom := cfg.Parts == nil || w.roots.len() < half
+	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.MaxRoots+half))
+	// With Parts, the roots remembered for a stretch's samples have room
+	// of their own, so that they leave the parts theirs.
+	own := cfg.Parts != nil
 	switch {
 	case r.long && held < cfg.MaxRoots,
-		renamed && inStretch && held < cfg.MaxRoots && stretchRoom:
-		w.roots.add(id, e, cfg.MaxRoots)
+		renamed && inStretch && !own && held < cfg.MaxRoots,
+		cfg.LabelledRoots && !renamed && inStretch && !own && held < half:
+		w.roots.add(id, e, cfg.MaxRoots+half)
+	case (renamed || cfg.LabelledRoots) && inStretch && own && w.stretchRoots < half:
+		w.roots.add(id, e, cfg.MaxRoots+half)
+		w.stretchRoots++
 	case renamed && inPart && held < cfg.MaxRoots:
 		if inStretch {
 			// Its stretch's samples go without its route, unless a
@@ -521,8 +542,6 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 		w.rootsFull++
 	case renamed:
 		w.unsampled++
-	case cfg.LabelledRoots && inStretch && held < half:
-		w.roots.add(id, e, cfg.MaxRoots)
 	}
 }
 
@@ -598,7 +617,7 @@ func (t *Tracker) settle(w, next *windowState) {
 func (t *Tracker) keep(w *windowState, id uint64, e uint16, next *windowState) {
 	switch _, named := slices.BinarySearch(w.named, id); {
 	case named:
-		w.roots.add(id, e, t.cfg.MaxRoots)
+		w.roots.add(id, e, t.cfg.MaxRoots+t.cfg.MaxRoots/2)
 	case next != nil:
 		next.carried.add(id, next.admit(w.names[e], t.cfg.MaxRoutes), t.cfg.MaxRoots)
 	default:
@@ -607,9 +626,9 @@ func (t *Tracker) keep(w *windowState, id uint64, e uint16, next *windowState) {
 }
 
 // PartDue reports whether the roots kept pending until the next Named
-// filled half the room that the window's remembered roots leave of
-// MaxRoots, at the last sweep: the collector then ends the CPU
-// profile's part.
+// filled half the room that the window's other roots leave of MaxRoots
+// (those remembered for a stretch's samples have room of their own), at
+// the last sweep: the collector then ends the CPU profile's part.
 func (t *Tracker) PartDue() bool { return t.partDue.Load() }
 
 // MaxRouteLen is the longest route sent, in bytes: a longer span
