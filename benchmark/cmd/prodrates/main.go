@@ -310,7 +310,8 @@ func (e *memExporter) requests() []*collectorpb.ExportProfilesServiceRequest {
 
 // report prints what the windows say of the requests.
 func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st profiler.Stats, heapBefore, heapAfter int64) error {
-	shares := map[string]*share{"cpu": {}, "offcpu": {}}
+	cpu, offCPU := new(share), new(share)
+	shares := map[string]*share{profiler.CPUProfile.String(): cpu, profiler.OffCPUProfile.String(): offCPU}
 	counted := map[string]int64{}
 	for _, req := range reqs {
 		d := req.GetDictionary()
@@ -331,9 +332,9 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 			}
 		}
 	}
-	fmt.Printf("windows %d; labelled CPU samples %s\n", st.WindowsCollected, shares["cpu"])
+	fmt.Printf("windows %d; labelled CPU samples %s\n", st.WindowsCollected, cpu)
 	if withOffCPU {
-		fmt.Printf("labelled off-CPU samples (waits, in ns) %s\n", shares["offcpu"])
+		fmt.Printf("labelled off-CPU samples (waits, in ns) %s\n", offCPU)
 	}
 	exact := true
 	for i, r := range routes {

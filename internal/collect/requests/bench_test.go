@@ -40,7 +40,7 @@ func BenchmarkTrackerParallel(b *testing.B) {
 	tr, request := benchRequests(b)
 	var goroutines, thousands atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
-		// Each goroutine's requests have ids of their own.
+		// Each goroutine starts at a place of its own among the ids.
 		i := int(goroutines.Add(1)) * 7919
 		mine := 0
 		for pb.Next() {

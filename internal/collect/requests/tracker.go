@@ -230,6 +230,10 @@ type windowState struct {
 	unsampled int64
 }
 
+// maxRemembered bounds the roots a window remembers: MaxRoots, and the
+// stretches' room beside it.
+func (c *Config) maxRemembered() int { return c.MaxRoots + c.MaxRoots/2 }
+
 // held returns the roots w holds against MaxRoots: all but those
 // remembered for a stretch's samples with Parts.
 func (w *windowState) held() int {
@@ -519,18 +523,22 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	half := cfg.MaxRoots / 2
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
-	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.MaxRoots+half))
+	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.maxRemembered()))
 	// With Parts, the roots remembered for a stretch's samples have room
-	// of their own, so that they leave the parts theirs.
-	own := cfg.Parts != nil
+	// of their own, so that they leave the parts theirs; without, they
+	// count against MaxRoots, the labelled ones against half of it.
+	stretchRoom := w.stretchRoots < half
+	if cfg.Parts == nil {
+		stretchRoom = held < cfg.MaxRoots && (renamed || held < half)
+	}
 	switch {
-	case r.long && held < cfg.MaxRoots,
-		renamed && inStretch && !own && held < cfg.MaxRoots,
-		cfg.LabelledRoots && !renamed && inStretch && !own && held < half:
-		w.roots.add(id, e, cfg.MaxRoots+half)
-	case (renamed || cfg.LabelledRoots) && inStretch && own && w.stretchRoots < half:
-		w.roots.add(id, e, cfg.MaxRoots+half)
-		w.stretchRoots++
+	case r.long && held < cfg.MaxRoots:
+		w.roots.add(id, e, cfg.maxRemembered())
+	case inStretch && (renamed || cfg.LabelledRoots) && stretchRoom:
+		w.roots.add(id, e, cfg.maxRemembered())
+		if cfg.Parts != nil {
+			w.stretchRoots++
+		}
 	case renamed && inPart && held < cfg.MaxRoots:
 		if inStretch {
 			// Its stretch's samples go without its route, unless a
@@ -617,7 +625,7 @@ func (t *Tracker) settle(w, next *windowState) {
 func (t *Tracker) keep(w *windowState, id uint64, e uint16, next *windowState) {
 	switch _, named := slices.BinarySearch(w.named, id); {
 	case named:
-		w.roots.add(id, e, t.cfg.MaxRoots+t.cfg.MaxRoots/2)
+		w.roots.add(id, e, t.cfg.maxRemembered())
 	case next != nil:
 		next.carried.add(id, next.admit(w.names[e], t.cfg.MaxRoutes), t.cfg.MaxRoots)
 	default:
