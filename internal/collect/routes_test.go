@@ -3,7 +3,9 @@ package collect
 import (
 	"context"
 	"maps"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/collect/requests"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	"github.com/pprofotel/profiler/labels"
 )
 
@@ -22,6 +25,19 @@ import (
 //
 //go:noinline
 func waitInRequest(release chan struct{}) { <-release }
+
+// parkedIn reports whether a goroutine waits on a channel with fn on its
+// stack.
+func parkedIn(fn string) bool {
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for g := range strings.SplitSeq(stacks, "\n\n") {
+		if strings.Contains(g, "[chan receive") && strings.Contains(g, fn) {
+			return true
+		}
+	}
+	return false
+}
 
 // labelMap flattens a sample's string labels.
 func labelMap(s pprofdecode.Sample) map[string]string {
@@ -64,6 +80,10 @@ func TestRoutesInWindow(t *testing.T) {
 		waitInRequest(release)
 	}()
 	sc := <-parked
+	// Past the send, the goroutine may not have reached its wait yet.
+	polltest.Until(t, "the request's goroutine waiting in waitInRequest", func() bool {
+		return parkedIn("collect.waitInRequest(")
+	})
 
 	w := c.Collect(time.Now())
 	g := findProfile(t, w, Goroutine)
