@@ -97,13 +97,11 @@ type Stats struct {
 	// RoutesUnknown counts requests whose route changed after they
 	// started (a span renamed or given its http.route later), whose
 	// life overlapped a stretch of the CPU or off-CPU profile, and that
-	// came when their window held the route of as many such requests as
-	// it may (524,288, remembered or waiting for the end of the CPU
-	// profile's part): their samples carry the route they started with.
-	// It also counts those whose life overlapped an off-CPU stretch when
-	// their window remembered 262,144 such already: their off-CPU
-	// samples may.
-	// Their samples keep their span links.
+	// came when their window held as many such requests as it may until
+	// the samples of that stretch are read: 524,288 for the CPU profile's
+	// parts, 262,144 for the off-CPU profile's stretches. Their samples
+	// in that profile may carry the route they started with; they keep
+	// their span links.
 	RoutesUnknown int64
 	// RequestsAgedOut counts requests the profiler stopped following
 	// before they ended: running for an hour, or beyond the 65,536 that

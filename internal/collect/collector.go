@@ -99,9 +99,9 @@ type Omissions struct {
 	RoutesOverflowed atomic.Int64
 	// RoutesUnknown counts requests whose route changed after they
 	// started, whose life overlapped a stretch of a profile whose samples
-	// name roots, and that their window could neither remember nor keep
-	// until their CPU part ended (requests.DefaultMaxRoots at once): their
-	// samples carry the route they started with.
+	// name roots, and that their window could not keep until those
+	// samples were read (requests.Tracker's room): their samples may
+	// carry the route they started with.
 	RoutesUnknown atomic.Int64
 	// RequestsAgedOut counts requests the tracker stopped following,
 	// running for requests.DefaultMaxAge or beyond the
@@ -170,8 +170,11 @@ type Collector struct {
 	cpuOffset      func(max time.Duration) time.Duration
 	cpuAt, cpuFrom time.Time
 	cpuTo          time.Time
-	cpuData        []byte
-	cpuPlanned     bool
+	// cpuStopped is the clock just before the last recording was
+	// stopped: every sample of a request that ended by then was in it.
+	cpuStopped time.Time
+	cpuData    []byte
+	cpuPlanned bool
 	// While requests are tracked, the CPU profile records in parts: a
 	// part ends, and the next begins, when the tracker holds many roots
 	// that only a CPU sample can name (requests.Tracker.PartDue), which
@@ -611,8 +614,8 @@ func (c *Collector) cycleCPU(now time.Time, next bool) (p *pprofdecode.Profile, 
 // tracker the roots its samples name.
 func (c *Collector) readPart(data []byte) (*pprofdecode.Profile, error) {
 	p, err := c.decoder.Decode(data)
-	if err == nil && c.tracker != nil {
-		c.tracker.Named(sampledRoots(p))
+	if err == nil {
+		c.cpuStretches.Named(sampledRoots(p), c.cpuStopped)
 	}
 	return p, err
 }
@@ -629,8 +632,8 @@ func (c *Collector) nextPart(now time.Time) {
 	if c.tracker == nil || !c.tracker.PartDue() {
 		return
 	}
-	// The roots that ended so far are told the part's; the others wait
-	// for the next.
+	// The roots that ended so far are pending as ended before the
+	// part's end: its verdict covers them.
 	c.tracker.Sweep(now)
 	from := c.cpuFrom
 	c.stopCPU(now)
@@ -644,6 +647,8 @@ func (c *Collector) nextPart(now time.Time) {
 	p, err := c.readPart(data)
 	if err == nil {
 		err = c.parts.add(p)
+		// The tracker hears the part's roots now, for PartDue.
+		c.tracker.Sweep(time.Now())
 	}
 	if err != nil {
 		c.fail(CPU, fmt.Errorf("a part of the CPU profile: %w", err))
@@ -726,6 +731,7 @@ func (c *Collector) stopCPU(now time.Time) {
 		c.cpuStretches.End()
 		return
 	}
+	c.cpuStopped = time.Now()
 	c.cpuProf.Stop()
 	c.cpuStretches.End()
 	c.cpuData, c.cpuTo = w.bytes(), now

@@ -45,6 +45,8 @@ func TestSampleBeforeTheRoute(t *testing.T) {
 	}
 
 	w := Window{Profiles: []Profile{{Name: CPU, Data: &pprofdecode.Profile{Samples: []pprofdecode.Sample{{Labels: before}}}}}}
+	// As the CPU profile's reading tells the tracker.
+	c.cpuStretches.Named(sampledRoots(w.Profiles[0].Data), time.Now())
 	c.endRequests(&w, time.Now(), true)
 	got := labelMap(w.Profiles[0].Data.Samples[0])
 	if got[requests.RouteKey] != "/users/{id}" {

@@ -52,6 +52,9 @@ type window struct {
 	kinds  []kind
 	byKind map[kindKey]int32
 	events []event
+	// roots are the local root span ids the kinds added since the
+	// Recorder last told them name.
+	roots []string
 
 	tables
 }
@@ -113,6 +116,7 @@ func (w *window) reset() {
 	w.traced, w.partial = 0, false
 	w.kinds = w.kinds[:0]
 	clear(w.byKind)
+	w.roots = w.roots[:0]
 	w.events = w.events[:0]
 	w.locations = w.locations[:0]
 	w.functions = w.functions[:0]
@@ -468,6 +472,9 @@ func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 // locs, for reason, in span, adding it when new.
 func (s *reading) kindOf(locs []int32, reason, span string) int32 {
 	return s.w.kindOf(&s.stackKey, locs, reason, span, func() []pprofdecode.Label {
+		if _, _, root, _, ok := splitSpan(span); ok && root != "" {
+			s.w.roots = append(s.w.roots, root)
+		}
 		return appendSpanLabels([]pprofdecode.Label{{Key: ReasonKey, Str: reason}}, span)
 	})
 }

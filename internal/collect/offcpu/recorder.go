@@ -801,7 +801,15 @@ func (r *Recorder) parse(rec *recording) {
 	if err := rec.rd.read(io.MultiReader(bytes.NewReader(header), bytes.NewReader(gens))); err != nil {
 		rec.err, rec.cut = err, true
 	}
+	r.tell(rec.w, rec.rd.wall(rec.rd.last))
 	r.slow.settle(rec.rd.wall(rec.rd.last), true, time.Now())
+}
+
+// tell tells the Stretches the roots that w's waits added since the last
+// time name, every wait up to through (Unix nanoseconds) having been read.
+func (r *Recorder) tell(w *window, through int64) {
+	r.cfg.Stretches.Named(w.roots, time.Unix(0, through))
+	w.roots = w.roots[:0]
 }
 
 // whole reports whether the stretch is traced whole at 100 %: its
@@ -947,6 +955,7 @@ func (r *Recorder) endRecording(rec *recording, stopped time.Time, sinkCut bool,
 	read := st.sink.kept
 	covered := rd.finish()
 	r.reach = rd.wall(rd.last)
+	r.tell(rec.w, r.reach)
 	r.settleUntraced(stopped)
 	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)
@@ -986,6 +995,7 @@ func (r *Recorder) flush(now time.Time) *pprofdecode.Profile {
 	// The tracker's last reports may have come with the collection.
 	r.drain()
 	w := r.windows[r.cur]
+	r.tell(w, r.reach)
 	length := now.Sub(r.windowStart)
 	scale := 1.0
 	if w.partial && w.traced > 0 && length > w.traced {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/testutil/polltest"
 	"github.com/pprofotel/profiler/internal/testutil/waittest"
 	"github.com/pprofotel/profiler/labels"
@@ -449,5 +450,68 @@ func TestGoOnStopsForTheDutyCycle(t *testing.T) {
 				t.Errorf("goOn = %v, due = %v; want %v, %v", got, rec.due, tc.goOn, !tc.goOn)
 			}
 		})
+	}
+}
+
+// TestRecorderNamesItsRoots runs requests renamed as they end, as otelhttp
+// over a ServeMux names them, every other one waiting under its span,
+// beside a tracker that the recorder's Stretches tell: the tracker
+// remembers the roots that the waits name, and only those, and every
+// wait of a request is given the request's final route.
+func TestRecorderNamesItsRoots(t *testing.T) {
+	defer SetDutyCycle(100)()
+	s := new(requests.Stretches)
+	tr := requests.New(requests.Config{MaxRoutes: 100, Stretches: s})
+	if err := tr.Install(); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+
+	r := Start(time.Now(), Config{Stretches: s})
+	const n = 40
+	routes := map[string]string{} // by root span id
+	var waited []string
+	for i := range n {
+		_, span := tracer.Start(context.Background(), "GET")
+		root := span.SpanContext().SpanID().String()
+		if i%2 == 0 {
+			waittest.OnChannel(5 * time.Millisecond)
+			waited = append(waited, root)
+		}
+		routes[root] = fmt.Sprint("GET /", i)
+		span.SetName(routes[root])
+		span.End()
+	}
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := tr.Window(time.Now())
+
+	named := map[string]bool{}
+	for _, smp := range p.Samples {
+		if root := label(smp, labels.LocalRootSpanIDKey); root != "" {
+			named[root] = true
+		}
+		if !fnIn(p, smp, "OnChannel") {
+			continue
+		}
+		root := label(smp, labels.LocalRootSpanIDKey)
+		if got, ok := q.Route(root); !ok || got != routes[root] {
+			t.Errorf("a wait of root %q: route %q, %v; want %q", root, got, ok, routes[root])
+		}
+	}
+	for _, root := range waited {
+		if !named[root] {
+			t.Errorf("no wait names root %s, which waited", root)
+		}
+	}
+	for root := range routes {
+		if _, ok := q.Route(root); ok != named[root] {
+			t.Errorf("root %s: remembered %v, named by a wait %v", root, ok, named[root])
+		}
 	}
 }

@@ -20,7 +20,7 @@ func BenchmarkTracker(b *testing.B) {
 		i++
 		request(i)
 		if i%1000 == 0 {
-			tr.sweepNow(benchStart)
+			tr.Sweep(benchStart)
 		}
 		if i%90000 == 0 {
 			tr.Window(benchStart)
@@ -50,7 +50,7 @@ func BenchmarkTrackerParallel(b *testing.B) {
 			if mine%1000 != 0 {
 				continue
 			}
-			tr.sweepNow(benchStart)
+			tr.Sweep(benchStart)
 			if thousands.Add(1)%90 == 0 {
 				tr.Window(benchStart)
 			}

@@ -55,6 +55,20 @@ func (rs *roots) sort() {
 	quickSort(rs.ids, rs.routes[:len(rs.ids)], 2*bits.Len(uint(len(rs.ids))))
 }
 
+// compact removes the repeats of rs, sorted: a root remembered twice
+// keeps the route first given, which both had.
+func (rs *roots) compact() {
+	n := 0
+	for i, id := range rs.ids {
+		if i > 0 && id == rs.ids[n-1] {
+			continue
+		}
+		rs.ids[n], rs.routes[n] = id, rs.routes[i]
+		n++
+	}
+	rs.ids, rs.routes = rs.ids[:n], rs.routes[:n]
+}
+
 func quickSort(ids []uint64, routes []uint16, depth int) {
 	for len(ids) > 12 {
 		if depth == 0 {

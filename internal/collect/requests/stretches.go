@@ -1,22 +1,93 @@
 package requests
 
-import "sync/atomic"
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
-// Stretches tells a Tracker when the profiles whose samples name local
-// roots by their labels record: the CPU profile and the execution trace
-// the off-CPU profile is read from. A root that ended, and whose whole
-// life lay outside every stretch, is named by no sample but those of
-// goroutines that outlive it: the goroutine profiles, read at a window's
-// end, name the roots running then, which the Tracker follows, and the
-// heap, mutex and block profiles carry no labels. So the Tracker need not
-// remember it. Begin, End and Cancel cost an atomic add; the Tracker
-// reads them in its sweep, never on the request path. Its methods are
-// safe for concurrent use; the zero value is ready, with no stretch
-// begun, and on a nil Stretches Begin, End and Cancel do nothing.
+// Stretches tells a Tracker when a profile whose samples name local roots
+// by their labels records, and which roots its samples named: the CPU
+// profile and the execution trace the off-CPU profile is read from. A root
+// that ended, and whose whole life lay outside every stretch, is named by
+// no sample but those of goroutines that outlive it: the goroutine
+// profiles, read at a window's end, name the roots running then, which the
+// Tracker follows, and the heap, mutex and block profiles carry no labels.
+// So the Tracker need not remember it; nor one that a stretch overlapped
+// and whose samples, once read and told (Named), do not name it.
+//
+// Begin, End and Cancel cost an atomic add; the Tracker reads them in its
+// sweep, never on the request path. Its methods are safe for concurrent
+// use; the zero value is ready, with no stretch begun, and on a nil
+// Stretches they do nothing.
 type Stretches struct {
 	// word holds the stretches begun so far above stretchOpenBits and
 	// those running in the low bits: one atomic word, read at once.
 	word atomic.Uint64
+
+	// listening is set while a Tracker takes what Named tells.
+	listening atomic.Bool
+	// mu guards what Named told and the Tracker's sweep has not taken:
+	// the roots named, the time up to which every sample was read (Unix
+	// nanoseconds), and the roots left out for want of room.
+	mu      sync.Mutex
+	named   []uint64
+	through int64
+	lost    int64
+}
+
+// maxTold bounds the root ids told and not yet taken by a sweep, 8 bytes
+// each. A sweep takes them every 100 ms while requests run; a window of
+// the off-CPU profile names at most 50,000, and a part of the CPU profile
+// at most its samples.
+const maxTold = 1 << 17
+
+// Named tells the local root span ids, in hex and in any order, that the
+// stretches' samples read since the last call name, and that every sample
+// taken up to through has been read: a root that ended by then, and that
+// none of its window's samples named, is named by none. Ids that are not
+// span ids are ignored; one told twice counts once. It does nothing while
+// no Tracker listens.
+func (s *Stretches) Named(rootIDs []string, through time.Time) {
+	if s == nil || !s.listening.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range rootIDs {
+		k, ok := rootKey(id)
+		switch {
+		case !ok:
+		case len(s.named) >= maxTold:
+			s.lost++
+		default:
+			s.named = append(s.named, k)
+		}
+	}
+	s.through = max(s.through, through.UnixNano())
+}
+
+// take returns what Named told since the last take: the roots named,
+// sorted and without repeats, the time up to which every sample was
+// read, and the number of roots left out.
+func (s *Stretches) take() (named []uint64, through, lost int64) {
+	if s == nil {
+		return nil, 0, 0
+	}
+	s.mu.Lock()
+	named, through, lost = s.named, s.through, s.lost
+	s.named, s.lost = nil, 0
+	s.mu.Unlock()
+	slices.Sort(named)
+	return slices.Compact(named), through, lost
+}
+
+// listen has s keep what Named tells for a Tracker, or not.
+func (s *Stretches) listen(on bool) {
+	if s != nil {
+		s.listening.Store(on)
+	}
 }
 
 // Begin tells of a stretch that starts recording: it is called before

@@ -39,9 +39,9 @@ const (
 	DefaultMaxAge = time.Hour
 	// DefaultMaxRoots bounds the root span ids a window remembers the
 	// route of, for the samples whose labels cannot tell it (see
-	// Tracker), in each of the two windows kept: 10 bytes a root. With
-	// Stretches and Parts both set, those remembered for a stretch's
-	// samples have room of their own, half as many again.
+	// Tracker), in each of the two windows kept: 10 bytes a root. Those
+	// kept for the stretches' samples have room of their own, half as
+	// many again.
 	DefaultMaxRoots = 1 << 19
 	// DefaultSettle is how long a window's end waits, at most, for the
 	// requests its samples name that still run under the name they
@@ -70,25 +70,27 @@ type Config struct {
 	// takes DefaultMaxAge.
 	MaxAge time.Duration
 	// MaxRoots bounds the root span ids a window maps to their route,
-	// and with Stretches and Parts both set, MaxRoots/2 more for the
-	// stretches' renamed roots; 0 takes DefaultMaxRoots.
+	// those kept for the CPU profile's parts and those reported to
+	// OnLong, and MaxRoots/2 more those kept for the stretches'
+	// samples; 0 takes DefaultMaxRoots.
 	MaxRoots int
-	// LabelledRoots has the window remember also the roots whose labels
-	// carry their route, while it holds fewer than MaxRoots/2: for a
-	// profile whose samples carry the root's id but no route label
-	// (the off-CPU profile's come from the execution trace).
+	// LabelledRoots has the window keep for the stretches' samples also
+	// the roots whose labels carry their route: for a profile whose
+	// samples carry the root's id but may lack a route label (the
+	// off-CPU profile's come from the execution trace).
 	LabelledRoots bool
-	// Stretches, when set, tells when the profiles whose samples name
-	// roots record: a root whose life overlapped none is not remembered,
-	// unless it was reported to OnLong. Nil remembers roots whatever
-	// their time.
+	// Stretches, when set, tells when the profile other than the CPU
+	// profile whose samples name roots records, and which roots they
+	// named (Stretches.Named): a root whose life overlapped a stretch
+	// is kept until its samples are read, then remembered if they named
+	// it. Nil remembers those roots whatever their time.
 	Stretches *Stretches
 	// Parts, when set, tells when the CPU profile records, in parts
-	// that the collector reads as each ends and whose roots it tells
-	// (Named). A root routed anew after it started whose life overlapped
-	// a part and no stretch is kept pending until the next Named, then
-	// remembered if a sample of the window named it. Nil leaves the CPU
-	// profile to Stretches.
+	// that the collector reads as each ends, and which roots their
+	// samples named: a root routed anew after it started whose life
+	// overlapped a part is kept until the part is read, then remembered
+	// if a sample of the window named it. Nil leaves the CPU profile to
+	// Stretches.
 	Parts *Stretches
 	// LongAfter is how long a request runs before OnLong is called for
 	// it. OnLong is called once per request, from the Tracker's sweep
@@ -139,18 +141,18 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 //
 // The label wrapper puts a request's route as it starts (its route,
 // else its name) in the labels of its goroutines, so a sample names its
-// route without the Tracker. The Tracker remembers, up to MaxRoots a
-// window, the roots whose labels carried a route other than the one
+// route without the Tracker. The Tracker remembers the roots reported to
+// OnLong, and the roots whose labels carried a route other than the one
 // they end with (renamed, or routed after their labels took their name)
-// and, with LabelledRoots, the others while the window has room for half
-// as many; with Stretches, only those whose life overlapped a stretch,
-// and those reported to OnLong; with Parts, also the renamed ones whose
-// life overlapped a part and that a part's sample named (Named). Roots
-// pending until Named count against MaxRoots; PartDue asks for a part's
-// end once they fill half the room left. With Parts, the renamed roots
-// remembered for a stretch take room of their own, MaxRoots/2, so that
-// they never shorten the time a part has to end before its pending
-// roots overflow.
+// that samples name: a renamed root whose life overlapped a part of the
+// CPU profile (Parts), or a stretch (Stretches) and with LabelledRoots any
+// root that did, is kept pending until the part's or the stretch's
+// samples are read and told (Stretches.Named), then remembered if they
+// named it. The parts' roots, pending or remembered, and those reported
+// to OnLong take up to MaxRoots a window; PartDue asks for a part's end
+// once those pending fill half the room left. The stretches' take up to
+// MaxRoots/2 more, so that they never shorten the time a part has to end
+// before its pending roots overflow.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -210,23 +212,14 @@ type windowState struct {
 	// window ends. A slice, not a map: a sweep appends without hashing,
 	// growing a table or missing the cache.
 	roots roots
-	// pending holds the roots that wait for the next Named to be
-	// remembered or not, carried those of the window before that its
-	// parts did not name, and named the root span ids the window's
-	// parts named so far, sorted.
-	pending, carried roots
-	named            []uint64
-	// cut is the number of pending roots at the last Sweep: those that
-	// the next Named settles.
-	cut        int
-	overflowed int64
-	rootsFull  int64
-	// stretchRoots counts the renamed roots remembered for a stretch's
-	// samples, with Parts: room of their own, beside MaxRoots.
-	stretchRoots int
+	// parts and stretches hold the roots kept for the verdict of
+	// Config.Parts and Config.Stretches, and what they named.
+	parts, stretches source
+	overflowed       int64
+	rootsFull        int64
 	// unsampled counts the roots whose route changed after they
-	// started and that were not remembered, no stretch having overlapped
-	// their life and no part's sample named them.
+	// started that no stretch or part overlapped, and the roots a
+	// source kept and forgot, its samples not naming them.
 	unsampled int64
 }
 
@@ -234,10 +227,16 @@ type windowState struct {
 // stretches' room beside it.
 func (c *Config) maxRemembered() int { return c.MaxRoots + c.MaxRoots/2 }
 
-// held returns the roots w holds against MaxRoots: all but those
-// remembered for a stretch's samples with Parts.
+// held returns the roots w holds against MaxRoots: all but the
+// stretches'.
 func (w *windowState) held() int {
-	return w.roots.len() - w.stretchRoots + w.pending.len() + w.carried.len()
+	return w.roots.len() - w.stretches.remembered + w.parts.pending.len()
+}
+
+// stretchesHeld returns the roots w holds for the stretches, against
+// MaxRoots/2.
+func (w *windowState) stretchesHeld() int {
+	return w.stretches.remembered + w.stretches.pending.len()
 }
 
 // admitted is a route as a request gave it, and the index admit
@@ -283,9 +282,25 @@ func (t *Tracker) Configure(cfg Config) {
 			r.since.parts = markOpen
 		}
 	}
+	// What the old ones told is heard, before they are no longer.
+	t.hear()
+	mine := installed.Load() == t
+	if mine {
+		t.listen(false)
+	}
 	t.cfg = cfg
+	if mine {
+		t.listen(true)
+	}
 	t.sweepMu.Unlock()
 	t.period.Store(int64(cfg.sweepPeriod()))
+}
+
+// listen has the Stretches of t's configuration keep what they are told
+// for t, or not. t.sweepMu is held, or t not yet shared.
+func (t *Tracker) listen(on bool) {
+	t.cfg.Stretches.listen(on)
+	t.cfg.Parts.listen(on)
 }
 
 // Install makes t the Tracker Begin reports to, until Stop. Only one
@@ -294,13 +309,20 @@ func (t *Tracker) Install() error {
 	if !installed.CompareAndSwap(nil, t) {
 		return ErrInstalled
 	}
+	t.sweepMu.Lock()
+	t.listen(true)
+	t.sweepMu.Unlock()
 	return nil
 }
 
 // Stop uninstalls t and waits for its sweeper to end. Requests begun
 // before are no longer followed; Window may still be called.
 func (t *Tracker) Stop() {
-	installed.CompareAndSwap(t, nil)
+	if installed.CompareAndSwap(t, nil) {
+		t.sweepMu.Lock()
+		t.listen(false)
+		t.sweepMu.Unlock()
+	}
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -357,12 +379,12 @@ func (t *Tracker) sweeper(exited chan struct{}) {
 			return
 		case <-t.due:
 			if now := time.Now(); t.early(now, last) {
-				t.sweepNow(now)
+				t.Sweep(now)
 				last = now
 			}
 		case now := <-tick.C:
 			last = now
-			if t.sweepNow(now) {
+			if t.Sweep(now) {
 				idle = false
 			} else if idle && t.idle() {
 				return
@@ -406,30 +428,26 @@ func (t *Tracker) idle() bool {
 
 // Sweep does at now what the sweeper's next sweep would: the requests
 // that ended are counted and reported to OnEnd, those that have run
-// LongAfter to OnLong. The collector calls it before its recorders end a
-// window, so that a request ended before the window's end is reported to
-// them within it, not a sweep period later, and before a part ends: the
-// next Named settles the roots pending by then, which ended before the
-// part did, and no others, which may have run in the next part.
-func (t *Tracker) Sweep(now time.Time) {
-	t.sweepMu.Lock()
-	defer t.sweepMu.Unlock()
-	t.sweep(now)
-	t.win.cut = t.win.pending.len()
-}
-
-// sweepNow is sweep under sweepMu.
-func (t *Tracker) sweepNow(now time.Time) bool {
+// LongAfter to OnLong, and what the Stretches told is heard. The
+// collector calls it before its recorders end a window, so that a
+// request ended before the window's end is reported to them within it,
+// not a sweep period later; before a part ends, so that the roots
+// pending for it are those that ended by then; and once it told a part's
+// roots, so that PartDue knows them. It reports whether any request is
+// followed.
+func (t *Tracker) Sweep(now time.Time) bool {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 	return t.sweep(now)
 }
 
-// sweep takes in the requests begun since the last sweep, counts those
-// that ended, calls OnLong for those that have run LongAfter, and ages out
-// those that ran MaxAge or exceed MaxRequests, the oldest first. It
-// reports whether any request is followed. t.sweepMu is held.
+// sweep hears the Stretches, takes in the requests begun since the last
+// sweep, counts those that ended, calls OnLong for those that have run
+// LongAfter, and ages out those that ran MaxAge or exceed MaxRequests,
+// the oldest first. It reports whether any request is followed.
+// t.sweepMu is held.
 func (t *Tracker) sweep(now time.Time) bool {
+	t.hear()
 	// Taken before the requests are taken in, so that those the next
 	// sweep takes in began after it.
 	mark := marks{t.cfg.Stretches.mark(), t.cfg.Parts.mark()}
@@ -456,6 +474,10 @@ func (t *Tracker) sweep(now time.Time) bool {
 		}
 		running = append(running, r)
 	}
+	// The roots kept pending ended by now.
+	seen := time.Now().UnixNano()
+	t.win.parts.sweptBy(seen)
+	t.win.stretches.sweptBy(seen)
 	clear(t.live[len(running):])
 	cfg := &t.cfg
 	excess := len(running) - cfg.MaxRequests
@@ -474,9 +496,25 @@ func (t *Tracker) sweep(now time.Time) bool {
 	clear(t.live[len(kept):])
 	t.live = kept
 	t.running.Store(int64(len(kept)))
-	pending := t.win.pending.len()
+	pending := t.win.parts.pending.len()
 	t.partDue.Store(pending > 0 && pending >= (cfg.MaxRoots-t.win.held()+pending)/2)
 	return len(kept) > 0
+}
+
+// hear takes in what the Stretches told since the last sweep, and gives
+// their verdict on the roots pending that ended by the time they read to.
+// t.sweepMu is held.
+func (t *Tracker) hear() {
+	t.heed(&t.win.parts, t.cfg.Parts)
+	t.heed(&t.win.stretches, t.cfg.Stretches)
+}
+
+// heed is hear for the source s that of tells of.
+func (t *Tracker) heed(s *source, of *Stretches) {
+	named, through, lost := of.take()
+	t.win.rootsFull += lost
+	s.hear(named, through)
+	t.decide(t.win, s, s.due(), nil, nil)
 }
 
 // ended counts r, which ended, in the current window, and remembers its
@@ -498,17 +536,16 @@ func (t *Tracker) ended(r *Request) {
 }
 
 // remember keeps the root of r, which ended at route index e, for the
-// samples that name it, up to MaxRoots a window:
-//   - one reported to OnLong: its explanation names it;
-//   - one whose route is not the one its labels carried (renamed), when
-//     its life overlapped a stretch, and with Parts while the window
-//     remembers fewer than MaxRoots/2 so, in room of their own; when it
-//     overlapped a part, and no stretch or the stretches' room is full,
-//     it is kept pending until the next Named, which remembers it if a
-//     part's sample named it;
-//   - with LabelledRoots, any other whose life overlapped a stretch,
-//     while the window holds fewer than MaxRoots/2, with Parts in the
-//     stretches' room.
+// samples that name it:
+//   - one reported to OnLong: its explanation names it; it is remembered,
+//     within MaxRoots;
+//   - one whose route is not the one its labels carried (renamed), and
+//     with LabelledRoots any other, whose life overlapped a stretch: kept
+//     pending for the stretches' verdict, within MaxRoots/2; remembered at
+//     once, within MaxRoots (the labelled ones within half of it), without
+//     Stretches;
+//   - a renamed one whose life overlapped a part: kept pending for the
+//     parts' verdict, within MaxRoots.
 //
 // No sample names the others.
 func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
@@ -517,126 +554,70 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 		return
 	}
 	cfg := &t.cfg
-	inStretch := cfg.Stretches.overlaps(r.since.stretches)
-	inPart := cfg.Parts != nil && cfg.Parts.overlaps(r.since.parts)
-	held := w.held()
-	half := cfg.MaxRoots / 2
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
 	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.maxRemembered()))
-	// With Parts, the roots remembered for a stretch's samples have room
-	// of their own, so that they leave the parts theirs; without, they
-	// count against MaxRoots, the labelled ones against half of it.
-	stretchRoom := w.stretchRoots < half
-	if cfg.Parts == nil {
-		stretchRoom = held < cfg.MaxRoots && (renamed || held < half)
+	inStretch := cfg.Stretches.overlaps(r.since.stretches) && (renamed || cfg.LabelledRoots)
+	inPart := cfg.Parts != nil && cfg.Parts.overlaps(r.since.parts) && renamed
+	held := w.held()
+	kept := false
+	if r.long || inStretch && cfg.Stretches == nil {
+		kept = held < cfg.MaxRoots && (renamed || r.long || held < cfg.MaxRoots/2)
+		if kept {
+			w.roots.add(id, e, cfg.maxRemembered())
+		}
+	} else {
+		if inStretch && w.stretchesHeld() < cfg.MaxRoots/2 {
+			w.stretches.pending.add(id, e, cfg.MaxRoots/2)
+			kept = true
+		}
+		if inPart && held < cfg.MaxRoots {
+			w.parts.pending.add(id, e, cfg.MaxRoots)
+			kept = true
+		}
 	}
 	switch {
-	case r.long && held < cfg.MaxRoots:
-		w.roots.add(id, e, cfg.maxRemembered())
-	case inStretch && (renamed || cfg.LabelledRoots) && stretchRoom:
-		w.roots.add(id, e, cfg.maxRemembered())
-		if cfg.Parts != nil {
-			w.stretchRoots++
-		}
-	case renamed && inPart && held < cfg.MaxRoots:
-		if inStretch {
-			// Its stretch's samples go without its route, unless a
-			// part's sample names it.
-			w.rootsFull++
-		}
-		w.pending.add(id, e, cfg.MaxRoots)
-	case renamed && (inStretch || inPart):
+	case kept || !renamed:
+	case inStretch || inPart || r.long:
 		w.rootsFull++
-	case renamed:
-		w.unsampled++
-	}
-}
-
-// Named tells t the local root span ids, in hex and in any order, that
-// the samples of a part of the CPU profile name, once the part has ended:
-// the roots kept pending are then remembered if a part of the window
-// named them, and forgotten otherwise. The window's parts are told in the
-// order they recorded, the last before Window.
-func (t *Tracker) Named(rootIDs []string) {
-	ids := make([]uint64, 0, len(rootIDs))
-	for _, s := range rootIDs {
-		if id, ok := rootKey(s); ok {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	t.sweepMu.Lock()
-	defer t.sweepMu.Unlock()
-	w := t.win
-	w.named = mergeSorted(w.named, ids)
-	t.settle(w, nil)
-}
-
-// mergeSorted merges b into a, both sorted and without repeats, in a's
-// memory grown by b's length, and returns the result, sorted and without
-// repeats: the window's ids grow by a part's at a time, which a sort of
-// the whole would go through again at every part.
-func mergeSorted(a, b []uint64) []uint64 {
-	n := len(a)
-	a = append(a, b...)
-	i, j, k := n-1, len(b)-1, len(a)-1
-	for j >= 0 {
-		if i >= 0 && a[i] > b[j] {
-			a[k] = a[i]
-			i--
-		} else {
-			a[k] = b[j]
-			j--
-		}
-		k--
-	}
-	return slices.Compact(a)
-}
-
-// settle remembers the roots of w that wait for a part and that its
-// parts named. Of the others it forgets those carried from the window
-// before, and, when next is nil, the pending ones the last Sweep saw,
-// the others waiting for the next Named. When given next, the window
-// ends: the pending ones are carried into next, since a root that began
-// after the window's last part did is named, if at all, by the next
-// window's first part.
-func (t *Tracker) settle(w, next *windowState) {
-	for i, id := range w.carried.ids {
-		t.keep(w, id, w.carried.routes[i], nil)
-	}
-	w.carried = roots{}
-	n := w.pending.len()
-	if next == nil {
-		n = min(w.cut, n)
-	}
-	for i, id := range w.pending.ids[:n] {
-		t.keep(w, id, w.pending.routes[i], next)
-	}
-	w.pending.ids = append(w.pending.ids[:0], w.pending.ids[n:]...)
-	w.pending.routes = append(w.pending.routes[:0], w.pending.routes[n:]...)
-	w.cut = 0
-	t.partDue.Store(false)
-}
-
-// keep remembers the root id at route index e of w if w's parts named
-// it, else carries it into next, or forgets it when next is nil.
-func (t *Tracker) keep(w *windowState, id uint64, e uint16, next *windowState) {
-	switch _, named := slices.BinarySearch(w.named, id); {
-	case named:
-		w.roots.add(id, e, t.cfg.maxRemembered())
-	case next != nil:
-		next.carried.add(id, next.admit(w.names[e], t.cfg.MaxRoutes), t.cfg.MaxRoots)
 	default:
 		w.unsampled++
 	}
 }
 
-// PartDue reports whether the roots kept pending until the next Named
+// decide gives the source's verdict on the first n roots s keeps pending
+// in w: those it named are remembered, the others forgotten. When the
+// window ends, next is given and n is all of them: the others are carried
+// into next's source into, but for those carried into w already, which
+// are forgotten.
+func (t *Tracker) decide(w *windowState, s *source, n int, next *windowState, into *source) {
+	if n == 0 {
+		return
+	}
+	for i, id := range s.pending.ids[:n] {
+		e := s.pending.routes[i]
+		switch {
+		case s.names(id):
+			w.roots.add(id, e, t.cfg.maxRemembered())
+			s.remembered++
+		case next != nil && i >= s.carried:
+			into.pending.add(id, next.admit(w.names[e], t.cfg.MaxRoutes), n)
+		default:
+			w.unsampled++
+		}
+	}
+	if into != nil && into.pending.len() > 0 {
+		// All ended by the last sweep's look.
+		into.carried = into.pending.len()
+		into.swept = []sweptRoots{{n: into.carried, at: s.swept[len(s.swept)-1].at}}
+	}
+	s.drop(n)
+}
+
+// PartDue reports whether the roots kept pending for the parts' verdict
 // filled half the room that the window's other roots leave of MaxRoots
-// (those remembered for a stretch's samples have room of their own), at
-// the last sweep: the collector then ends the CPU profile's part.
+// (the stretches' have room of their own), at the last sweep: the
+// collector then ends the CPU profile's part.
 func (t *Tracker) PartDue() bool { return t.partDue.Load() }
 
 // MaxRouteLen is the longest route sent, in bytes: a longer span
@@ -708,14 +689,16 @@ type Requests struct {
 	// Overflowed counts the window's requests counted under Overflow.
 	Overflowed int64
 	// Dropped counts the roots of the window whose route changed after
-	// they started and that the window could not remember, MaxRoots being
-	// remembered or pending already: their samples carry the route they
-	// started with.
+	// they started and that the window could not keep, the room of the
+	// parts (MaxRoots) or of the stretches (MaxRoots/2) being full, and
+	// the roots that Stretches.Named could not take in (maxTold): their
+	// samples may carry the route they started with.
 	Dropped int64
 	// Unsampled counts the roots of the window whose route changed after
-	// they started and that it did not remember, their life having
-	// overlapped no stretch (Config.Stretches) and no part's sample
-	// having named them (Config.Parts): no sample names them.
+	// they started and whose life overlapped no stretch (Config.Stretches)
+	// and no part (Config.Parts), and, for each of the two, the roots it
+	// kept and forgot, its samples not naming them: no sample names
+	// them.
 	Unsampled int64
 	// AgedOut counts the requests the window's sweeps stopped following,
 	// MaxAge old or more than MaxRequests running: they are not counted
@@ -814,15 +797,16 @@ func (t *Tracker) Window(now time.Time) Requests {
 	t.sweep(now)
 
 	w := t.win
-	t.win = new(windowState)
-	t.settle(w, t.win)
-	// The next window's roots wait in the same memory; the window kept
-	// as the one before needs only its roots and names.
-	t.win.pending, w.pending, w.named = w.pending, roots{}, nil
+	t.win = &windowState{parts: w.parts.next(), stretches: w.stretches.next()}
+	t.decide(w, &w.parts, w.parts.pending.len(), t.win, &t.win.parts)
+	t.decide(w, &w.stretches, w.stretches.pending.len(), t.win, &t.win.stretches)
+	// The window kept as the one before needs only its roots and names.
+	w.parts, w.stretches = source{}, source{}
 	// Sorted once, by the collector's goroutine as it ends the window,
 	// before anything reads them: the next window's Requests reads them
-	// too, as prevRoots.
+	// too, as prevRoots. A root both sources named is remembered twice.
 	w.roots.sort()
+	w.roots.compact()
 	var live map[uint64]*Request
 	if len(t.live) > 0 {
 		live = make(map[uint64]*Request, len(t.live))

@@ -253,7 +253,7 @@ func TestAgedOut(t *testing.T) {
 					Begin(ids(n+1), "stream", "", start)
 				}
 				if tt.sweep {
-					tr.sweepNow(start)
+					tr.Sweep(start)
 				}
 				time.Sleep(tt.later)
 				for n := range tt.ending {
@@ -497,7 +497,7 @@ func TestFullShardSweptEarly(t *testing.T) {
 				for n := range tt.running * bound {
 					Begin(ids(n+1), "stream", "", start)
 				}
-				tr.sweepNow(start)
+				tr.Sweep(start)
 				// Enough for one shard at least to reach freshBound.
 				for n := range bound {
 					Begin(ids(tt.running*bound+n+1), "/work", "", start).End(start)
