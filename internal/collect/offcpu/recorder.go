@@ -371,9 +371,15 @@ func (r *Recorder) startWatch() stretch {
 // traceStretch starts st's trace, its short trace first (startTrace),
 // and has st start once it runs: on a loaded machine the tracer can take
 // a good part of a stretch to start, and a wait begun meanwhile is not
-// seen, so neither that time nor the trace's rate counts it.
+// seen, so neither that time nor the trace's rate counts it. The
+// Stretches are told of a duty stretch, whose waits name roots, not of a
+// watch trace, which keeps none.
 func (r *Recorder) traceStretch(st *stretch) {
-	st.sink, st.first = r.startTrace(true)
+	stretches := r.cfg.Stretches
+	if st.watch {
+		stretches = nil
+	}
+	st.sink, st.first = r.startTrace(true, stretches)
 	if st.sink != nil {
 		st.start = time.Now()
 	}
@@ -642,15 +648,15 @@ func (r *Recorder) rest(until time.Time, wait waitFunc) *request {
 // first generation, and only if the goroutine did not run until then
 // (go.dev/issue/65634), so a wait that ends within the first second would
 // have no stack; the short trace ends its generation at once.
-func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
-	// Ended by record, after the trace's stopTrace, or here when none
-	// starts.
-	r.cfg.Stretches.Begin()
+//
+// The stretches, when given, are told of the stretch as its trace starts,
+// after the short trace, whose waits are not kept, and the sink tells them
+// of its end (traceSink.endNaming).
+func (r *Recorder) startTrace(first bool, stretches *requests.Stretches) (*traceSink, []byte) {
 	var firstTrace []byte
 	if first {
 		fs := newTraceSink(int(r.cfg.MaxTraceBytes), int(r.cfg.MaxTraceBytes), [2][]byte{})
 		if err := trace.Start(fs); err != nil {
-			r.cfg.Stretches.Cancel()
 			return nil, nil
 		}
 		stopTrace()
@@ -660,9 +666,12 @@ func (r *Recorder) startTrace(first bool) (*traceSink, []byte) {
 		}
 	}
 	sink := newTraceSink(int(r.cfg.MaxTraceBytes/4*softShare), int(r.cfg.MaxTraceBytes), r.bufs)
+	// Before the first wait can be kept.
+	stretches.Begin()
+	sink.stretches = stretches
 	if err := trace.Start(sink); err != nil {
 		// The short trace before it is dropped: no wait of it counts.
-		r.cfg.Stretches.Cancel()
+		stretches.Cancel()
 		return nil, nil
 	}
 	if r.skipLogged != "" {
@@ -705,9 +714,7 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	// not the application's flight recorder goes on); should a part come
 	// later, it is left out and the stretch counts as cut.
 	stopTrace()
-	if rec.st.sink != nil {
-		r.cfg.Stretches.End() // begun by startTrace
-	}
+	rec.st.sink.endNaming()
 	stopped := time.Now()
 	sinkCut, offered := rec.st.sink.close()
 	r.startNext(rec)
@@ -892,6 +899,7 @@ func (r *Recorder) goOn(rec *recording, whole bool, now time.Time) bool {
 	if !st.watch && !rec.extended {
 		rec.extended, rec.charged = true, st.sink.offeredBytes()
 		rec.rd.waitsUntil = rec.end.UnixNano()
+		st.sink.endNaming()
 	}
 	rec.end = now.Add(watchStep)
 	return true
@@ -955,7 +963,9 @@ func (r *Recorder) endRecording(rec *recording, stopped time.Time, sinkCut bool,
 	read := st.sink.kept
 	covered := rd.finish()
 	r.reach = rd.wall(rd.last)
-	r.tell(rec.w, r.reach)
+	// What the trace held past what was read is not read: no wait of
+	// the stretch names a root later.
+	r.tell(rec.w, max(r.reach, stopped.UnixNano()))
 	r.settleUntraced(stopped)
 	r.readTotal += read
 	r.maxRead = max(r.maxRead, read)

@@ -515,3 +515,50 @@ func TestRecorderNamesItsRoots(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchTraceNamesNoRoots runs a duty stretch and a watch trace over
+// two requests renamed as they end, beside a tracker with room for one
+// root of the stretches: the duty stretch, whose waits name roots, keeps
+// one for its verdict and drops the other; the watch trace, which keeps
+// no waits, keeps neither, and the Stretches never count it as running.
+func TestWatchTraceNamesNoRoots(t *testing.T) {
+	for _, tt := range []struct {
+		watch              bool
+		dropped, unsampled int64
+	}{{false, 1, 0}, {true, 0, 2}} {
+		t.Run(fmt.Sprint("watch=", tt.watch), func(t *testing.T) {
+			s := new(requests.Stretches)
+			tr := requests.New(requests.Config{MaxRoutes: 10, MaxRoots: 2, Stretches: s})
+			if err := tr.Install(); err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Stop()
+			r := &Recorder{cfg: Config{MaxTraceBytes: DefaultMaxTraceBytes, Stretches: s}}
+			now := time.Now()
+			tr.Sweep(now)
+			var reqs []*requests.Request
+			for i := range 2 {
+				reqs = append(reqs, requests.Begin(fmt.Sprintf("%032x%016x", i+1, i+1), "GET", "", now))
+				reqs[i].Labelled()
+			}
+			tr.Sweep(now)
+			st := stretch{watch: tt.watch}
+			r.traceStretch(&st)
+			if st.sink == nil {
+				t.Fatal("no trace started")
+			}
+			for i, q := range reqs {
+				q.SetName(fmt.Sprint("GET /", i))
+				q.End(now)
+			}
+			tr.Sweep(now)
+			stopTrace()
+			st.sink.endNaming()
+			// The stretch's root, never told, is carried into the next
+			// window.
+			if q := tr.Window(now); q.Dropped != tt.dropped || q.Unsampled != tt.unsampled {
+				t.Errorf("dropped %d, unsampled %d; want %d, %d", q.Dropped, q.Unsampled, tt.dropped, tt.unsampled)
+			}
+		})
+	}
+}

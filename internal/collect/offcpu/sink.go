@@ -2,6 +2,8 @@ package offcpu
 
 import (
 	"sync"
+
+	"github.com/pprofotel/profiler/internal/collect/requests"
 )
 
 // evEndOfGeneration is the execution trace's end-of-generation marker
@@ -48,6 +50,10 @@ type traceSink struct {
 	full     bool
 	// gens counts the generations completed, kept or not.
 	gens int
+	// stretches, when set, count the stretch as running while the sink
+	// keeps what its waits name: until a generation is dropped, or
+	// endNaming.
+	stretches *requests.Stretches
 }
 
 // newTraceSink returns a sink that keeps at most limit bytes and asks to
@@ -87,6 +93,7 @@ func (s *traceSink) Write(b []byte) (int, error) {
 		s.kept -= len(s.buf) - s.complete
 		s.buf = s.buf[:s.complete]
 		s.dropping, s.full = true, true
+		s.endNamingLocked()
 		s.signal()
 		return len(b), nil
 	}
@@ -97,6 +104,25 @@ func (s *traceSink) Write(b []byte) (int, error) {
 		s.signal()
 	}
 	return len(b), nil
+}
+
+// endNaming tells the stretches, once, that the sink keeps no more of the
+// stretch's waits: it ended, it goes on past its length for watched
+// requests only, or a generation was dropped.
+func (s *traceSink) endNaming() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endNamingLocked()
+}
+
+func (s *traceSink) endNamingLocked() {
+	if s.stretches != nil {
+		s.stretches.End()
+		s.stretches = nil
+	}
 }
 
 func (s *traceSink) signal() {

@@ -121,7 +121,7 @@ func BenchmarkWatchStart(b *testing.B) {
 				r := &Recorder{cfg: Config{MaxTraceBytes: DefaultMaxTraceBytes}}
 				var firstBytes int
 				for b.Loop() {
-					sink, ft := r.startTrace(first)
+					sink, ft := r.startTrace(first, nil)
 					if sink == nil {
 						b.Fatal("tracer busy")
 					}
