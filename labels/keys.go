@@ -36,7 +36,10 @@ const (
 // profiler's request tracker runs, a third field may follow, after a
 // second semicolon: the route of the request of the span named first, to
 // the end of the message (a route may hold semicolons); a route given
-// later is logged again, naming the same span twice. The execution
+// later, or a new name a local root ends with, is logged again, naming
+// the same span twice: the route the request's records name from then on,
+// and the one its earlier ones take (a window gives every sample of a
+// request its last route). The execution
 // trace carries no pprof labels, so these records are what ties its events
 // to spans (the profiler's off-CPU profile reads them); the span before
 // is what ties the waits of a goroutine whose span began before the trace

@@ -209,14 +209,15 @@ func TestRouteLabel(t *testing.T) {
 		// wantLog are the routes of the execution trace's records of
 		// the spans (TraceLogCategory), "" for none: the root's start,
 		// its relabelling if any, the child's start, its end (back to
-		// the root) and the root's end.
+		// the root), the root's route as it ends if it was renamed, and
+		// the root's end.
 		wantLog []string
 	}{
 		{"untracked", false, nil, "", "", "", "", []string{"", "", "", ""}},
 		{"name", true, nil, "", "", "GET", "GET", []string{"GET", "GET", "GET", ""}},
 		{"route", true, []trace.SpanStartOption{route}, "", "", "/users/{id}", "/users/{id}", []string{"/users/{id}", "/users/{id}", "/users/{id}", ""}},
 		// The records tell the route as it is, the labels as it was.
-		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET", []string{"GET", "GET /users/{id}", "GET /users/{id}", ""}},
+		{"renamed after start: the label keeps the start", true, nil, "GET /users/{id}", "", "GET", "GET", []string{"GET", "GET /users/{id}", "GET /users/{id}", "GET /users/{id}", ""}},
 		// The child, started from the context Start returned, takes
 		// the route its root's goroutine was given.
 		{"routed after start: the root's goroutine is relabelled", true, nil, "", "/users/{id}", "/users/{id}", "/users/{id}", []string{"GET", "/users/{id}", "/users/{id}", "/users/{id}", ""}},

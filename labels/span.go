@@ -64,6 +64,11 @@ type labeledSpan struct {
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	first := s.ended.CompareAndSwap(false, true)
 	if first && s.carries(goroutineLabelSet()) {
+		if rtrace.IsEnabled() && s.request.Renamed() {
+			// The waits traced in the request take the route it ends
+			// with, which its labels do not carry.
+			logSpanSwitch(s, s)
+		}
 		restore := s.previous
 		p := s.parent
 		for ; p != nil && p.ended.Load(); p = p.parent {

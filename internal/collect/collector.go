@@ -215,9 +215,10 @@ type Collector struct {
 	ownTracker bool
 	// settle is Config.Settle.
 	settle time.Duration
-	// stretches is told by the recorders when they record, and
-	// cpuStretches when the CPU profile does, for the tracker: it
-	// remembers only the roots a sample can name.
+	// stretches is told by the recorders when they record and which
+	// roots their samples name, and cpuStretches by the CPU profile's
+	// parts, for the tracker: it remembers only the roots a sample
+	// named.
 	stretches, cpuStretches *requests.Stretches
 }
 

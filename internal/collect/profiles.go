@@ -98,8 +98,9 @@ type RecorderConfig struct {
 	// slow; 0 takes the recorder's default.
 	SlowThreshold time.Duration
 	// Stretches is told when a recorder whose samples name local roots
-	// records (Begin before, End after): the request tracker remembers
-	// only the roots whose life overlapped such a stretch. Nil for none.
+	// keeps them (Begin before, End after), and which roots they named
+	// (Named): the request tracker remembers only those roots. Nil for
+	// none.
 	Stretches *requests.Stretches
 }
 

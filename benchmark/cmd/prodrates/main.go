@@ -310,7 +310,11 @@ func (e *memExporter) requests() []*collectorpb.ExportProfilesServiceRequest {
 
 // report prints what the windows say of the requests.
 func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st profiler.Stats, heapBefore, heapAfter int64) error {
-	cpu, offCPU := new(share), new(share)
+	// The off-CPU samples are counted by waits as well as by their
+	// value: under a duty cycle the values are scaled by the window's
+	// length over the time traced, and a window whose stretches were
+	// read in part scales its few waits up a thousandfold.
+	cpu, offCPU, offCPUWaits := new(share), new(share), new(share)
 	shares := map[string]*share{profiler.CPUProfile.String(): cpu, profiler.OffCPUProfile.String(): offCPU}
 	counted := map[string]int64{}
 	for _, req := range reqs {
@@ -325,7 +329,11 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 						if name == "requests" {
 							counted[ep] += n
 						} else if sh := shares[name]; sh != nil && s.GetLinkIndex() != 0 {
-							sh.add(d.GetLinkTable()[s.GetLinkIndex()].GetSpanId(), ep, n)
+							sid := d.GetLinkTable()[s.GetLinkIndex()].GetSpanId()
+							sh.add(sid, ep, n)
+							if sh == offCPU {
+								offCPUWaits.add(sid, ep, int64(max(len(s.GetTimestampsUnixNano()), 1)))
+							}
 						}
 					}
 				}
@@ -334,7 +342,8 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	}
 	fmt.Printf("windows %d; labelled CPU samples %s\n", st.WindowsCollected, cpu)
 	if withOffCPU {
-		fmt.Printf("labelled off-CPU samples (waits, in ns) %s\n", offCPU)
+		fmt.Printf("labelled off-CPU waits %s\n", offCPUWaits)
+		fmt.Printf("their time (ns, scaled) %s\n", offCPU)
 	}
 	exact := true
 	for i, r := range routes {

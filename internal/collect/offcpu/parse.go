@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,8 +54,10 @@ type window struct {
 	byKind map[kindKey]int32
 	events []event
 	// roots are the local root span ids the kinds added since the
-	// Recorder last told them name.
-	roots []string
+	// Recorder last told them name; rootKinds the kinds of each root
+	// span id, whose route a later record may change (reroute).
+	roots     []string
+	rootKinds map[string][]int32
 
 	tables
 }
@@ -104,6 +107,7 @@ func newWindow(maxWaits int, sampleType pprofdecode.ValueType) *window {
 		sampleType: sampleType,
 		period:     period,
 		byKind:     make(map[kindKey]int32),
+		rootKinds:  make(map[string][]int32),
 		tables: tables{
 			byFrame: make(map[trace.StackFrame]int32),
 			byFunc:  make(map[funcKey]int32),
@@ -117,6 +121,7 @@ func (w *window) reset() {
 	w.kinds = w.kinds[:0]
 	clear(w.byKind)
 	w.roots = w.roots[:0]
+	clear(w.rootKinds)
 	w.events = w.events[:0]
 	w.locations = w.locations[:0]
 	w.functions = w.functions[:0]
@@ -341,6 +346,23 @@ func (s *reading) spanSwitch(ev *trace.Event, g *goroutine, msg string) {
 	g.span = now
 	if len(now) == spanLen && route != "" {
 		g.span = now + route
+		if now == before {
+			s.w.reroute(now[32+16:], route)
+		}
+	}
+}
+
+// reroute gives the waits of the request whose local root span id is
+// root the route it was given since they were kept: the wrapper writes a
+// record of a span to itself when its request's route changes (an
+// http.route set, a span renamed as it ends), and a window gives every
+// sample of a request its last route, as the request tracker does.
+func (w *window) reroute(root, route string) {
+	for _, k := range w.rootKinds[root] {
+		ls := w.kinds[k].labels
+		if i := slices.IndexFunc(ls, func(l pprofdecode.Label) bool { return l.Key == labelkey.Route }); i >= 0 {
+			ls[i].Str = route
+		}
 	}
 }
 
@@ -471,9 +493,11 @@ func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 // kindOf returns the index of the kind of a wait on the window's locations
 // locs, for reason, in span, adding it when new.
 func (s *reading) kindOf(locs []int32, reason, span string) int32 {
-	return s.w.kindOf(&s.stackKey, locs, reason, span, func() []pprofdecode.Label {
+	w := s.w
+	return w.kindOf(&s.stackKey, locs, reason, span, func() []pprofdecode.Label {
 		if _, _, root, _, ok := splitSpan(span); ok && root != "" {
-			s.w.roots = append(s.w.roots, root)
+			w.roots = append(w.roots, root)
+			w.rootKinds[root] = append(w.rootKinds[root], int32(len(w.kinds)))
 		}
 		return appendSpanLabels([]pprofdecode.Label{{Key: ReasonKey, Str: reason}}, span)
 	})

@@ -110,13 +110,18 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 }
 
 // TestRecorderTakesRoutesFromTheLog checks that a wait carries the route
-// the label wrapper's last record gave its span: at the span's start,
-// and again once the route is known.
+// the label wrapper's last record gave its request: the one given at the
+// span's start, or the one given since, also to the waits kept before it,
+// as a window gives every sample of a request its last route. Another
+// request's waits keep theirs.
 func TestRecorderTakesRoutesFromTheLog(t *testing.T) {
 	defer SetDutyCycle(100)()
 	const span = "0af7651916cd43dd8448eb211c80319c" + "b7ad6b7169203331" + "00f067aa0ba902b7"
+	const other = "1af7651916cd43dd8448eb211c80319c" + "c7ad6b7169203331" + "c7ad6b7169203331"
 	r := Start(time.Now(), Config{})
-	trace.Log(t.Context(), labels.TraceLogCategory, span+";;GET")
+	trace.Log(t.Context(), labels.TraceLogCategory, other+";;GET")
+	waittest.InSleep(20 * time.Millisecond)
+	trace.Log(t.Context(), labels.TraceLogCategory, span+";"+other+";GET")
 	waittest.OnChannel(20 * time.Millisecond)
 	trace.Log(t.Context(), labels.TraceLogCategory, span+";"+span+";/users/{id};v2")
 	waittest.OnMutex(20 * time.Millisecond)
@@ -126,7 +131,8 @@ func TestRecorderTakesRoutesFromTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ fn, route string }{
-		{"OnChannel", "GET"},
+		{"InSleep", "GET"},
+		{"OnChannel", "/users/{id};v2"},
 		{"OnMutex", "/users/{id};v2"},
 	} {
 		var n int

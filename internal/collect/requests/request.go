@@ -151,6 +151,17 @@ func (r *Request) Labelled() string {
 	return e
 }
 
+// Renamed reports whether the request's route now is other than the one
+// its labels carry (Begin, Labelled): a span renamed since, say.
+func (r *Request) Renamed() bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.route() != r.labelled
+}
+
 // outcome returns the request's route now, and whether its labels
 // carried another at any time: the samples taken then name that one.
 func (r *Request) outcome() (string, bool) {
