@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -461,9 +462,11 @@ func TestGoOnStopsForTheDutyCycle(t *testing.T) {
 
 // TestRecorderNamesItsRoots runs requests renamed as they end, as otelhttp
 // over a ServeMux names them, every other one waiting under its span,
-// beside a tracker that the recorder's Stretches tell: the tracker
-// remembers the roots that the waits name, and only those, and every
-// wait of a request is given the request's final route.
+// beside a tracker that the recorder's Stretches tell. Of those begun
+// before the stretch, the tracker remembers the roots that the waits
+// name, and only those, and gives the waits the requests' final routes;
+// those begun and ended within the stretch are not remembered, their
+// waits taking the final route from the trace.
 func TestRecorderNamesItsRoots(t *testing.T) {
 	defer SetDutyCycle(100)()
 	s := new(requests.Stretches)
@@ -476,20 +479,58 @@ func TestRecorderNamesItsRoots(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
 
-	r := Start(time.Now(), Config{Stretches: s})
-	const n = 40
+	const n = 20
 	routes := map[string]string{} // by root span id
 	var waited []string
-	for i := range n {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	// serve runs request i on a goroutine of its own, which carries its
+	// labels: it begins, tells its root, waits for go, then waits under
+	// its span if i is even, is renamed and ends.
+	serve := func(i int, began chan<- struct{}, goOn <-chan struct{}) {
+		defer wg.Done()
 		_, span := tracer.Start(context.Background(), "GET")
 		root := span.SpanContext().SpanID().String()
+		mu.Lock()
+		routes[root] = fmt.Sprint("GET /", i)
 		if i%2 == 0 {
-			waittest.OnChannel(5 * time.Millisecond)
 			waited = append(waited, root)
 		}
-		routes[root] = fmt.Sprint("GET /", i)
-		span.SetName(routes[root])
+		mu.Unlock()
+		began <- struct{}{}
+		<-goOn
+		if i%2 == 0 {
+			waittest.OnChannel(5 * time.Millisecond)
+		}
+		span.SetName(fmt.Sprint("GET /", i))
 		span.End()
+	}
+	tr.Sweep(time.Now())
+	began, goOn := make(chan struct{}), make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go serve(i, began, goOn)
+		<-began
+	}
+	tr.Sweep(time.Now()) // takes them in, begun before any stretch
+	r := Start(time.Now(), Config{Stretches: s})
+	close(goOn)
+	wg.Wait()
+	// The tracker knows the time of a request to a sweep: one after the
+	// stretch began marks those begun since as begun within it.
+	tr.Sweep(time.Now())
+	within := map[string]bool{}
+	for i := n; i < 2*n; i++ {
+		wg.Add(1)
+		go serve(i, began, goOn)
+		<-began
+	}
+	wg.Wait()
+	tr.Sweep(time.Now()) // finds them ended while the stretch runs
+	for root, route := range routes {
+		var i int
+		fmt.Sscan(route[len("GET /"):], &i)
+		within[root] = i >= n
 	}
 	p, err := r.Collect(time.Now(), true)
 	if err != nil {
@@ -499,15 +540,17 @@ func TestRecorderNamesItsRoots(t *testing.T) {
 
 	named := map[string]bool{}
 	for _, smp := range p.Samples {
-		if root := label(smp, labels.LocalRootSpanIDKey); root != "" {
-			named[root] = true
-		}
+		root := label(smp, labels.LocalRootSpanIDKey)
+		named[root] = named[root] || root != ""
 		if !fnIn(p, smp, "OnChannel") {
 			continue
 		}
-		root := label(smp, labels.LocalRootSpanIDKey)
-		if got, ok := q.Route(root); !ok || got != routes[root] {
-			t.Errorf("a wait of root %q: route %q, %v; want %q", root, got, ok, routes[root])
+		got, ok := q.Route(root)
+		if within[root] {
+			got, ok = label(smp, labels.RouteKey), !ok
+		}
+		if !ok || got != routes[root] {
+			t.Errorf("a wait of root %q (within the stretch %v): route %q, %v; want %q", root, within[root], got, ok, routes[root])
 		}
 	}
 	for _, root := range waited {
@@ -516,8 +559,8 @@ func TestRecorderNamesItsRoots(t *testing.T) {
 		}
 	}
 	for root := range routes {
-		if _, ok := q.Route(root); ok != named[root] {
-			t.Errorf("root %s: remembered %v, named by a wait %v", root, ok, named[root])
+		if _, ok := q.Route(root); ok != (named[root] && !within[root]) {
+			t.Errorf("root %s: remembered %v, named by a wait %v, within the stretch %v", root, ok, named[root], within[root])
 		}
 	}
 }

@@ -143,6 +143,12 @@ func (s *Stretches) mark() uint16 {
 	return m
 }
 
+// within reports whether one stretch ran, unbroken, from mark's time to
+// now: it ran then, and no stretch ended or began since.
+func (s *Stretches) within(mark uint16) bool {
+	return s != nil && mark&markOpen != 0 && s.mark() == mark
+}
+
 // overlaps reports whether a stretch ran at some time between mark's and
 // now: one ran at mark's time, or one began since. It errs towards true
 // only: a stretch that began after the life it is asked about ended,

@@ -58,17 +58,17 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: "GET /1"}},
 		{name: "began during, ended after", script: "on sweep r1 x1 sweep off sweep e1 window",
 			known: map[int]string{1: "GET /1"}},
-		{name: "began and ended during", script: "on sweep r1 x1 sweep e1 sweep off window",
-			known: map[int]string{1: "GET /1"}},
-		{name: "began and ended during, not named", script: "on sweep r1 sweep e1 sweep off window",
+		{name: "began and ended during: the trace has its route, not kept", script: "on sweep r1 x1 sweep e1 sweep off window",
+			known: map[int]string{1: ""}},
+		{name: "began before, ended during, not named", script: "sweep r1 sweep on sweep e1 sweep off window",
 			known: map[int]string{1: ""}, unsampled: 1},
 		{name: "a stretch began and ended during its life", script: "sweep r1 sweep on x1 sweep off sweep e1 window",
 			known: map[int]string{1: "GET /1"}},
 		{name: "began and ended within one sweep period of a stretch", script: "sweep r1 on x1 off e1 window",
 			known: map[int]string{1: "GET /1"}},
-		{name: "ended after what was read: waits for the next read", script: "sweep on sweep r1 sweep tell e1 sweep sweep x1 off window",
+		{name: "ended after what was read: waits for the next read", script: "sweep r1 sweep on sweep tell e1 sweep sweep x1 off window",
 			known: map[int]string{1: "GET /1"}},
-		{name: "read past its end, not named: forgotten", script: "sweep on sweep r1 sweep e1 sweep tell sweep x1 off window",
+		{name: "read past its end, not named: forgotten", script: "sweep r1 sweep on sweep e1 sweep tell sweep x1 off window",
 			known: map[int]string{1: ""}, unsampled: 1},
 		{name: "taken in by the first sweep: in doubt, kept", script: "r1 sweep e1 sweep on x1 tell window",
 			known: map[int]string{1: "GET /1"}},
@@ -78,7 +78,7 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: "GET /1"}},
 		{name: "run long, outside any stretch", script: "sweep o1 sweep e1 sweep on off window",
 			known: map[int]string{1: "GET /1"}},
-		{name: "labelled roots, outside and inside", script: "sweep l1 sweep e1 sweep on sweep l2 x2 sweep e2 off window", labelled: true,
+		{name: "labelled roots, outside and inside", script: "sweep l1 sweep e1 l2 sweep on sweep x2 sweep e2 off window", labelled: true,
 			known: map[int]string{1: "", 2: "/2"}},
 		{name: "mixed", script: "sweep r1 r2 sweep e1 sweep on sweep r3 x2 x3 e2 sweep off sweep e3 r4 sweep e4 window",
 			known: map[int]string{1: "", 2: "GET /2", 3: "GET /3", 4: ""}, unsampled: 2},
@@ -88,7 +88,7 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: ""}},
 		{name: "running at the window's end", script: "sweep r1 sweep window",
 			known: map[int]string{1: "GET"}},
-		{name: "told after the window's end, heard by the next", script: "sweep on sweep r1 sweep e1 sweep window x1 off window",
+		{name: "told after the window's end, heard by the next", script: "sweep r1 sweep on sweep e1 sweep window x1 off window",
 			known: map[int]string{1: "GET /1"}},
 
 		{name: "part: sampled", script: "sweep pon sweep r1 s1 sweep e1 sweep poff window", parts: true,
@@ -101,11 +101,11 @@ func TestRootsInStretches(t *testing.T) {
 			known: map[int]string{1: "GET /1"}},
 		{name: "part: swept after its part was told", script: "sweep pon sweep r1 r2 s1 e1 e2 poff pon sweep poff window", parts: true,
 			known: map[int]string{1: "GET /1", 2: ""}, unsampled: 1},
-		{name: "part and stretch: the part names one, neither the other", script: "sweep on pon sweep r1 r2 s1 sweep e1 e2 sweep poff off window", parts: true,
+		{name: "part and stretch: the part names one, neither the other", script: "sweep r1 r2 sweep on pon sweep s1 sweep e1 e2 sweep poff off window", parts: true,
 			known: map[int]string{1: "GET /1", 2: ""}, unsampled: 3},
-		{name: "part and stretch: each names one", script: "sweep on pon sweep r1 r2 s1 x2 sweep e1 e2 sweep poff off window", parts: true,
+		{name: "part and stretch: each names one", script: "sweep r1 r2 sweep on pon sweep s1 x2 sweep e1 e2 sweep poff off window", parts: true,
 			known: map[int]string{1: "GET /1", 2: "GET /2"}, unsampled: 2},
-		{name: "part and stretch: both name it", script: "sweep on pon sweep r1 s1 x1 sweep e1 sweep poff off window", parts: true,
+		{name: "part and stretch: both name it", script: "sweep r1 sweep on pon sweep s1 x1 sweep e1 sweep poff off window", parts: true,
 			known: map[int]string{1: "GET /1"}},
 		{name: "part: outside every part", script: "sweep pon poff sweep r1 sweep e1 sweep window", parts: true,
 			known: map[int]string{1: ""}, unsampled: 1},
@@ -298,9 +298,19 @@ func TestPartDue(t *testing.T) {
 				tr.Sweep(now)
 			}
 			tr.Sweep(now)
+			// Begun before the stretch, ended in it.
+			var early []*Request
+			for n := 101; n <= 100+tt.inStretch; n++ {
+				early = append(early, Begin(ids(n), "GET", "", now))
+			}
+			tr.Sweep(now)
 			stretches.Begin()
 			tr.Sweep(now)
-			end(101, 100+tt.inStretch)
+			for i, r := range early {
+				r.SetName(fmt.Sprint("GET /", 101+i))
+				r.End(now)
+			}
+			tr.Sweep(now)
 			stretches.End()
 			var inStretch []string
 			for n := 101; n <= 100+tt.inStretch; n++ {

@@ -540,10 +540,10 @@ func (t *Tracker) ended(r *Request) {
 //   - one reported to OnLong: its explanation names it; it is remembered,
 //     within MaxRoots;
 //   - one whose route is not the one its labels carried (renamed), and
-//     with LabelledRoots any other, whose life overlapped a stretch: kept
-//     pending for the stretches' verdict, within MaxRoots/2; remembered at
-//     once, within MaxRoots (the labelled ones within half of it), without
-//     Stretches;
+//     with LabelledRoots any other, whose life overlapped a stretch and
+//     did not lie within one: kept pending for the stretches' verdict,
+//     within MaxRoots/2; remembered at once, within MaxRoots (the
+//     labelled ones within half of it), without Stretches;
 //   - a renamed one whose life overlapped a part: kept pending for the
 //     parts' verdict, within MaxRoots.
 //
@@ -557,7 +557,11 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
 	w.roots.reserve(min(max(t.prev.roots.len(), 64), cfg.maxRemembered()))
-	inStretch := cfg.Stretches.overlaps(r.since.stretches) && (renamed || cfg.LabelledRoots)
+	// A request whose whole life lay within one stretch gave the
+	// stretch's trace its route as it began, was routed and ended renamed
+	// (package labels), which its waits take: it needs no lookup.
+	within := cfg.Stretches.within(r.since.stretches)
+	inStretch := cfg.Stretches.overlaps(r.since.stretches) && !within && (renamed || cfg.LabelledRoots)
 	inPart := cfg.Parts != nil && cfg.Parts.overlaps(r.since.parts) && renamed
 	held := w.held()
 	kept := false
@@ -580,6 +584,8 @@ func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
 	case kept || !renamed:
 	case inStretch || inPart || r.long:
 		w.rootsFull++
+	case within:
+		// Its samples carry its route.
 	default:
 		w.unsampled++
 	}
