@@ -649,7 +649,7 @@ func (c *Collector) nextPart(now time.Time) {
 	if err == nil {
 		err = c.parts.add(p)
 		// The tracker hears the part's roots now, for PartDue.
-		c.tracker.Sweep(time.Now())
+		c.tracker.Hear()
 	}
 	if err != nil {
 		c.fail(CPU, fmt.Errorf("a part of the CPU profile: %w", err))

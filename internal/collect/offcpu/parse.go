@@ -346,8 +346,8 @@ func (s *reading) spanSwitch(ev *trace.Event, g *goroutine, msg string) {
 	g.span = now
 	if len(now) == spanLen && route != "" {
 		g.span = now + route
-		if now == before {
-			s.w.reroute(now[32+16:], route)
+		if _, _, root, _, ok := splitSpan(now); ok && root != "" && now == before {
+			s.w.reroute(root, route)
 		}
 	}
 }
@@ -495,11 +495,13 @@ func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 func (s *reading) kindOf(locs []int32, reason, span string) int32 {
 	w := s.w
 	return w.kindOf(&s.stackKey, locs, reason, span, func() []pprofdecode.Label {
-		if _, _, root, _, ok := splitSpan(span); ok && root != "" {
+		ls := appendSpanLabels([]pprofdecode.Label{{Key: ReasonKey, Str: reason}}, span)
+		if i := slices.IndexFunc(ls, func(l pprofdecode.Label) bool { return l.Key == labelkey.LocalRootSpanID }); i >= 0 {
+			root := ls[i].Str
 			w.roots = append(w.roots, root)
 			w.rootKinds[root] = append(w.rootKinds[root], int32(len(w.kinds)))
 		}
-		return appendSpanLabels([]pprofdecode.Label{{Key: ReasonKey, Str: reason}}, span)
+		return ls
 	})
 }
 

@@ -496,9 +496,25 @@ func (t *Tracker) sweep(now time.Time) bool {
 	clear(t.live[len(kept):])
 	t.live = kept
 	t.running.Store(int64(len(kept)))
-	pending := t.win.parts.pending.len()
-	t.partDue.Store(pending > 0 && pending >= (cfg.MaxRoots-t.win.held()+pending)/2)
+	t.notePartDue()
 	return len(kept) > 0
+}
+
+// Hear takes in what the Stretches told since the last sweep, as a sweep
+// would, without taking in or counting requests: the collector calls it
+// once it told a part's roots, so that PartDue knows the part's verdict.
+func (t *Tracker) Hear() {
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	t.hear()
+	t.notePartDue()
+}
+
+// notePartDue sets PartDue from the roots pending for the parts.
+// t.sweepMu is held.
+func (t *Tracker) notePartDue() {
+	pending := t.win.parts.pending.len()
+	t.partDue.Store(pending > 0 && pending >= (t.cfg.MaxRoots-t.win.held()+pending)/2)
 }
 
 // hear takes in what the Stretches told since the last sweep, and gives
