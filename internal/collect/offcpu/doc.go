@@ -31,7 +31,10 @@
 // when the stretch began adds nothing to it: parked-forever goroutines and
 // idle pool workers that did not run in the stretch never appear, and one
 // that did run appears only for the time since. The runtime's own
-// goroutines (GC workers, the background sweeper) are left out.
+// goroutines (the garbage collector's workers, the sweeper, the
+// scavenger, the tracer's) and the reader runtime/trace runs for the
+// trace are left out, whatever they wait for: on a busy machine the
+// sweeper alone yields tens of thousands of times a second (skipStack).
 //
 // Cost is bounded five ways. The trace runs only for the duty cycle's
 // share of the time. The parser reads whole generations only; the runtime

@@ -26,7 +26,9 @@ const ReasonKey = otlpattr.WaitReason
 const ReasonSyscall = "syscall"
 
 // ignoredReasons are the waits of the runtime's own goroutines (GC
-// workers, the background sweeper, the scavenger), idle by design.
+// workers, the background sweeper, the scavenger), idle by design: left
+// out by reason too, for a wait whose stack the trace does not give
+// (skipStack leaves out the rest).
 var ignoredReasons = map[string]bool{
 	"system goroutine wait":      true,
 	"GC background sweeper wait": true,
@@ -188,8 +190,8 @@ type goroutine struct {
 type reading struct {
 	w          *window
 	goroutines map[trace.GoID]*goroutine
-	// stacks maps the trace's stacks to the window's locations; nil
-	// locations with ok set mark the recorder's own stacks.
+	// stacks maps the trace's stacks to the window's locations, or marks
+	// them left out.
 	stacks   map[trace.Stack]stackLocations
 	stackKey []byte
 
@@ -476,7 +478,7 @@ func (s *reading) wall(t trace.Time) int64 {
 }
 
 // kind returns the index of the kind of a wait on stack, for reason, in
-// span; -1 for a wait of the recorder itself.
+// span; -1 for a wait left out (skipStack).
 func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 	w := s.w
 	sl, ok := s.stacks[stack]
@@ -484,7 +486,7 @@ func (s *reading) kind(stack trace.Stack, reason, span string) int32 {
 		sl = w.stack(stack)
 		s.stacks[stack] = sl
 	}
-	if sl.recorder {
+	if sl.skip {
 		return -1
 	}
 	return s.kindOf(sl.locs, reason, span)
@@ -564,19 +566,44 @@ const recorderFunc = "github.com/pprofotel/profiler/internal/collect/offcpu.(*Re
 // stackLocations is a stack's locations in the window, leaf first.
 type stackLocations struct {
 	locs []int32
-	// recorder marks a stack of the recorder's goroutine.
-	recorder bool
+	// skip marks a stack whose waits are left out (skipStack).
+	skip bool
 }
 
 // stack returns the locations of stk, adding what is new to the window's
 // tables.
 func (w *window) stack(stk trace.Stack) stackLocations {
-	for f := range stk.Frames() {
-		if strings.HasPrefix(f.Func, recorderFunc) {
-			return stackLocations{recorder: true}
-		}
+	if skipStack(stk.Frames()) {
+		return stackLocations{skip: true}
 	}
 	return stackLocations{locs: w.locationsOf(stk.Frames())}
+}
+
+// skipStack reports whether frames, leaf first, are the stack of a
+// goroutine whose waits are not the application's: the recorder's; the
+// reader that runtime/trace starts for its subscribers; or one of the
+// runtime's own, as runtime.isSystemGoroutine tells them (the garbage
+// collector's workers, the sweeper, the scavenger, the tracer's
+// advancer): every frame in package runtime, below any function but
+// runtime.main. The goroutines that run finalizers and cleanups are the
+// runtime's while idle and the application's while in its code.
+func skipStack(frames iter.Seq[trace.StackFrame]) bool {
+	outermost, runtimeOnly := "", true
+	for f := range frames {
+		if strings.HasPrefix(f.Func, recorderFunc) {
+			return true
+		}
+		outermost = f.Func
+		runtimeOnly = runtimeOnly && strings.HasPrefix(f.Func, "runtime.")
+	}
+	switch {
+	case outermost == "":
+		return false // no stack: nothing tells whose it is
+	case strings.HasPrefix(outermost, "runtime/trace."):
+		return true
+	default:
+		return runtimeOnly && outermost != "runtime.main"
+	}
 }
 
 // locationsOf returns the locations of frames, leaf first, adding what is

@@ -1,6 +1,10 @@
 package offcpu
 
-import "testing"
+import (
+	"testing"
+
+	"golang.org/x/exp/trace"
+)
 
 func TestSplitSpan(t *testing.T) {
 	const (
@@ -27,5 +31,39 @@ func TestSplitSpan(t *testing.T) {
 		if tr != tt.trace || sp != tt.span || root != tt.root || route != tt.route || ok != tt.ok {
 			t.Errorf("splitSpan(%q) = %q, %q, %q, %q, %v; want %q, %q, %q, %q, %v", tt.msg, tr, sp, root, route, ok, tt.trace, tt.span, tt.root, tt.route, tt.ok)
 		}
+	}
+}
+
+func TestSkipStack(t *testing.T) {
+	tests := []struct {
+		name   string
+		frames []string // leaf first
+		want   bool
+	}{
+		{"the sweeper yielding", []string{"runtime.Gosched", "runtime.goschedIfBusy", "runtime.bgsweep"}, true},
+		{"a mark worker", []string{"runtime.gcMarkDone", "runtime.gcBgMarkWorker"}, true},
+		{"the tracer's advancer", []string{"runtime.chanrecv1", "runtime.(*wakeableSleep).sleep", "runtime.(*traceAdvancerState).start.func1"}, true},
+		{"the finalizer goroutine idle", []string{"runtime.runFinalizers"}, true},
+		{"the trace's reader", []string{"sync.(*Mutex).Lock", "github.com/pprofotel/profiler/internal/collect/offcpu.(*traceSink).Write", "runtime/trace.(*traceMultiplexer).startLocked.func1"}, true},
+		{"the recorder", []string{"runtime.selectgo", recorderFunc + "loop"}, true},
+		{"a finalizer of the application", []string{"time.Sleep", "main.closeFile", "runtime.runFinalizers"}, false},
+		{"the main goroutine in the runtime", []string{"runtime.gcWaitOnMark", "runtime.main"}, false},
+		{"the application in the runtime", []string{"runtime.chanrecv1", "main.worker"}, false},
+		{"the application's flight recorder", []string{"runtime.traceAdvance", "runtime/trace.(*FlightRecorder).Stop", "main.main", "runtime.main"}, false},
+		{"no stack", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			frames := func(yield func(trace.StackFrame) bool) {
+				for _, f := range tt.frames {
+					if !yield(trace.StackFrame{Func: f}) {
+						return
+					}
+				}
+			}
+			if got := skipStack(frames); got != tt.want {
+				t.Errorf("skipStack(%q) = %v, want %v", tt.frames, got, tt.want)
+			}
+		})
 	}
 }

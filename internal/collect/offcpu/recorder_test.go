@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"runtime/trace"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -108,6 +109,53 @@ func TestRecorderAttributesWaitsToStackReasonAndSpan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRecorderLeavesOutTheRuntimesGoroutines collects garbage while a
+// stretch runs: the garbage collector's workers, the sweeper and the
+// tracer's goroutines wait, yield and are preempted, and none of it is
+// the application's; the application's own waits are kept, also those it
+// spends in the runtime.
+func TestRecorderLeavesOutTheRuntimesGoroutines(t *testing.T) {
+	defer SetDutyCycle(100)()
+	r := Start(time.Now(), Config{})
+	for range 5 {
+		runtime.GC()
+		waittest.InSleep(time.Millisecond)
+	}
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtimes := []string{
+		"runtime.gcBgMarkWorker", "runtime.bgsweep", "runtime.bgscavenge",
+		"runtime.(*traceAdvancerState).start.func1",
+		"runtime/trace.(*traceMultiplexer).startLocked.func1",
+	}
+	for _, s := range p.Samples {
+		for _, fn := range runtimes {
+			if fnNamed(p, s, fn) {
+				t.Errorf("kept a %q wait of %s, one of the runtime's own goroutines", label(s, ReasonKey), fn)
+			}
+		}
+	}
+	if got := waited(p, "InSleep")["sleep"]; got < 5*time.Millisecond {
+		t.Errorf("the application's sleeps: %v, want at least 5ms", got)
+	}
+	if got := waited(p, "GC"); len(got) == 0 {
+		t.Error("no wait of the application in runtime.GC")
+	}
+}
+
+func fnNamed(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
+	for _, l := range s.Locations {
+		for _, ln := range p.Locations[l].Lines {
+			if p.Functions[ln.Function].Name == fn {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestRecorderTakesRoutesFromTheLog checks that a wait carries the route
