@@ -501,7 +501,7 @@ func wantBuildID(t *testing.T) string {
 	}
 	out, err := exec.Command("go", "tool", "buildid", exe).Output()
 	if err != nil {
-		t.Skipf("go tool buildid: %v", err)
+		t.Fatalf("go tool buildid: %v", err)
 	}
 	return strings.TrimSpace(string(out))
 }
