@@ -309,7 +309,7 @@ func TestAppendRequestRandom(t *testing.T) {
 
 // inputsFromFile decodes the runtime profiles kept by the benchmark module.
 func inputsFromFile(t *testing.T, name string) []otlp.Input {
-	data, err := os.ReadFile(filepath.Join("..", "..", "benchmark", "testdata", name+".pb.gz"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "benchmark", "testdata", name+".pb.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
