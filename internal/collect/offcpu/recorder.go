@@ -720,11 +720,14 @@ func (r *Recorder) record(st stretch, wait waitFunc) *request {
 	r.startNext(rec)
 	if !rec.abandon {
 		r.parse(rec)
-		if next := r.handover; next != nil && !next.watch && next.sink != nil && !rec.extended && rec.err == nil {
+		if next := r.handover; next != nil && !next.watch && next.sink != nil && !rec.extended && rec.err == nil && !sinkCut {
 			// The next stretch's trace began as this one's ended: its
 			// reading carries on the waits still open, split at the
 			// window's end when a collection ended this one, and
-			// counted from now on when this one kept none.
+			// counted from now on when this one kept none. Not when
+			// the sink dropped generations: the reading stopped where
+			// they began, and a goroutine the next trace finds waiting
+			// where it waited then may have run many times since.
 			r.carried = rec.rd.handOver(rec.q != nil || rec.st.watch)
 		}
 	}

@@ -185,3 +185,60 @@ func TestFullWindowIsNotTraced(t *testing.T) {
 		t.Errorf("Truncated = %d, want the cut stretch and at least one not traced", got)
 	}
 }
+
+// TestNoWaitSpansDroppedGenerations cuts stretch after stretch at 100 %
+// by a small budget, each taking over from the one before at once, while
+// a goroutine sleeps a millisecond again and again: no wait kept is
+// longer than two of its longest sleeps. A stretch whose sink dropped
+// generations was read only up to where they began; carried from there
+// into the next stretch's trace, which finds the goroutine sleeping where
+// it slept then, its wait would span all it did unseen, tens of
+// milliseconds. (Between the short trace and its stretch's the gap is a
+// fraction of a millisecond, over which a goroutine found sleeping where
+// it slept is taken to have slept all along: two sleeps at most.)
+func TestNoWaitSpansDroppedGenerations(t *testing.T) {
+	defer SetDutyCycle(100)()
+	var stats Stats
+	r := Start(time.Now(), Config{Stats: &stats, MaxTraceBytes: 256 << 10})
+	stopBurst := pingPong(1)
+	done, longest := make(chan struct{}), make(chan time.Duration)
+	go func() {
+		var most time.Duration
+		for {
+			select {
+			case <-done:
+				longest <- most
+				return
+			default:
+			}
+			t0 := time.Now()
+			waittest.InSleep(time.Millisecond)
+			most = max(most, time.Since(t0))
+		}
+	}()
+	polltest.Until(t, "ten stretches cut", func() bool { return stats.Truncated.Load() >= 10 })
+	p, err := r.Collect(time.Now(), true)
+	close(done)
+	most := <-longest
+	stopBurst()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range p.Samples {
+		if !fnIn(p, s, "InSleep") {
+			continue
+		}
+		for _, e := range s.Events {
+			n++
+			// The trace's clock and the goroutine's agree to well
+			// within a millisecond.
+			if d := time.Duration(e.Value); d > 2*most+5*time.Millisecond {
+				t.Errorf("a wait of %v in the sleeps, the longest of which took %v", d, most)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no sleep kept")
+	}
+}
