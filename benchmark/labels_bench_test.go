@@ -144,7 +144,10 @@ func benchChildSpan(b *testing.B, sdk trace.TracerProvider) {
 // "middleware", it is started with a kind and the request's method and
 // given its http.route by SetAttributes once the mux has matched, as
 // otelhttp and integration/testservice's Middleware (the overhead
-// service's) do.
+// service's) do. With "renamed", it is started as "GET" and renamed to
+// its method and route before it ends, as otelhttp around a ServeMux
+// does; "traced" runs the execution tracer meanwhile, as the off-CPU
+// profile's stretches do, when End writes the route to the trace.
 func BenchmarkRootSpanRequests(b *testing.B) {
 	tp := labels.WrapTracerProvider(bareSDK())
 	route := trace.WithAttributes(attribute.String("http.route", "/users/{id}"))
@@ -153,15 +156,26 @@ func BenchmarkRootSpanRequests(b *testing.B) {
 		tracked    bool
 		opts       []trace.SpanStartOption
 		middleware bool
+		renamed    bool
+		traced     bool
 	}{
-		{"untracked", false, nil, false},
-		{"tracked", true, nil, false},
-		{"untracked-route", false, []trace.SpanStartOption{route}, false},
-		{"tracked-route", true, []trace.SpanStartOption{route}, false},
-		{"untracked-middleware", false, nil, true},
-		{"tracked-middleware", true, nil, true},
+		{name: "untracked"},
+		{name: "tracked", tracked: true},
+		{name: "untracked-route", opts: []trace.SpanStartOption{route}},
+		{name: "tracked-route", tracked: true, opts: []trace.SpanStartOption{route}},
+		{name: "untracked-middleware", middleware: true},
+		{name: "tracked-middleware", tracked: true, middleware: true},
+		{name: "tracked-renamed", tracked: true, renamed: true},
+		{name: "tracked-traced", tracked: true, traced: true},
+		{name: "tracked-renamed-traced", tracked: true, renamed: true, traced: true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			if bc.traced {
+				if err := rtrace.Start(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				defer rtrace.Stop()
+			}
 			if bc.tracked {
 				t := requests.New(requests.Config{})
 				if err := t.Install(); err != nil {
@@ -185,6 +199,9 @@ func BenchmarkRootSpanRequests(b *testing.B) {
 					continue
 				}
 				_, span := tr.Start(ctx, "GET", bc.opts...)
+				if bc.renamed {
+					span.SetName("GET /users/{id}")
+				}
 				span.End()
 			}
 		})
