@@ -521,12 +521,12 @@ func (t *Tracker) notePartDue() {
 // their verdict on the roots pending that ended by the time they read to.
 // t.sweepMu is held.
 func (t *Tracker) hear() {
-	t.heed(&t.win.parts, t.cfg.Parts)
-	t.heed(&t.win.stretches, t.cfg.Stretches)
+	t.hearSource(&t.win.parts, t.cfg.Parts)
+	t.hearSource(&t.win.stretches, t.cfg.Stretches)
 }
 
-// heed is hear for the source s that of tells of.
-func (t *Tracker) heed(s *source, of *Stretches) {
+// hearSource is hear for the source s that of tells of.
+func (t *Tracker) hearSource(s *source, of *Stretches) {
 	named, through, lost := of.take()
 	t.win.rootsFull += lost
 	s.hear(named, through)
