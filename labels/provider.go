@@ -113,7 +113,7 @@ func (t *tracer) Start(ctx context.Context, name string, opts ...trace.SpanStart
 	pprof.SetGoroutineLabels(ctx)
 	s.installed = goroutineLabelSet()
 	if rtrace.IsEnabled() {
-		logSpanSwitch(s, s.parent)
+		logSpanSwitch(s, s.parent, s.logRoute())
 	}
 	if spanContextKey == nil {
 		return trace.ContextWithSpan(ctx, s), s

@@ -64,10 +64,12 @@ type labeledSpan struct {
 func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 	first := s.ended.CompareAndSwap(false, true)
 	if first && s.carries(goroutineLabelSet()) {
-		if rtrace.IsEnabled() && s.request.Renamed() {
-			// The waits traced in the request take the route it ends
-			// with, which its labels do not carry.
-			logSpanSwitch(s, s)
+		if rtrace.IsEnabled() {
+			if route, renamed := s.request.Renamed(); renamed {
+				// The waits traced in the request take the route it
+				// ends with, which its labels do not carry.
+				logSpanSwitch(s, s, route)
+			}
 		}
 		restore := s.previous
 		p := s.parent
@@ -76,7 +78,7 @@ func (s *labeledSpan) End(opts ...trace.SpanEndOption) {
 		}
 		setGoroutineLabelSet(restore)
 		if rtrace.IsEnabled() {
-			logSpanSwitch(p, s)
+			logSpanSwitch(p, s, p.logRoute())
 		}
 	}
 
@@ -170,11 +172,12 @@ func (s *labeledSpan) relabel() {
 	if s.ended.Load() || !s.carries(goroutineLabelSet()) {
 		return
 	}
-	ctx := pprof.WithLabels(s.Context, pprof.Labels(RouteKey, s.request.Labelled()))
+	route := s.request.Labelled()
+	ctx := pprof.WithLabels(s.Context, pprof.Labels(RouteKey, route))
 	pprof.SetGoroutineLabels(ctx)
 	s.relabelled.Store((*byte)(goroutineLabelSet()))
 	if rtrace.IsEnabled() {
-		logSpanSwitch(s, s)
+		logSpanSwitch(s, s, route)
 	}
 }
 
@@ -243,15 +246,16 @@ func (a keyAnswer) Value(key any) any {
 
 // logSpanSwitch tells the execution trace that the goroutine's labels
 // changed from those of span before to those of span now (nil for none, or
-// for labels that are not a span's), and the route of now's request: see
-// TraceLogCategory. The message is built in one buffer, so that a record
-// costs one allocation (two for a route longer than logRouteLen).
-func logSpanSwitch(now, before *labeledSpan) {
+// for labels that are not a span's), and route, that of now's request ("",
+// none; logRoute): see TraceLogCategory. The message is built in one
+// buffer, so that a record costs one allocation (two for a route longer
+// than logRouteLen).
+func logSpanSwitch(now, before *labeledSpan, route string) {
 	var buf [2*logSpanLen + 2 + logRouteLen]byte
 	msg := appendLogSpan(buf[:0], now)
 	msg = append(msg, ';')
 	msg = appendLogSpan(msg, before)
-	if route := now.logRoute(); route != "" {
+	if route != "" {
 		msg = append(append(msg, ';'), route...)
 	}
 	rtrace.Log(context.Background(), TraceLogCategory, string(msg))

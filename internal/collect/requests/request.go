@@ -151,15 +151,16 @@ func (r *Request) Labelled() string {
 	return e
 }
 
-// Renamed reports whether the request's route now is other than the one
-// its labels carry (Begin, Labelled): a span renamed since, say.
-func (r *Request) Renamed() bool {
+// Renamed returns the request's route now, and whether it is other than
+// the one its labels carry (Begin, Labelled): a span renamed since, say.
+func (r *Request) Renamed() (string, bool) {
 	if r == nil {
-		return false
+		return "", false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.route() != r.labelled
+	e := r.route()
+	return e, e != r.labelled
 }
 
 // outcome returns the request's route now, and whether its labels
