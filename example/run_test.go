@@ -270,6 +270,7 @@ func checkRoutes(t *testing.T, out string, offCPU bool) {
 	rowRE := regexp.MustCompile(`^  (\S+) +(\d+|-) +\d+\.\d\d s(?: +(\d+\.\d))?$`)
 	counted := map[string]int{}
 	total := 0
+	var routed, unrouted float64 // off-CPU goroutine-seconds
 	for line := range strings.Lines(table) {
 		m := rowRE.FindStringSubmatch(strings.TrimSuffix(line, "\n"))
 		if m == nil {
@@ -281,6 +282,17 @@ func checkRoutes(t *testing.T, out string, offCPU bool) {
 		if m[1] == "(no" || m[2] == "-" {
 			continue
 		}
+		if v, err := strconv.ParseFloat(m[3], 64); err == nil {
+			known := false
+			for _, r := range routes {
+				known = known || r.pattern == m[1]
+			}
+			if known {
+				routed += v
+			} else {
+				unrouted += v
+			}
+		}
 		n, _ := strconv.Atoi(m[2])
 		counted[m[1]] = n
 		total += n
@@ -289,6 +301,13 @@ func checkRoutes(t *testing.T, out string, offCPU bool) {
 		if counted[r.pattern] == 0 {
 			t.Errorf("the table by route counts no request of %s:\n%s", r.pattern, table)
 		}
+	}
+	// A request's goroutines that wait after it ended, /lookup's, take
+	// its route; only requests still running as the run stops may keep
+	// the name they started with (the method).
+	t.Logf("off the CPU: %.1f goroutine-seconds under the service's routes, %.1f under none of them", routed, unrouted)
+	if unrouted > 0.1*routed {
+		t.Errorf("the table by route gives %.1f goroutine-seconds off the CPU to no route of the service, against %.1f to its routes:\n%s", unrouted, routed, table)
 	}
 	m := regexp.MustCompile(`\nload done: (\d+) requests\n`).FindStringSubmatch(out)
 	if m == nil {

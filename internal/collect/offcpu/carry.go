@@ -40,7 +40,7 @@ func (s *reading) handOver(split bool) []openWait {
 		if start == 0 {
 			start = s.wall(g.start)
 		}
-		ow := openWait{id: id, start: start, until: end, reason: g.reason, stack: g.stack, span: g.span, known: g.known}
+		ow := openWait{id: id, start: start, until: end, reason: g.reason, stack: g.stack, span: s.spanOf(g), known: g.known}
 		if split {
 			s.addAt(g, end)
 			ow.start = end
@@ -59,7 +59,8 @@ func (s *reading) carry(ws []openWait) {
 	for _, ow := range ws {
 		g := s.goroutine(ow.id)
 		g.waiting, g.startWall, g.until, g.confirm = true, ow.start, ow.until, true
-		g.reason, g.stack, g.span, g.known, g.pending = ow.reason, ow.stack, ow.span, ow.known, ow.pending
+		g.reason, g.stack, g.known, g.pending = ow.reason, ow.stack, ow.known, ow.pending
+		s.setSpan(g, ow.span)
 	}
 }
 

@@ -73,8 +73,11 @@
 // labels.TraceLogCategory) on the goroutine when a span's Start gives it
 // the span's labels and when its End gives it back the ones before, while
 // the trace is on; each record names the span the goroutine enters and
-// the one it leaves. A goroutine created inside a span belongs to it as
-// well, as its pprof labels do. A goroutine that was already running when
+// the one it leaves, and the route of the request it is under, which
+// the wrapper writes again when a request is renamed as it ends. A
+// goroutine created inside a span belongs to it as well, as its pprof
+// labels do, and every wait of a request's goroutines, kept before or
+// after such a record, takes the request's last route. A goroutine that was already running when
 // the stretch began is in a span the stretch cannot see yet: its waits
 // stay pending until its first record, and are then linked to the span
 // that record says it leaves; those of a goroutine with no record until

@@ -190,6 +190,13 @@ type goroutine struct {
 type reading struct {
 	w          *window
 	goroutines map[trace.GoID]*goroutine
+	// spanRoots counts the goroutines whose span is under each local
+	// root span id; renamed holds the last route a record gave a root
+	// whose span more goroutines than the one that wrote it share (one
+	// its request started, or one in a span of its own under it), for
+	// their waits kept afterwards (setSpan, spanOf).
+	spanRoots map[string]int
+	renamed   map[string]string
 	// stacks maps the trace's stacks to the window's locations, or marks
 	// them left out.
 	stacks   map[trace.Stack]stackLocations
@@ -238,6 +245,8 @@ func (w *window) newReading(wallStart time.Time) *reading {
 	return &reading{
 		w:          w,
 		goroutines: make(map[trace.GoID]*goroutine),
+		spanRoots:  make(map[string]int),
+		renamed:    make(map[string]string),
 		stacks:     make(map[trace.Stack]stackLocations),
 		frames:     make(map[trace.Stack][]trace.StackFrame),
 		wallStart:  wallStart.UnixNano(),
@@ -345,13 +354,50 @@ func (s *reading) spanSwitch(ev *trace.Event, g *goroutine, msg string) {
 		g.pending, g.known = nil, true
 	}
 	// The route follows the span's spelling: splitSpan reads it there.
-	g.span = now
-	if len(now) == spanLen && route != "" {
-		g.span = now + route
-		if _, _, root, _, ok := splitSpan(now); ok && root != "" && now == before {
-			s.w.reroute(root, route)
+	if len(now) != spanLen || route == "" {
+		s.setSpan(g, now)
+		return
+	}
+	s.setSpan(g, now+route)
+	if root := rootOf(now); root != "" && now == before {
+		s.w.reroute(root, route)
+		if s.spanRoots[root] > 1 {
+			s.renamed[root] = route
 		}
 	}
+}
+
+// setSpan makes span g's span, counting the goroutines under each root.
+func (s *reading) setSpan(g *goroutine, span string) {
+	if root := rootOf(g.span); root != "" {
+		if s.spanRoots[root]--; s.spanRoots[root] <= 0 {
+			delete(s.spanRoots, root)
+			delete(s.renamed, root)
+		}
+	}
+	g.span = span
+	if root := rootOf(span); root != "" {
+		s.spanRoots[root]++
+	}
+}
+
+// spanOf returns g's span, spelled with the last route a record gave
+// its request since g's span was set.
+func (s *reading) spanOf(g *goroutine) string {
+	if len(s.renamed) == 0 {
+		return g.span
+	}
+	if route, ok := s.renamed[rootOf(g.span)]; ok && g.span[spanLen:] != route {
+		g.span = g.span[:spanLen] + route
+	}
+	return g.span
+}
+
+// rootOf returns the local root span id of span, the wrapper's spelling
+// of a span, "" when it names none.
+func rootOf(span string) string {
+	_, _, root, _, _ := splitSpan(span)
+	return root
 }
 
 // reroute gives the waits of the request whose local root span id is
@@ -385,15 +431,19 @@ func (s *reading) transition(ev *trace.Event, st *trace.StateTransition, t trace
 			g.known = true // the runtime's, in no span
 		} else {
 			creator := s.goroutine(ev.Goroutine())
-			g.span, g.known, g.root = creator.span, creator.known, creator.root
+			s.setSpan(g, s.spanOf(creator))
+			g.known, g.root = creator.known, creator.root
 			// Created in the trace by a goroutine whose span is not
 			// known: not the goroutine of a request begun before the
 			// trace, which the trace found.
 			g.unclaimed = !g.known
 		}
 	case to == trace.GoNotExist:
-		if g := s.goroutines[id]; g != nil && g.pend != nil {
-			s.pending -= len(g.pend.intervals)
+		if g := s.goroutines[id]; g != nil {
+			if g.pend != nil {
+				s.pending -= len(g.pend.intervals)
+			}
+			s.setSpan(g, "")
 		}
 		delete(s.goroutines, id)
 	case from == trace.GoRunning && (to == trace.GoWaiting || to == trace.GoSyscall || to == trace.GoRunnable):
@@ -445,7 +495,7 @@ func (s *reading) addAt(g *goroutine, end int64) {
 		}
 		dur = min(dur, s.waitsUntil-start)
 	}
-	k := s.kind(g.stack, g.reason, g.span)
+	k := s.kind(g.stack, g.reason, s.spanOf(g))
 	if k < 0 {
 		return
 	}

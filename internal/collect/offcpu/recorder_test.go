@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/trace"
+	"slices"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -656,4 +657,110 @@ func TestWatchTraceNamesNoRoots(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequestsGoroutinesTakeItsLastRoute runs a request renamed as it
+// ends, whose goroutines wait past its end: one it started, one that one
+// started, one that began a span of its own under the request, and one
+// still waiting when the stretch ends. Every wait takes the request's
+// last route, although each was kept after the trace gave it.
+func TestRequestsGoroutinesTakeItsLastRoute(t *testing.T) {
+	defer SetDutyCycle(100)()
+	s := new(requests.Stretches)
+	tr := requests.New(requests.Config{MaxRoutes: 100, Stretches: s})
+	if err := tr.Install(); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Stop()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+
+	r := Start(time.Now(), Config{Stretches: s})
+	woken, held := make(chan struct{}), make(chan struct{})
+	defer close(held)
+	var wg sync.WaitGroup
+	wg.Add(4)
+	started := make(chan struct{}, 4)
+	ctx, span := tracer.Start(context.Background(), "GET")
+	go func() {
+		defer wg.Done()
+		started <- struct{}{}
+		childWaits(woken)
+	}()
+	go func() {
+		defer wg.Done()
+		go func() {
+			defer wg.Done()
+			started <- struct{}{}
+			grandchildWaits(woken)
+		}()
+	}()
+	go func() {
+		defer wg.Done()
+		_, own := tracer.Start(ctx, "lookup")
+		started <- struct{}{}
+		spanWaits(woken)
+		own.End()
+	}()
+	go func() {
+		started <- struct{}{}
+		heldWaits(held)
+	}()
+	for range 4 {
+		<-started
+	}
+	polltest.Until(t, "each goroutine at its wait", func() bool {
+		return blockedIn("childWaits", "grandchildWaits", "spanWaits", "heldWaits")
+	})
+	span.SetName("GET /users/{id}")
+	span.End()
+	close(woken)
+	wg.Wait()
+	p, err := r.Collect(time.Now(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"childWaits", "grandchildWaits", "spanWaits", "heldWaits"} {
+		var n int
+		for _, smp := range p.Samples {
+			if !fnIn(p, smp, fn) {
+				continue
+			}
+			n++
+			if got := label(smp, labels.RouteKey); got != "GET /users/{id}" {
+				t.Errorf("a wait in %s: route %q, want %q", fn, got, "GET /users/{id}")
+			}
+		}
+		if n == 0 {
+			t.Errorf("no wait in %s", fn)
+		}
+	}
+}
+
+//go:noinline
+func childWaits(c <-chan struct{}) { <-c }
+
+//go:noinline
+func grandchildWaits(c <-chan struct{}) { <-c }
+
+//go:noinline
+func spanWaits(c <-chan struct{}) { <-c }
+
+//go:noinline
+func heldWaits(c <-chan struct{}) { <-c }
+
+// blockedIn reports whether, for each of fns, a goroutine is blocked on a
+// channel in it.
+func blockedIn(fns ...string) bool {
+	buf := make([]byte, 1<<20)
+	all := string(buf[:runtime.Stack(buf, true)])
+	for _, fn := range fns {
+		if !slices.ContainsFunc(strings.Split(all, "\n\n"), func(g string) bool {
+			return strings.Contains(g, "[chan receive]") && strings.Contains(g, "."+fn+"(")
+		}) {
+			return false
+		}
+	}
+	return true
 }
