@@ -428,7 +428,9 @@ func (c *Collector) Abandon() {
 // samples of w's profiles their request's route in place of its root
 // span id, and adds the request counts profile. When next is set, it
 // first waits, up to the settle time, for the requests the samples name
-// that may still be renamed; otherwise a tracker the collector installed
+// that may still be renamed, and has the next window remember the routes
+// of the ended requests whose goroutines the goroutine profiles found
+// (requests.Tracker.Carry); otherwise a tracker the collector installed
 // is stopped.
 func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
 	var q requests.Requests
@@ -449,8 +451,15 @@ func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
 			}
 		}
 	}
+	var snapshot []string
+	if next && c.tracker != nil {
+		snapshot = snapshotRoots(w)
+	}
 	for _, p := range w.Profiles {
-		labelRoutes(p.Data, &q)
+		labelRoutes(p.Data, &q, isSnapshot(p.Name))
+	}
+	if len(snapshot) > 0 {
+		c.tracker.Carry(&q, snapshot)
 	}
 	if p := requestsProfile(q.Counts); p != nil {
 		w.Profiles = append(w.Profiles, Profile{Name: Requests, Data: p})

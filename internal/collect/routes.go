@@ -20,13 +20,19 @@ var RequestsType = pprofdecode.ValueType{Type: "requests", Unit: "count"}
 // labelRoutes replaces each sample's local root span id label with the
 // root's route under requests.RouteKey: as q knows it, else as the
 // span's labels carry it (the route the root started with), bounded by
-// the window; it removes the label when neither tells it. The span stays
-// linked through its own ids; a label of the application under the
-// route's key gives way to ours, as the span's labels win over the
-// application's (package labels).
-func labelRoutes(p *pprofdecode.Profile, q *requests.Requests) {
+// the window; it removes the label when neither tells it. The samples
+// of a goroutine profile taken as the window ends (snapshot) may name
+// requests their goroutines outlived (requests.Requests.SnapshotRoute).
+// The span stays linked through its own ids; a label of the application
+// under the route's key gives way to ours, as the span's labels win
+// over the application's (package labels).
+func labelRoutes(p *pprofdecode.Profile, q *requests.Requests, snapshot bool) {
 	if p == nil {
 		return
+	}
+	route := q.Route
+	if snapshot {
+		route = q.SnapshotRoute
 	}
 	for i := range p.Samples {
 		s := &p.Samples[i]
@@ -34,7 +40,7 @@ func labelRoutes(p *pprofdecode.Profile, q *requests.Requests) {
 		if root < 0 {
 			continue
 		}
-		e, ok := q.Route(s.Labels[root].Str)
+		e, ok := route(s.Labels[root].Str)
 		if !ok {
 			if j := labelIndex(s.Labels, requests.RouteKey); j >= 0 {
 				e, ok = q.Admit(s.Labels[j].Str), true
@@ -63,6 +69,29 @@ func labelRoutes(p *pprofdecode.Profile, q *requests.Requests) {
 func labelIndex(ls []pprofdecode.Label, key string) int {
 	return slices.IndexFunc(ls, func(l pprofdecode.Label) bool { return l.Key == key && !l.IsNum })
 }
+
+// snapshotRoots returns the local root span ids that the samples of w's
+// goroutine and goroutine-leak profiles name: the requests of the
+// goroutines alive at the window's end.
+func snapshotRoots(w *Window) []string {
+	var ids []string
+	for _, p := range w.Profiles {
+		if p.Data == nil || !isSnapshot(p.Name) {
+			continue
+		}
+		for i := range p.Data.Samples {
+			if j := labelIndex(p.Data.Samples[i].Labels, labelkey.LocalRootSpanID); j >= 0 {
+				ids = append(ids, p.Data.Samples[i].Labels[j].Str)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// isSnapshot reports whether the profile named name is a goroutine
+// profile taken as the window ends.
+func isSnapshot(name string) bool { return name == Goroutine || name == GoroutineLeak }
 
 // unsettled returns the local root span ids that w's samples name and that
 // q says may still be renamed (requests.Requests.Unsettled).

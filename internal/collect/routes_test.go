@@ -28,15 +28,20 @@ func waitInRequest(release chan struct{}) { <-release }
 
 // parkedIn reports whether a goroutine waits on a channel with fn on its
 // stack.
-func parkedIn(fn string) bool {
+func parkedIn(fn string) bool { return parked(fn) > 0 }
+
+// parked returns the number of goroutines that wait on a channel with fn
+// on their stack.
+func parked(fn string) int {
 	buf := make([]byte, 1<<20)
 	stacks := string(buf[:runtime.Stack(buf, true)])
+	n := 0
 	for g := range strings.SplitSeq(stacks, "\n\n") {
 		if strings.Contains(g, "[chan receive") && strings.Contains(g, fn) {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // labelMap flattens a sample's string labels.
@@ -180,7 +185,7 @@ func TestLabelRoutes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &pprofdecode.Profile{Samples: []pprofdecode.Sample{{Labels: slices.Clone(tt.labels)}}}
-			labelRoutes(p, &q)
+			labelRoutes(p, &q, false)
 			if got := p.Samples[0].Labels; !slices.Equal(got, tt.want) {
 				t.Errorf("labels %v, want %v", got, tt.want)
 			}

@@ -41,7 +41,8 @@ const (
 	// route of, for the samples whose labels cannot tell it (see
 	// Tracker), in each of the two windows kept: 10 bytes a root. Those
 	// kept for the stretches' samples have room of their own, half as
-	// many again.
+	// many again, and the last renamed roots that ended, for the
+	// goroutine profiles, a quarter as many.
 	DefaultMaxRoots = 1 << 19
 	// DefaultSettle is how long a window's end waits, at most, for the
 	// requests its samples name that still run under the name they
@@ -71,8 +72,9 @@ type Config struct {
 	MaxAge time.Duration
 	// MaxRoots bounds the root span ids a window maps to their route,
 	// those kept for the CPU profile's parts and those reported to
-	// OnLong, and MaxRoots/2 more those kept for the stretches'
-	// samples; 0 takes DefaultMaxRoots.
+	// OnLong, MaxRoots/2 more those kept for the stretches' samples, and
+	// MaxRoots/4 the last renamed roots that ended, for the goroutine
+	// profiles (Requests.SnapshotRoute); 0 takes DefaultMaxRoots.
 	MaxRoots int
 	// LabelledRoots has the window keep for the stretches' samples also
 	// the roots whose labels carry their route: for a profile whose
@@ -154,6 +156,12 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // MaxRoots/2 more, so that they never shorten the time a part has to end
 // before its pending roots overflow.
 //
+// A goroutine that a request started and that outlives it is found by
+// the goroutine profiles taken as windows end, under the name its
+// request started with. A window keeps its last MaxRoots/4 renamed roots
+// for them, and Carry has the next window remember those they named,
+// for as long as the goroutines live and there is room.
+//
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
 // tracked and by Window, does the rest.
@@ -212,6 +220,12 @@ type windowState struct {
 	// window ends. A slice, not a map: a sweep appends without hashing,
 	// growing a table or missing the cache.
 	roots roots
+	// ended holds the last MaxRoots/4 renamed roots that ended in the
+	// window, in a ring whose next slot is endedNext: the goroutine
+	// profiles taken as the window ends name those whose goroutines
+	// outlived them (Carry).
+	ended     roots
+	endedNext int
 	// parts and stretches hold the roots kept for the verdict of
 	// Config.Parts and Config.Stretches, and what they named.
 	parts, stretches source
@@ -534,7 +548,7 @@ func (t *Tracker) hearSource(s *source, of *Stretches) {
 }
 
 // ended counts r, which ended, in the current window, and remembers its
-// root's route (remember).
+// root's route (remember, keepEnded).
 func (t *Tracker) ended(r *Request) {
 	w := t.win
 	route, renamed := r.outcome()
@@ -544,15 +558,32 @@ func (t *Tracker) ended(r *Request) {
 		w.overflowed++
 	}
 	if renamed || r.long || t.cfg.LabelledRoots {
-		t.remember(w, r, e, renamed)
+		if id, ok := rootKey(r.RootID()); ok {
+			if renamed {
+				w.keepEnded(id, e, t.cfg.MaxRoots/4)
+			}
+			t.remember(w, r, id, e, renamed)
+		}
 	}
 	if r.long && t.cfg.OnEnd != nil {
 		t.cfg.OnEnd(r)
 	}
 }
 
-// remember keeps the root of r, which ended at route index e, for the
-// samples that name it:
+// keepEnded keeps root id, which ended at route index e, among the last
+// n that did in w.
+func (w *windowState) keepEnded(id uint64, e uint16, n int) {
+	if w.ended.len() < n {
+		w.ended.add(id, e, n)
+	} else if n > 0 {
+		i := w.endedNext % n
+		w.ended.ids[i], w.ended.routes[i] = id, e
+		w.endedNext = i + 1
+	}
+}
+
+// remember keeps the root of r, span id id, which ended at route index
+// e, for the samples that name it:
 //   - one reported to OnLong: its explanation names it; it is remembered,
 //     within MaxRoots;
 //   - one whose route is not the one its labels carried (renamed), and
@@ -564,11 +595,7 @@ func (t *Tracker) ended(r *Request) {
 //     parts' verdict, within MaxRoots.
 //
 // No sample names the others.
-func (t *Tracker) remember(w *windowState, r *Request, e uint16, renamed bool) {
-	id, ok := rootKey(r.RootID())
-	if !ok {
-		return
-	}
+func (t *Tracker) remember(w *windowState, r *Request, id uint64, e uint16, renamed bool) {
 	cfg := &t.cfg
 	// As many as the window before had, to spare the copies of growing:
 	// windows are alike.
@@ -728,14 +755,15 @@ type Requests struct {
 	AgedOut int64
 
 	// w is the window's state, whose names the samples' routes are
-	// admitted to; roots its roots, prevRoots those that ended in the
-	// window before, with their routes' indexes in prevNames; live
-	// maps the span id of one running at the window's end to it.
-	w                *windowState
-	maxRoutes        int
-	roots, prevRoots roots
-	prevNames        []string
-	live             map[uint64]*Request
+	// admitted to; roots its roots, ended its last renamed ones,
+	// prevRoots those that ended in the window before, with their
+	// routes' indexes in prevNames; live maps the span id of one running
+	// at the window's end to it.
+	w                       *windowState
+	maxRoutes               int
+	roots, ended, prevRoots roots
+	prevNames               []string
+	live                    map[uint64]*Request
 }
 
 // Route returns the route of the local root span with hex span id
@@ -758,6 +786,48 @@ func (q *Requests) Route(rootID string) (string, bool) {
 		return q.Admit(q.prevNames[i]), true
 	}
 	return "", false
+}
+
+// SnapshotRoute is Route for a sample of a goroutine profile taken as
+// the window ends, whose goroutine may have outlived its request: it
+// knows the last renamed roots that ended in the window as well.
+func (q *Requests) SnapshotRoute(rootID string) (string, bool) {
+	if e, ok := q.Route(rootID); ok {
+		return e, true
+	}
+	k, ok := rootKey(rootID)
+	if !ok || q.w == nil {
+		return "", false
+	}
+	if i, ok := q.ended.routeOf(k); ok {
+		return q.w.names[i], true
+	}
+	return "", false
+}
+
+// Carry has the window after q's remember the routes q gives the roots
+// rootIDs that ended: the goroutine profiles name them again while the
+// goroutines their requests started live on, and a goroutine's labels
+// carry the name its request started with. Within MaxRoots; the others
+// are counted in the next window's Dropped.
+func (t *Tracker) Carry(q *Requests, rootIDs []string) {
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	w := t.win
+	for _, id := range rootIDs {
+		k, ok := rootKey(id)
+		if _, live := q.live[k]; !ok || live {
+			continue
+		}
+		e, ok := q.SnapshotRoute(id)
+		switch {
+		case !ok:
+		case w.held() >= t.cfg.MaxRoots:
+			w.rootsFull++
+		default:
+			w.roots.add(k, w.admit(e, t.cfg.MaxRoutes), t.cfg.maxRemembered())
+		}
+	}
 }
 
 // Admit returns route e as the window sends it: cut to MaxRouteLen
@@ -829,6 +899,7 @@ func (t *Tracker) Window(now time.Time) Requests {
 	// too, as prevRoots. A root both sources named is remembered twice.
 	w.roots.sort()
 	w.roots.compact()
+	w.ended.sort()
 	var live map[uint64]*Request
 	if len(t.live) > 0 {
 		live = make(map[uint64]*Request, len(t.live))
@@ -856,11 +927,13 @@ func (t *Tracker) Window(now time.Time) Requests {
 		w:          w,
 		maxRoutes:  t.cfg.MaxRoutes,
 		roots:      w.roots,
+		ended:      w.ended,
 		live:       live,
 		prevRoots:  t.prev.roots,
 		prevNames:  t.prev.names,
 	}
 	t.agedOut = 0
+	w.ended = roots{}
 	q.Counts = make(map[string]int64, len(w.names))
 	for i, e := range w.names {
 		q.Counts[e] = w.counts[i]

@@ -1,0 +1,84 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
+	"github.com/pprofotel/profiler/internal/collect/requests"
+	"github.com/pprofotel/profiler/internal/testutil/polltest"
+	"github.com/pprofotel/profiler/labels"
+)
+
+// outlivesRequest parks until release is closed: a goroutine a request
+// started, still there after the request ended.
+//
+//go:noinline
+func outlivesRequest(release chan struct{}) { <-release }
+
+// TestGoroutineOutlivingItsRequest runs requests renamed as they end, as
+// otelhttp over a ServeMux names them, each starting a goroutine that
+// outlives it, the last after a thousand other renamed requests: in the
+// goroutine profile of the window the request ended in, and of the
+// windows after it, each such goroutine carries its request's final
+// route, although its labels carry the name the request started with.
+func TestGoroutineOutlivingItsRequest(t *testing.T) {
+	c, err := New(Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer sdk.Shutdown(context.Background())
+	tr := labels.WrapTracerProvider(sdk).Tracer("test")
+
+	release := make(chan struct{})
+	defer close(release)
+	serve := func(route string, outlive bool) {
+		_, span := tr.Start(context.Background(), "GET")
+		if outlive {
+			go outlivesRequest(release)
+		}
+		span.SetName(route)
+		span.End()
+	}
+	serve("GET /lookup", true)
+	for i := range 1000 {
+		serve(fmt.Sprint("GET /other/", i%5), false)
+	}
+	serve("GET /search", true)
+	polltest.Until(t, "both goroutines parked in outlivesRequest", func() bool {
+		return parked("collect.outlivesRequest(") == 2
+	})
+	for window := range 3 {
+		w := c.Collect(time.Now())
+		g := findProfile(t, w, Goroutine)
+		var got []string
+		for _, s := range g.Samples {
+			if sampleIn(g, s, "github.com/pprofotel/profiler/internal/collect.outlivesRequest") {
+				for range s.Values[0] {
+					got = append(got, labelMap(s)[requests.RouteKey])
+				}
+			}
+		}
+		slices.Sort(got)
+		if want := []string{"GET /lookup", "GET /search"}; !slices.Equal(got, want) {
+			t.Errorf("window %d: the goroutines that outlived their requests carry the routes %q, want %q", window, got, want)
+		}
+	}
+	c.Stop(time.Now())
+}
+
+// sampleIn reports whether fn is on the stack of s, a sample of p.
+func sampleIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
+	return slices.ContainsFunc(s.Locations, func(l int32) bool {
+		return slices.ContainsFunc(p.Locations[l].Lines, func(ln pprofdecode.Line) bool {
+			return p.Functions[ln.Function].Name == fn
+		})
+	})
+}

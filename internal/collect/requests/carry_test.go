@@ -1,0 +1,74 @@
+package requests
+
+import (
+	"testing"
+	"time"
+)
+
+// TestEndedAndCarried checks the last renamed roots a window keeps for
+// the goroutine profiles (SnapshotRoute), and Carry, beside a CPU profile and a trace
+// that never record, so that no root is remembered otherwise: of three
+// renamed roots ended with room for two, the window gives the last two
+// their final route and forgets the first; a root not renamed is left to
+// its labels. A root carried is remembered by the window after, and the
+// one after that as its window before; one not carried again is then
+// forgotten. A running request and a malformed id are not carried.
+func TestEndedAndCarried(t *testing.T) {
+	tr := install(t, Config{MaxRoots: 8, Parts: new(Stretches), Stretches: new(Stretches)}) // the last 2 renamed roots
+	now := time.Now()
+	for n := 1; n <= 3; n++ {
+		r := Begin(ids(n), "GET", "", now)
+		r.SetName("GET /" + rootID(n))
+		r.End(now)
+	}
+	Begin(ids(4), "/kept", "", now).End(now)
+	running := Begin(ids(5), "GET", "", now)
+	defer running.End(now)
+	q := tr.Window(now)
+	route := func(n int) string { return "GET /" + rootID(n) }
+	check := func(window string, q *Requests, want map[int]string) {
+		t.Helper()
+		for n := 1; n <= 4; n++ {
+			got, ok := q.SnapshotRoute(rootID(n))
+			if w, known := want[n]; ok != known || got != w {
+				t.Errorf("%s: route of root %d %q, %v; want %q, %v", window, n, got, ok, w, known)
+			}
+		}
+	}
+	check("the window they ended in", &q, map[int]string{2: route(2), 3: route(3)})
+
+	tr.Carry(&q, []string{rootID(2), rootID(5), "not an id"})
+	q = tr.Window(now)
+	check("the window after", &q, map[int]string{2: route(2)})
+	if e, ok := q.Route(rootID(5)); !ok || e != "GET" {
+		t.Errorf("the running request: route %q, %v; want %q, true", e, ok, "GET")
+	}
+	q = tr.Window(now)
+	check("two windows after", &q, map[int]string{2: route(2)}) // as the window before's
+	q = tr.Window(now)
+	check("three windows after", &q, nil)
+}
+
+// TestCarriedWithinMaxRoots checks that Carry keeps no more than the
+// window's MaxRoots: with the window after already full, both roots
+// carried are dropped, and counted.
+func TestCarriedWithinMaxRoots(t *testing.T) {
+	tr := install(t, Config{MaxRoots: 8}) // remembers every renamed root
+	now := time.Now()
+	end := func(from, to int) {
+		for n := from; n <= to; n++ {
+			r := Begin(ids(n), "GET", "", now)
+			r.SetName("GET /x")
+			r.End(now)
+		}
+		tr.Sweep(now)
+	}
+	end(1, 2)
+	q := tr.Window(now)
+	end(3, 10) // fills the next window's 8
+	tr.Carry(&q, []string{rootID(1), rootID(2)})
+	q = tr.Window(now)
+	if q.Dropped != 2 {
+		t.Errorf("2 roots carried into a full window: %d dropped, want 2", q.Dropped)
+	}
+}
