@@ -22,12 +22,16 @@
 // too; -wait makes each request sleep that long after its work, so that
 // the off-CPU profile has waits of the requests to sample, and
 // -goroutines runs the load from that many goroutines rather than one per
-// P, so that the rate holds while requests wait.
+// P, so that the rate holds while requests wait. With -outlive n every
+// n-th request starts a goroutine that outlives it, parked until the
+// profiler stops, and the goroutine profile records too: the share of its
+// labelled samples that carry their request's route is reported.
 //
 //	go run ./cmd/prodrates -rate 50000 -for 60s
 //	go run ./cmd/prodrates -rate 50000 -for 60s -rename
 //	go run ./cmd/prodrates -rate 50000 -for 60s -rename -offcpu -wait 1ms -goroutines 256
 //	go run ./cmd/prodrates -leak 100000 -requests 10000
+//	go run ./cmd/prodrates -rate 10000 -for 60s -rename -outlive 1000
 package main
 
 import (
@@ -86,6 +90,13 @@ var wait time.Duration
 // one per P.
 var goroutines int
 
+// outlive is -outlive: every outlive-th request starts a goroutine that
+// outlives it, parked until released is closed; 0 for none.
+var (
+	outlive  int64
+	released = make(chan struct{})
+)
+
 func main() {
 	rate := flag.Int("rate", 50000, "local root spans a second, all goroutines together; 0: as fast as they go")
 	dur := flag.Duration("for", 60*time.Second, "how long the load runs")
@@ -97,6 +108,7 @@ func main() {
 	flag.BoolVar(&withOffCPU, "offcpu", false, "record the off-CPU profile too, at its default duty cycle")
 	flag.DurationVar(&wait, "wait", 0, "how long each request sleeps after its work, a wait for the off-CPU profile")
 	flag.IntVar(&goroutines, "goroutines", 0, "goroutines the load runs from; 0: one per P")
+	flag.Int64Var(&outlive, "outlive", 0, "every n-th request starts a goroutine that outlives it, parked until the profiler stops; the goroutine profile records too")
 	flag.IntVar(&duty, "duty", 100, "the CPU profile's duty cycle in percent (WithCPUDutyCycle); 0: the profiler's default")
 	flag.Parse()
 	if err := run(*rate, *dur, *requests, *work, *leak, *window); err != nil {
@@ -107,10 +119,14 @@ func main() {
 // profileTypes returns the profiles the run records: CPU, and off-CPU
 // with -offcpu.
 func profileTypes() []profiler.ProfileType {
+	types := []profiler.ProfileType{profiler.CPUProfile}
 	if withOffCPU {
-		return []profiler.ProfileType{profiler.CPUProfile, profiler.OffCPUProfile}
+		types = append(types, profiler.OffCPUProfile)
 	}
-	return []profiler.ProfileType{profiler.CPUProfile}
+	if outlive > 0 {
+		types = append(types, profiler.GoroutineProfile)
+	}
+	return types
 }
 
 func run(rate int, dur time.Duration, requests, work, leak int, window time.Duration) error {
@@ -150,6 +166,7 @@ func run(rate int, dur time.Duration, requests, work, leak int, window time.Dura
 	for _, s := range leaked {
 		s.End()
 	}
+	close(released)
 	var total int64
 	for _, n := range sent {
 		total += n
@@ -214,7 +231,7 @@ func load(tracer trace.Tracer, rate int, dur time.Duration, requests, work int) 
 					}
 				}
 				i := int(j) % len(httpRoutes)
-				request(ctxs[i], tracer, i, work)
+				request(ctxs[i], tracer, i, work, outlive > 0 && j%outlive == 0)
 				mine[i]++
 			}
 			mu.Lock()
@@ -228,15 +245,19 @@ func load(tracer trace.Tracer, rate int, dur time.Duration, requests, work int) 
 	return counts
 }
 
-// request is one request of route i.
+// request is one request of route i; with outlives set it starts a
+// goroutine that outlives it.
 //
 //go:noinline
-func request(ctx context.Context, tracer trace.Tracer, i, work int) (x uint64) {
+func request(ctx context.Context, tracer trace.Tracer, i, work int, outlives bool) (x uint64) {
 	var span trace.Span
 	if renamed {
 		_, span = tracer.Start(ctx, "GET")
 	} else {
 		_, span = tracer.Start(ctx, "GET", trace.WithAttributes(attribute.String("http.route", httpRoutes[i])))
+	}
+	if outlives {
+		go outlivesItsRequest()
 	}
 	for range work {
 		x = x*6364136223846793005 + 1442695040888963407
@@ -250,6 +271,12 @@ func request(ctx context.Context, tracer trace.Tracer, i, work int) (x uint64) {
 	span.End()
 	return x
 }
+
+// outlivesItsRequest parks until the profiler stopped, with the labels of
+// the request that started it.
+//
+//go:noinline
+func outlivesItsRequest() { <-released }
 
 // routeKey is the context key of a request's route index, for routeIDs.
 type routeKey struct{}
@@ -314,8 +341,9 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	// value: under a duty cycle the values are scaled by the window's
 	// length over the time traced, and a window whose stretches were
 	// read in part scales its few waits up a thousandfold.
-	cpu, offCPU, offCPUWaits := new(share), new(share), new(share)
-	shares := map[string]*share{profiler.CPUProfile.String(): cpu, profiler.OffCPUProfile.String(): offCPU}
+	cpu, offCPU, offCPUWaits, goroutine := new(share), new(share), new(share), new(share)
+	shares := map[string]*share{profiler.CPUProfile.String(): cpu, profiler.OffCPUProfile.String(): offCPU,
+		profiler.GoroutineProfile.String(): goroutine}
 	counted := map[string]int64{}
 	for _, req := range reqs {
 		d := req.GetDictionary()
@@ -344,6 +372,9 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	if withOffCPU {
 		fmt.Printf("labelled off-CPU waits %s\n", offCPUWaits)
 		fmt.Printf("their time (ns, scaled) %s\n", offCPU)
+	}
+	if outlive > 0 {
+		fmt.Printf("labelled goroutines, summed over the windows %s\n", goroutine)
 	}
 	exact := true
 	for i, r := range routes {
