@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/testutil/polltest"
-	"github.com/pprofotel/profiler/labels"
 )
 
 // outlivesRequest parks until release is closed: a goroutine a request
@@ -28,14 +25,7 @@ func outlivesRequest(release chan struct{}) { <-release }
 // windows after it, each such goroutine carries its request's final
 // route, although its labels carry the name the request started with.
 func TestGoroutineOutlivingItsRequest(t *testing.T) {
-	c, err := New(Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Start(time.Now())
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer sdk.Shutdown(context.Background())
-	tr := labels.WrapTracerProvider(sdk).Tracer("test")
+	c, tr := goroutineCollector(t)
 
 	release := make(chan struct{})
 	defer close(release)

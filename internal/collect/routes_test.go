@@ -58,14 +58,7 @@ func labelMap(s pprofdecode.Sample) map[string]string {
 // route and no root span id in the goroutine profile, and the window
 // counts the requests that ended, by route, in its requests profile.
 func TestRoutesInWindow(t *testing.T) {
-	c, err := New(Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Start(time.Now())
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer sdk.Shutdown(context.Background())
-	tr := labels.WrapTracerProvider(sdk).Tracer("test")
+	c, tr := goroutineCollector(t)
 
 	for range 3 {
 		_, s := tr.Start(context.Background(), "GET /fast")
@@ -121,6 +114,21 @@ func TestRoutesInWindow(t *testing.T) {
 		t.Errorf("the collector's tracker is still installed after Stop: %v", err)
 	}
 	other.Stop()
+}
+
+// goroutineCollector starts a collector of the goroutine profile that
+// follows requests, and returns it with a tracer through the label
+// wrapper.
+func goroutineCollector(t *testing.T) (*Collector, trace.Tracer) {
+	t.Helper()
+	c, err := New(Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Start(time.Now())
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { sdk.Shutdown(context.Background()) })
+	return c, labels.WrapTracerProvider(sdk).Tracer("test")
 }
 
 // checkRequests checks the requests profile of w: one sample per route,

@@ -517,15 +517,7 @@ func TestGoOnStopsForTheDutyCycle(t *testing.T) {
 // waits taking the final route from the trace.
 func TestRecorderNamesItsRoots(t *testing.T) {
 	defer SetDutyCycle(100)()
-	s := new(requests.Stretches)
-	tr := requests.New(requests.Config{MaxRoutes: 100, Stretches: s})
-	if err := tr.Install(); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Stop()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+	s, tr, tracer := trackedTracer(t)
 
 	const n = 20
 	routes := map[string]string{} // by root span id
@@ -666,15 +658,7 @@ func TestWatchTraceNamesNoRoots(t *testing.T) {
 // last route, although each was kept after the trace gave it.
 func TestRequestsGoroutinesTakeItsLastRoute(t *testing.T) {
 	defer SetDutyCycle(100)()
-	s := new(requests.Stretches)
-	tr := requests.New(requests.Config{MaxRoutes: 100, Stretches: s})
-	if err := tr.Install(); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Stop()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	defer tp.Shutdown(context.Background())
-	tracer := labels.WrapTracerProvider(tp).Tracer("offcpu-test")
+	s, _, tracer := trackedTracer(t)
 
 	r := Start(time.Now(), Config{Stretches: s})
 	woken, held := make(chan struct{}), make(chan struct{})
@@ -763,4 +747,19 @@ func blockedIn(fns ...string) bool {
 		}
 	}
 	return true
+}
+
+// trackedTracer installs, for the test, a request tracker told by the
+// Stretches it returns, and returns a tracer whose spans it follows.
+func trackedTracer(t *testing.T) (*requests.Stretches, *requests.Tracker, oteltrace.Tracer) {
+	t.Helper()
+	s := new(requests.Stretches)
+	tr := requests.New(requests.Config{MaxRoutes: 100, Stretches: s})
+	if err := tr.Install(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Stop)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return s, tr, labels.WrapTracerProvider(tp).Tracer("offcpu-test")
 }
