@@ -323,20 +323,22 @@ func (p *Profiler) loop() {
 	next := p.started.Add(min(window, firstWindow))
 	ticker := time.NewTimer(time.Until(next))
 	defer ticker.Stop()
-	// cpuTimer starts and stops the CPU profile within a window, under a
-	// duty cycle; cpuChange is nil while nothing is due.
-	cpuTimer := time.NewTimer(time.Hour)
-	defer cpuTimer.Stop()
-	var cpuChange <-chan time.Time
-	armCPU := func() {
-		cpuChange = nil
-		cpuTimer.Stop()
-		if at, ok := p.collector.NextCPUChange(); ok {
-			cpuTimer.Reset(time.Until(at))
-			cpuChange = cpuTimer.C
+	// changeTimer fires for what the collector does within a window
+	// (Collector.NextChange): starting and stopping the CPU profile under
+	// a duty cycle, ending its parts, reading goroutines that outlive
+	// their requests; change is nil while nothing is due.
+	changeTimer := time.NewTimer(time.Hour)
+	defer changeTimer.Stop()
+	var change <-chan time.Time
+	arm := func() {
+		change = nil
+		changeTimer.Stop()
+		if at, ok := p.collector.NextChange(); ok {
+			changeTimer.Reset(time.Until(at))
+			change = changeTimer.C
 		}
 	}
-	armCPU()
+	arm()
 	for {
 		select {
 		case <-ticker.C:
@@ -354,12 +356,12 @@ func (p *Profiler) loop() {
 				next = now.Add(window) // windows took longer than one window: start afresh
 			}
 			ticker.Reset(time.Until(next))
-			armCPU()
-		case <-cpuChange:
-			if p.changeCPU() {
-				armCPU()
+			arm()
+		case <-change:
+			if p.change() {
+				arm()
 			} else {
-				cpuChange = nil // until the next window, rather than again at once
+				change = nil // until the next window, rather than again at once
 			}
 		case ctx := <-p.stopRequests:
 			p.stopErr = p.finish(ctx)
@@ -450,17 +452,17 @@ func (p *Profiler) countRepairs(r validutf8.Repairs) {
 		"strings", r.N, "first", validutf8.Clip(r.First, validutf8.LogLimit))
 }
 
-// changeCPU starts or stops the CPU profile of the duty cycle. Like a
-// window, a panic in it is logged, not passed on to the application; it
-// then reports false.
-func (p *Profiler) changeCPU() (ok bool) {
+// change does what the collector planned within the window
+// (Collector.Change). Like a window, a panic in it is logged, not passed
+// on to the application; it then reports false.
+func (p *Profiler) change() (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.cfg.logger.Error("pprofotel: CPU profile not switched after an internal error", "panic", r)
+			p.cfg.logger.Error("pprofotel: profiling within the window stopped after an internal error", "panic", r)
 			ok = false
 		}
 	}()
-	p.collector.ChangeCPU(time.Now())
+	p.collector.Change(time.Now())
 	return true
 }
 

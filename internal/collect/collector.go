@@ -182,6 +182,19 @@ type Collector struct {
 	// the parts that ended in the window.
 	partCheck time.Time
 	parts     cpuParts
+	// While requests are tracked and the last window's goroutine
+	// profile named requests that had ended (outlived), a goroutine
+	// profile is also read within the window when the tracker asks for
+	// one (requests.Tracker.SnapshotDue), looked at every snapshotCheck
+	// from nextSnapshotCheck on, not before snapshotAllowed, into
+	// snapshotBuf with snapshotDecoder. snapshots says the goroutine
+	// profile is collected.
+	snapshots         bool
+	outlived          bool
+	nextSnapshotCheck time.Time
+	snapshotAllowed   time.Time
+	snapshotBuf       bytes.Buffer
+	snapshotDecoder   pprofdecode.Decoder
 	// cpuBusyLogged keeps the "CPU profiler in use" warning to once per
 	// stretch of busy windows.
 	cpuBusyLogged bool
@@ -246,7 +259,7 @@ type Config struct {
 	// duty cycle. A CPUDuration of 0, or not less than Window, records the
 	// CPU profile through every window, back to back. Otherwise the
 	// recording starts at a random offset in each window (see CPUOffset)
-	// and the caller drives it: NextCPUChange says when to call ChangeCPU.
+	// and the caller drives it: NextChange says when to call Change.
 	CPUDuration time.Duration
 	// CPUOffset returns where in the window the CPU profile starts, in
 	// [0, max]; nil draws it uniformly at random. Tests replace it.
@@ -295,6 +308,7 @@ func New(cfg Config) (*Collector, error) {
 		reusable: make(map[string]*reusedProfile),
 
 		maxGoroutines: cfg.MaxGoroutines,
+		snapshots:     slices.Contains(cfg.Profiles, Goroutine),
 
 		window:        cfg.Window,
 		firstWindow:   cfg.FirstWindow,
@@ -458,8 +472,12 @@ func (c *Collector) endRequests(w *Window, now time.Time, next bool) {
 	for _, p := range w.Profiles {
 		labelRoutes(p.Data, &q, isSnapshot(p.Name))
 	}
+	c.outlived = false
 	if len(snapshot) > 0 {
-		c.tracker.Carry(&q, snapshot)
+		c.outlived = c.tracker.Carry(&q, snapshot) > 0
+		if c.outlived && c.nextSnapshotCheck.Before(now) {
+			c.nextSnapshotCheck = now.Add(snapshotCheck)
+		}
 	}
 	if p := requestsProfile(q.Counts); p != nil {
 		w.Profiles = append(w.Profiles, Profile{Name: Requests, Data: p})
@@ -682,12 +700,35 @@ func (c *Collector) planCPU(windowStart time.Time) {
 	c.startCPU(windowStart)
 }
 
-// NextCPUChange returns when ChangeCPU must next be called to start or stop
-// the CPU profile of the duty cycle, or, while it records and requests are
-// tracked, to look whether a part is due; false when nothing changes
-// before the window ends: the CPU profile is continuous and no requests
-// are tracked, or it already recorded in this window.
-func (c *Collector) NextCPUChange() (time.Time, bool) {
+// NextChange returns when Change must next be called: to start or stop
+// the CPU profile of the duty cycle, while it records and requests are
+// tracked to look whether a part is due, and while goroutines outlive
+// their requests to look whether a goroutine profile is due (snapshot);
+// false when nothing changes before the window ends.
+func (c *Collector) NextChange() (time.Time, bool) {
+	at, ok := c.nextCPUChange()
+	if c.watchingSnapshots() && (!ok || c.nextSnapshotCheck.Before(at)) {
+		return c.nextSnapshotCheck, true
+	}
+	return at, ok
+}
+
+// Change does what NextChange planned for now or before.
+func (c *Collector) Change(now time.Time) {
+	if at, ok := c.nextCPUChange(); ok && !now.Before(at) {
+		c.changeCPU(now)
+	}
+	if c.watchingSnapshots() && !now.Before(c.nextSnapshotCheck) {
+		c.snapshot(now)
+	}
+}
+
+// nextCPUChange returns when the CPU profile of the duty cycle starts or
+// stops next, or, while it records and requests are tracked, when to look
+// whether a part is due; false when nothing changes before the window
+// ends: the CPU profile is continuous and no requests are tracked, or it
+// already recorded in this window.
+func (c *Collector) nextCPUChange() (time.Time, bool) {
 	switch {
 	case c.cpuOn && c.tracker != nil:
 		if end := c.cpuFrom.Add(c.cpuDuration); c.cpuDuration > 0 && end.Before(c.partCheck) {
@@ -704,14 +745,9 @@ func (c *Collector) NextCPUChange() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// ChangeCPU starts or stops the CPU profile of the duty cycle, or ends
-// its part when one is due, as NextCPUChange planned, when now is at or
-// past that time; earlier calls do nothing.
-func (c *Collector) ChangeCPU(now time.Time) {
-	at, ok := c.NextCPUChange()
-	if !ok || now.Before(at) {
-		return
-	}
+// changeCPU starts or stops the CPU profile of the duty cycle, or ends
+// its part when one is due, as nextCPUChange planned for now or before.
+func (c *Collector) changeCPU(now time.Time) {
 	switch {
 	case c.cpuOn && c.cpuDuration > 0 && !now.Before(c.cpuFrom.Add(c.cpuDuration)):
 		c.stopCPU(now)
@@ -770,6 +806,56 @@ func (c *Collector) startCPU(now time.Time) {
 	}
 	c.cpuOn, c.cpuFrom = true, now
 	c.partCheck = now.Add(cpuPartCheck)
+}
+
+// snapshotCheck is how often, while goroutines outlive their requests,
+// the collector asks the tracker whether a goroutine profile is due. Two
+// such profiles are minSnapshotGap apart at least, and snapshotShare
+// times the time the first took: a goroutine profile holds up the
+// application's goroutines while it is written, in time proportional to
+// their number, and within a window it takes at most a hundredth of the
+// time.
+const (
+	snapshotCheck  = 100 * time.Millisecond
+	minSnapshotGap = time.Second
+	snapshotShare  = 100
+)
+
+// watchingSnapshots reports whether the collector looks for goroutine
+// profiles due within the window.
+func (c *Collector) watchingSnapshots() bool {
+	return c.snapshots && c.outlived && c.tracker != nil
+}
+
+// snapshot reads a goroutine profile within the window, when the tracker
+// asks for one and snapshotAllowed has come, and tells the tracker the
+// roots its samples name: the requests that goroutines outlived are
+// remembered before the window's last renamed roots give way to others.
+// It reads nothing while the window's own goroutine profile would be
+// skipped (MaxGoroutines).
+func (c *Collector) snapshot(now time.Time) {
+	c.nextSnapshotCheck = now.Add(snapshotCheck)
+	if !c.tracker.SnapshotDue() || now.Before(c.snapshotAllowed) ||
+		c.maxGoroutines > 0 && runtime.NumGoroutine() > c.maxGoroutines {
+		return
+	}
+	began := time.Now()
+	defer func() {
+		c.snapshotAllowed = now.Add(max(minSnapshotGap, snapshotShare*time.Since(began)))
+	}()
+	source := c.source
+	if s, ok := c.sources[Goroutine]; ok {
+		source = s
+	}
+	c.snapshotBuf.Reset()
+	// A failure here is the window's own goroutine profile's too, and
+	// reported with it.
+	if source(Goroutine, &c.snapshotBuf) != nil {
+		return
+	}
+	if p, err := c.snapshotDecoder.Decode(c.snapshotBuf.Bytes()); err == nil {
+		c.tracker.Snapshot(sampledRoots(p))
+	}
 }
 
 // randomOffset draws an offset uniformly from [0, max].

@@ -72,21 +72,21 @@ func TestCPUDutyCycle(t *testing.T) {
 				wantTo := wantFrom.Add(tt.duration)
 				if !tt.continuous {
 					// Called early, ChangeCPU does nothing.
-					c.ChangeCPU(start)
+					c.Change(start)
 					if wantFrom.After(start) && cpu.w != nil {
 						t.Fatalf("window %d: the CPU profile records before its offset", win)
 					}
 					for range 2 { // start, stop
-						at, ok := c.NextCPUChange()
+						at, ok := c.NextChange()
 						if !ok {
 							break
 						}
-						c.ChangeCPU(at)
+						c.Change(at)
 					}
 					if cpu.w != nil {
 						t.Fatalf("window %d: the CPU profile still records after its duration", win)
 					}
-				} else if _, ok := c.NextCPUChange(); ok {
+				} else if _, ok := c.NextChange(); ok {
 					t.Fatalf("window %d: a continuous CPU profile plans a change", win)
 				}
 				w := c.Collect(end)
@@ -149,11 +149,11 @@ func TestCPUDutyCycleWindowEndsFirst(t *testing.T) {
 		t.Errorf("a window that ended before the offset: %d profiles, %d starts; want none", len(w.Profiles), cpu.starts)
 	}
 	start := t0.Add(time.Second)
-	at, _ := c.NextCPUChange()
+	at, _ := c.NextChange()
 	if want := start.Add(5 * time.Second); !at.Equal(want) {
 		t.Fatalf("next change at %v, want %v (offset from the new window's start)", at, want)
 	}
-	c.ChangeCPU(at)
+	c.Change(at)
 	end := at.Add(time.Second) // before the planned stop
 	w := c.Collect(end)
 	if len(w.Profiles) != 1 {

@@ -64,6 +64,65 @@ func TestGoroutineOutlivingItsRequest(t *testing.T) {
 	c.Stop(time.Now())
 }
 
+// TestGoroutineOutlivingItsRequestEarlyInTheWindow runs, with room for
+// the window's last four renamed roots, a request renamed as it ends
+// whose goroutine outlives it, then more renamed requests than the room
+// holds. The window before found a goroutine that outlived its request,
+// so the collector reads a goroutine profile within the window when the
+// tracker asks for one (Change), and the goroutine still carries its
+// request's final route at the window's end.
+func TestGoroutineOutlivingItsRequestEarlyInTheWindow(t *testing.T) {
+	c, tr := goroutineCollectorWith(t, Config{Profiles: []string{Goroutine}, MaxRoutes: 10, MaxRoots: 16})
+	release := make(chan struct{})
+	defer close(release)
+	serve := func(route string, outlive bool) {
+		_, span := tr.Start(context.Background(), "GET")
+		if outlive {
+			go outlivesRequest(release)
+		}
+		span.SetName(route)
+		span.End()
+	}
+	routes := func(w Window) []string {
+		g := findProfile(t, w, Goroutine)
+		var got []string
+		for _, s := range g.Samples {
+			if sampleIn(g, s, "github.com/pprofotel/profiler/internal/collect.outlivesRequest") {
+				for range s.Values[0] {
+					got = append(got, labelMap(s)[requests.RouteKey])
+				}
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	serve("GET /a", true)
+	polltest.Until(t, "a goroutine parked in outlivesRequest", func() bool {
+		return parked("collect.outlivesRequest(") == 1
+	})
+	if got, want := routes(c.Collect(time.Now())), []string{"GET /a"}; !slices.Equal(got, want) {
+		t.Fatalf("the first window: routes %q, want %q", got, want)
+	}
+	if _, ok := c.NextChange(); !ok {
+		t.Fatal("a goroutine outlived its request, and the collector plans no goroutine profile within the window")
+	}
+
+	serve("GET /b", true)
+	serve("GET /c", false)
+	polltest.Until(t, "two goroutines parked in outlivesRequest", func() bool {
+		return parked("collect.outlivesRequest(") == 2
+	})
+	c.tracker.Sweep(time.Now())
+	c.Change(time.Now().Add(time.Minute))
+	for i := range 10 {
+		serve(fmt.Sprint("GET /other/", i%3), false)
+	}
+	if got, want := routes(c.Collect(time.Now())), []string{"GET /a", "GET /b"}; !slices.Equal(got, want) {
+		t.Errorf("the second window: routes %q, want %q", got, want)
+	}
+	c.Stop(time.Now())
+}
+
 // sampleIn reports whether fn is on the stack of s, a sample of p.
 func sampleIn(p *pprofdecode.Profile, s pprofdecode.Sample, fn string) bool {
 	return slices.ContainsFunc(s.Locations, func(l int32) bool {

@@ -135,7 +135,7 @@ func TestCPUParts(t *testing.T) {
 	}
 	c.Start(t0)
 	defer c.Abandon()
-	if at, ok := c.NextCPUChange(); !ok || !at.Equal(t0.Add(cpuPartCheck)) {
+	if at, ok := c.NextChange(); !ok || !at.Equal(t0.Add(cpuPartCheck)) {
 		t.Fatalf("next CPU change %v, %v; want %v", at, ok, t0.Add(cpuPartCheck))
 	}
 	requestsEnded := func(from, to int) {
@@ -153,11 +153,11 @@ func TestCPUParts(t *testing.T) {
 	// A part is due when the roots pending fill half the room that the
 	// remembered ones leave.
 	requestsEnded(1, 4) // 4 of 8: due
-	c.ChangeCPU(t0.Add(cpuPartCheck))
+	c.Change(t0.Add(cpuPartCheck))
 	requestsEnded(5, 5) // 1 of 7: not due
-	c.ChangeCPU(t0.Add(2 * cpuPartCheck))
+	c.Change(t0.Add(2 * cpuPartCheck))
 	requestsEnded(6, 7) // 3 of 7: due
-	c.ChangeCPU(t0.Add(3 * cpuPartCheck))
+	c.Change(t0.Add(3 * cpuPartCheck))
 	requestsEnded(8, 8)
 	w := c.Collect(t0.Add(time.Minute))
 	if cpu.starts != 4 || cpu.stops != 3 {
@@ -222,8 +222,8 @@ func TestCPUPartsOfTheRuntime(t *testing.T) {
 		span.End()
 		if i%16 == 15 {
 			c.tracker.Sweep(time.Now())
-			if at, ok := c.NextCPUChange(); ok {
-				c.ChangeCPU(at)
+			if at, ok := c.NextChange(); ok {
+				c.Change(at)
 			}
 		}
 	}

@@ -121,7 +121,13 @@ func TestRoutesInWindow(t *testing.T) {
 // wrapper.
 func goroutineCollector(t *testing.T) (*Collector, trace.Tracer) {
 	t.Helper()
-	c, err := New(Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
+	return goroutineCollectorWith(t, Config{Profiles: []string{Goroutine}, MaxRoutes: 10})
+}
+
+// goroutineCollectorWith is goroutineCollector with cfg.
+func goroutineCollectorWith(t *testing.T, cfg Config) (*Collector, trace.Tracer) {
+	t.Helper()
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

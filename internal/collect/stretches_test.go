@@ -67,12 +67,12 @@ func TestRootsOfCPUStretch(t *testing.T) {
 			sweep()
 			end("before")
 			sweep()
-			c.ChangeCPU(t0.Add(30 * time.Second)) // starts the CPU profile
+			c.Change(t0.Add(30 * time.Second)) // starts the CPU profile
 			sweep()
 			end("into")
 			begin("out of")
 			sweep()
-			c.ChangeCPU(t0.Add(40 * time.Second)) // stops it
+			c.Change(t0.Add(40 * time.Second)) // stops it
 			sweep()
 			end("across")
 			end("out of")

@@ -12,7 +12,8 @@ import (
 // their final route and forgets the first; a root not renamed is left to
 // its labels. A root carried is remembered by the window after, and the
 // one after that as its window before; one not carried again is then
-// forgotten. A running request and a malformed id are not carried.
+// forgotten. A running request and a malformed id are not carried, nor
+// counted as ended.
 func TestEndedAndCarried(t *testing.T) {
 	tr := install(t, Config{MaxRoots: 8, Parts: new(Stretches), Stretches: new(Stretches)}) // the last 2 renamed roots
 	now := time.Now()
@@ -37,7 +38,9 @@ func TestEndedAndCarried(t *testing.T) {
 	}
 	check("the window they ended in", &q, map[int]string{2: route(2), 3: route(3)})
 
-	tr.Carry(&q, []string{rootID(2), rootID(5), "not an id"})
+	if n := tr.Carry(&q, []string{rootID(2), rootID(5), "not an id"}); n != 1 {
+		t.Errorf("Carry counts %d roots of requests that ended, want 1", n)
+	}
 	q = tr.Window(now)
 	check("the window after", &q, map[int]string{2: route(2)})
 	if e, ok := q.Route(rootID(5)); !ok || e != "GET" {
@@ -70,5 +73,42 @@ func TestCarriedWithinMaxRoots(t *testing.T) {
 	q = tr.Window(now)
 	if q.Dropped != 2 {
 		t.Errorf("2 roots carried into a full window: %d dropped, want 2", q.Dropped)
+	}
+}
+
+// TestSnapshot checks SnapshotDue and Snapshot: with room for the last
+// four renamed roots, two that ended since the window began make a
+// goroutine profile due; the roots it names among them are remembered
+// through the window's end, after others took their place, and the due
+// is cleared until two more end.
+func TestSnapshot(t *testing.T) {
+	tr := install(t, Config{MaxRoots: 16, Parts: new(Stretches), Stretches: new(Stretches)})
+	now := time.Now()
+	end := func(from, to int) {
+		for n := from; n <= to; n++ {
+			r := Begin(ids(n), "GET", "", now)
+			r.SetName("GET /" + rootID(n))
+			r.End(now)
+		}
+		tr.Sweep(now)
+	}
+	end(1, 1)
+	if tr.SnapshotDue() {
+		t.Error("a snapshot due after one renamed root of four")
+	}
+	end(2, 2)
+	if !tr.SnapshotDue() {
+		t.Error("no snapshot due after two renamed roots of four")
+	}
+	tr.Snapshot([]string{rootID(1), "not an id"})
+	if tr.SnapshotDue() {
+		t.Error("a snapshot due right after one")
+	}
+	end(3, 10)
+	q := tr.Window(now)
+	for n, want := range map[int]bool{1: true, 2: false, 10: true} {
+		if e, ok := q.SnapshotRoute(rootID(n)); ok != want || ok && e != "GET /"+rootID(n) {
+			t.Errorf("root %d: route %q, %v; want known %v", n, e, ok, want)
+		}
 	}
 }

@@ -160,7 +160,9 @@ var ErrInstalled = errors.New("requests: another tracker is installed")
 // the goroutine profiles taken as windows end, under the name its
 // request started with. A window keeps its last MaxRoots/4 renamed roots
 // for them, and Carry has the next window remember those they named,
-// for as long as the goroutines live and there is room.
+// for as long as the goroutines live and there is room. SnapshotDue asks
+// for a goroutine profile within the window once half of those kept are
+// new, and Snapshot remembers the roots it named among them.
 //
 // The request path appends a request to the list of its P and stores its
 // end; a sweep, run by the Tracker's own goroutine while requests are
@@ -193,6 +195,9 @@ type Tracker struct {
 	// requests begun: the requests the next sweep takes in began after
 	// them.
 	mark marks
+	// snapshotDue is set by a sweep once the window's last renamed roots
+	// took in half their room since the last snapshot (SnapshotDue).
+	snapshotDue atomic.Bool
 	// partDue is set by a sweep that left pending half the room the
 	// window's remembered roots leave.
 	partDue atomic.Bool
@@ -226,6 +231,9 @@ type windowState struct {
 	// outlived them (Carry).
 	ended     roots
 	endedNext int
+	// endedNew counts the roots ended took in since the window began or
+	// the last Snapshot.
+	endedNew int
 	// parts and stretches hold the roots kept for the verdict of
 	// Config.Parts and Config.Stretches, and what they named.
 	parts, stretches source
@@ -529,6 +537,7 @@ func (t *Tracker) Hear() {
 func (t *Tracker) notePartDue() {
 	pending := t.win.parts.pending.len()
 	t.partDue.Store(pending > 0 && pending >= (t.cfg.MaxRoots-t.win.held()+pending)/2)
+	t.snapshotDue.Store(t.win.endedNew > 0 && t.win.endedNew >= t.cfg.MaxRoots/8)
 }
 
 // hear takes in what the Stretches told since the last sweep, and gives
@@ -573,6 +582,7 @@ func (t *Tracker) ended(r *Request) {
 // keepEnded keeps root id, which ended at route index e, among the last
 // n that did in w.
 func (w *windowState) keepEnded(id uint64, e uint16, n int) {
+	w.endedNew++
 	if w.ended.len() < n {
 		w.ended.add(id, e, n)
 	} else if n > 0 {
@@ -805,12 +815,47 @@ func (q *Requests) SnapshotRoute(rootID string) (string, bool) {
 	return "", false
 }
 
+// SnapshotDue reports whether, at the last sweep, the window's last
+// renamed roots that ended had taken in half their room since the window
+// began or the last Snapshot: a goroutine profile taken now can still
+// name any of those that ended since, before they give way to others.
+func (t *Tracker) SnapshotDue() bool { return t.snapshotDue.Load() }
+
+// Snapshot has the window remember, within MaxRoots, the routes of the
+// roots among rootIDs, those a goroutine profile just taken named, that
+// are among its last renamed roots that ended: their goroutines outlived
+// them, and the profiles taken as the window ends may name them after
+// they gave way to others.
+func (t *Tracker) Snapshot(rootIDs []string) {
+	named := make(map[uint64]bool, len(rootIDs))
+	for _, id := range rootIDs {
+		if k, ok := rootKey(id); ok {
+			named[k] = true
+		}
+	}
+	t.sweepMu.Lock()
+	defer t.sweepMu.Unlock()
+	w := t.win
+	for i, k := range w.ended.ids {
+		switch {
+		case !named[k]:
+		case w.held() >= t.cfg.MaxRoots:
+			w.rootsFull++
+		default:
+			w.roots.add(k, w.ended.routes[i], t.cfg.maxRemembered())
+		}
+	}
+	w.endedNew = 0
+	t.snapshotDue.Store(false)
+}
+
 // Carry has the window after q's remember the routes q gives the roots
 // rootIDs that ended: the goroutine profiles name them again while the
 // goroutines their requests started live on, and a goroutine's labels
 // carry the name its request started with. Within MaxRoots; the others
-// are counted in the next window's Dropped.
-func (t *Tracker) Carry(q *Requests, rootIDs []string) {
+// are counted in the next window's Dropped. It returns the number of
+// rootIDs of requests that ended, known to q or not.
+func (t *Tracker) Carry(q *Requests, rootIDs []string) (ended int) {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 	w := t.win
@@ -819,6 +864,7 @@ func (t *Tracker) Carry(q *Requests, rootIDs []string) {
 		if _, live := q.live[k]; !ok || live {
 			continue
 		}
+		ended++
 		e, ok := q.SnapshotRoute(id)
 		switch {
 		case !ok:
@@ -828,6 +874,7 @@ func (t *Tracker) Carry(q *Requests, rootIDs []string) {
 			w.roots.add(k, w.admit(e, t.cfg.MaxRoutes), t.cfg.maxRemembered())
 		}
 	}
+	return ended
 }
 
 // Admit returns route e as the window sends it: cut to MaxRouteLen
