@@ -345,8 +345,10 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	shares := map[string]*share{profiler.CPUProfile.String(): cpu, profiler.OffCPUProfile.String(): offCPU,
 		profiler.GoroutineProfile.String(): goroutine}
 	counted := map[string]int64{}
+	var byWindow []string // the goroutine profile's share, window by window
 	for _, req := range reqs {
 		d := req.GetDictionary()
+		inWindow := new(share)
 		for _, rp := range req.GetResourceProfiles() {
 			for _, sp := range rp.GetScopeProfiles() {
 				name := scopeName(sp)
@@ -359,6 +361,9 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 						} else if sh := shares[name]; sh != nil && s.GetLinkIndex() != 0 {
 							sid := d.GetLinkTable()[s.GetLinkIndex()].GetSpanId()
 							sh.add(sid, ep, n)
+							if sh == goroutine {
+								inWindow.add(sid, ep, n)
+							}
 							if sh == offCPU {
 								offCPUWaits.add(sid, ep, int64(max(len(s.GetTimestampsUnixNano()), 1)))
 							}
@@ -366,6 +371,9 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 					}
 				}
 			}
+		}
+		if inWindow.labelled > 0 {
+			byWindow = append(byWindow, fmt.Sprintf("%d/%d", inWindow.right, inWindow.labelled))
 		}
 	}
 	fmt.Printf("windows %d; labelled CPU samples %s\n", st.WindowsCollected, cpu)
@@ -375,6 +383,7 @@ func report(reqs []*collectorpb.ExportProfilesServiceRequest, sent []int64, st p
 	}
 	if outlive > 0 {
 		fmt.Printf("labelled goroutines, summed over the windows %s\n", goroutine)
+		fmt.Printf("labelled goroutines with their route, window by window: %s\n", strings.Join(byWindow, " "))
 	}
 	exact := true
 	for i, r := range routes {
