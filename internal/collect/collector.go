@@ -183,7 +183,8 @@ type Collector struct {
 	partCheck time.Time
 	parts     cpuParts
 	// While requests are tracked and the last window's goroutine
-	// profile named requests that had ended (outlived), a goroutine
+	// profile named requests that had ended that the one before did not
+	// (outlived: goroutines go on outliving their requests), a goroutine
 	// profile is also read within the window when the tracker asks for
 	// one (requests.Tracker.SnapshotDue), looked at every snapshotCheck
 	// from nextSnapshotCheck on, not before snapshotAllowed, into

@@ -112,3 +112,34 @@ func TestSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestCarryCountsNewlyOutlived checks what Carry returns: the roots of
+// requests that ended, known or not, that the Carry before was not given.
+func TestCarryCountsNewlyOutlived(t *testing.T) {
+	tr := install(t, Config{MaxRoots: 16})
+	now := time.Now()
+	for n := 1; n <= 3; n++ {
+		r := Begin(ids(n), "GET", "", now)
+		r.SetName("GET /x")
+		r.End(now)
+	}
+	for i, tt := range []struct {
+		roots []int
+		want  int
+	}{
+		{[]int{1, 2}, 2},
+		{[]int{1, 2}, 0},
+		{[]int{2, 3}, 1},
+		{[]int{2, 3, 99}, 1}, // 99: a root no window knows
+		{[]int{2, 3, 99}, 0},
+	} {
+		q := tr.Window(now)
+		var roots []string
+		for _, n := range tt.roots {
+			roots = append(roots, rootID(n))
+		}
+		if got := tr.Carry(&q, roots); got != tt.want {
+			t.Errorf("window %d: Carry(%v) = %d, want %d", i, tt.roots, got, tt.want)
+		}
+	}
+}

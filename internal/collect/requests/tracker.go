@@ -198,6 +198,9 @@ type Tracker struct {
 	// snapshotDue is set by a sweep once the window's last renamed roots
 	// took in half their room since the last snapshot (SnapshotDue).
 	snapshotDue atomic.Bool
+	// outlived holds, sorted, the roots of requests that ended that the
+	// last Carry was given: goroutines outlived them.
+	outlived []uint64
 	// partDue is set by a sweep that left pending half the room the
 	// window's remembered roots leave.
 	partDue atomic.Bool
@@ -854,17 +857,22 @@ func (t *Tracker) Snapshot(rootIDs []string) {
 // goroutines their requests started live on, and a goroutine's labels
 // carry the name its request started with. Within MaxRoots; the others
 // are counted in the next window's Dropped. It returns the number of
-// rootIDs of requests that ended, known to q or not.
-func (t *Tracker) Carry(q *Requests, rootIDs []string) (ended int) {
+// rootIDs of requests that ended, known to q or not, that the Carry
+// before did not name: requests that goroutines outlived since.
+func (t *Tracker) Carry(q *Requests, rootIDs []string) (fresh int) {
 	t.sweepMu.Lock()
 	defer t.sweepMu.Unlock()
 	w := t.win
+	outlived := make([]uint64, 0, len(rootIDs))
 	for _, id := range rootIDs {
 		k, ok := rootKey(id)
 		if _, live := q.live[k]; !ok || live {
 			continue
 		}
-		ended++
+		outlived = append(outlived, k)
+		if _, seen := slices.BinarySearch(t.outlived, k); !seen {
+			fresh++
+		}
 		e, ok := q.SnapshotRoute(id)
 		switch {
 		case !ok:
@@ -874,7 +882,9 @@ func (t *Tracker) Carry(q *Requests, rootIDs []string) (ended int) {
 			w.roots.add(k, w.admit(e, t.cfg.MaxRoutes), t.cfg.maxRemembered())
 		}
 	}
-	return ended
+	slices.Sort(outlived)
+	t.outlived = outlived
+	return fresh
 }
 
 // Admit returns route e as the window sends it: cut to MaxRouteLen
