@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,8 +118,24 @@ func (p *pyroscope) stop(t *testing.T) {
 		t.Errorf("Pyroscope exited before the test ended: %v", p.cmd.ProcessState)
 	}
 	if t.Failed() {
-		t.Logf("Pyroscope output (last 8 KiB):\n%s", tail(p.output.String(), 8<<10))
+		out := p.output.String()
+		// A crash's cause comes first, before the goroutines it dumps.
+		if i := crashAt(out); i >= 0 && len(out)-i > 8<<10 {
+			t.Logf("Pyroscope crashed (8 KiB from the crash):\n%s", out[i:i+8<<10])
+		}
+		t.Logf("Pyroscope output (last 8 KiB):\n%s", tail(out, 8<<10))
 	}
+}
+
+// crashAt returns where a Go program's output reports its crash (a
+// panic or a fatal error), -1 if it does not.
+func crashAt(out string) int {
+	for _, mark := range []string{"\npanic: ", "\nfatal error: "} {
+		if i := strings.Index(out, mark); i >= 0 {
+			return i + 1
+		}
+	}
+	return -1
 }
 
 // freePorts returns n distinct loopback TCP ports that were free a moment

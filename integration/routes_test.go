@@ -310,8 +310,11 @@ func cpuNanos(t *testing.T, d dict, p *profilespb.Profile) int64 {
 // requests spent in their spans while the CPU profile recorded: within
 // 20 % for a route with at least 2 s of it (200 samples), within the
 // sampling error of a 100 Hz profiler for a route with less, where 20 %
-// is below what the sampling can resolve (3 standard deviations of a
-// Poisson count, at least 2 samples).
+// is below what the sampling can resolve (4 standard deviations of a
+// Poisson count, at least 2 samples). /fast's count is about 6 samples,
+// whose Poisson tail past 3 standard deviations is about 1 in 300, not
+// the normal curve's 1 in 740: a CI run failed so, 14 samples against
+// 5.9 expected. Past 4 it is about 1 in 2,200.
 func checkRouteCPU(t *testing.T, run *threeRoutesRun) {
 	type stretch struct{ start, end int64 }
 	var stretches []stretch
@@ -383,8 +386,8 @@ func checkRouteCPU(t *testing.T, run *threeRoutesRun) {
 		// that much there, so 20 % is the bound CI can hold.
 		tol, how := 0.20*w, "20 %"
 		if w < 200*period {
-			if sd := 3 * math.Sqrt(max(w/period, 2)) * period; sd > tol {
-				tol, how = sd, "3 standard deviations of the sampling"
+			if sd := 4 * math.Sqrt(max(w/period, 2)) * period; sd > tol {
+				tol, how = sd, "4 standard deviations of the sampling"
 			}
 		}
 		t.Logf("%s: %v of CPU in the profile (%v linked to its spans), %v measured in its spans while the CPU profile recorded (ratio %.3f; %v recorded)",
