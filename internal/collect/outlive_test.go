@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pprofotel/profiler/internal/collect/pprofdecode"
 	"github.com/pprofotel/profiler/internal/collect/requests"
 	"github.com/pprofotel/profiler/internal/testutil/polltest"
@@ -29,14 +31,7 @@ func TestGoroutineOutlivingItsRequest(t *testing.T) {
 
 	release := make(chan struct{})
 	defer close(release)
-	serve := func(route string, outlive bool) {
-		_, span := tr.Start(context.Background(), "GET")
-		if outlive {
-			go outlivesRequest(release)
-		}
-		span.SetName(route)
-		span.End()
-	}
+	serve := renamedRequests(tr, release)
 	serve("GET /lookup", true)
 	for i := range 1000 {
 		serve(fmt.Sprint("GET /other/", i%5), false)
@@ -46,17 +41,7 @@ func TestGoroutineOutlivingItsRequest(t *testing.T) {
 		return parked("collect.outlivesRequest(") == 2
 	})
 	for window := range 3 {
-		w := c.Collect(time.Now())
-		g := findProfile(t, w, Goroutine)
-		var got []string
-		for _, s := range g.Samples {
-			if sampleIn(g, s, "github.com/pprofotel/profiler/internal/collect.outlivesRequest") {
-				for range s.Values[0] {
-					got = append(got, labelMap(s)[requests.RouteKey])
-				}
-			}
-		}
-		slices.Sort(got)
+		got := outlivingRoutes(t, c.Collect(time.Now()))
 		if want := []string{"GET /lookup", "GET /search"}; !slices.Equal(got, want) {
 			t.Errorf("window %d: the goroutines that outlived their requests carry the routes %q, want %q", window, got, want)
 		}
@@ -75,32 +60,12 @@ func TestGoroutineOutlivingItsRequestEarlyInTheWindow(t *testing.T) {
 	c, tr := goroutineCollectorWith(t, Config{Profiles: []string{Goroutine}, MaxRoutes: 10, MaxRoots: 16})
 	release := make(chan struct{})
 	defer close(release)
-	serve := func(route string, outlive bool) {
-		_, span := tr.Start(context.Background(), "GET")
-		if outlive {
-			go outlivesRequest(release)
-		}
-		span.SetName(route)
-		span.End()
-	}
-	routes := func(w Window) []string {
-		g := findProfile(t, w, Goroutine)
-		var got []string
-		for _, s := range g.Samples {
-			if sampleIn(g, s, "github.com/pprofotel/profiler/internal/collect.outlivesRequest") {
-				for range s.Values[0] {
-					got = append(got, labelMap(s)[requests.RouteKey])
-				}
-			}
-		}
-		slices.Sort(got)
-		return got
-	}
+	serve := renamedRequests(tr, release)
 	serve("GET /a", true)
 	polltest.Until(t, "a goroutine parked in outlivesRequest", func() bool {
 		return parked("collect.outlivesRequest(") == 1
 	})
-	if got, want := routes(c.Collect(time.Now())), []string{"GET /a"}; !slices.Equal(got, want) {
+	if got, want := outlivingRoutes(t, c.Collect(time.Now())), []string{"GET /a"}; !slices.Equal(got, want) {
 		t.Fatalf("the first window: routes %q, want %q", got, want)
 	}
 	if _, ok := c.NextChange(); !ok {
@@ -117,10 +82,42 @@ func TestGoroutineOutlivingItsRequestEarlyInTheWindow(t *testing.T) {
 	for i := range 10 {
 		serve(fmt.Sprint("GET /other/", i%3), false)
 	}
-	if got, want := routes(c.Collect(time.Now())), []string{"GET /a", "GET /b"}; !slices.Equal(got, want) {
+	if got, want := outlivingRoutes(t, c.Collect(time.Now())), []string{"GET /a", "GET /b"}; !slices.Equal(got, want) {
 		t.Errorf("the second window: routes %q, want %q", got, want)
 	}
 	c.Stop(time.Now())
+}
+
+// renamedRequests returns a function that serves a request through tr,
+// renamed to route as it ends, as otelhttp over a ServeMux names it;
+// with outlive set the request starts a goroutine that parks in
+// outlivesRequest until release is closed.
+func renamedRequests(tr trace.Tracer, release chan struct{}) func(route string, outlive bool) {
+	return func(route string, outlive bool) {
+		_, span := tr.Start(context.Background(), "GET")
+		if outlive {
+			go outlivesRequest(release)
+		}
+		span.SetName(route)
+		span.End()
+	}
+}
+
+// outlivingRoutes returns, sorted, the route of each goroutine parked in
+// outlivesRequest that w's goroutine profile holds.
+func outlivingRoutes(t *testing.T, w Window) []string {
+	t.Helper()
+	g := findProfile(t, w, Goroutine)
+	var got []string
+	for _, s := range g.Samples {
+		if sampleIn(g, s, "github.com/pprofotel/profiler/internal/collect.outlivesRequest") {
+			for range s.Values[0] {
+				got = append(got, labelMap(s)[requests.RouteKey])
+			}
+		}
+	}
+	slices.Sort(got)
+	return got
 }
 
 // sampleIn reports whether fn is on the stack of s, a sample of p.
