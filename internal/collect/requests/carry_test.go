@@ -17,10 +17,13 @@ import (
 func TestEndedAndCarried(t *testing.T) {
 	tr := install(t, Config{MaxRoots: 8, Parts: new(Stretches), Stretches: new(Stretches)}) // the last 2 renamed roots
 	now := time.Now()
+	// A sweep takes the requests of each P in turn: one sweep each keeps
+	// their order.
 	for n := 1; n <= 3; n++ {
 		r := Begin(ids(n), "GET", "", now)
 		r.SetName("GET /" + rootID(n))
 		r.End(now)
+		tr.Sweep(now)
 	}
 	Begin(ids(4), "/kept", "", now).End(now)
 	running := Begin(ids(5), "GET", "", now)
@@ -89,8 +92,8 @@ func TestSnapshot(t *testing.T) {
 			r := Begin(ids(n), "GET", "", now)
 			r.SetName("GET /" + rootID(n))
 			r.End(now)
+			tr.Sweep(now) // in order: see TestEndedAndCarried
 		}
-		tr.Sweep(now)
 	}
 	end(1, 1)
 	if tr.SnapshotDue() {

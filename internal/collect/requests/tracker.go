@@ -229,7 +229,8 @@ type windowState struct {
 	// growing a table or missing the cache.
 	roots roots
 	// ended holds the last MaxRoots/4 renamed roots that ended in the
-	// window, in a ring whose next slot is endedNext: the goroutine
+	// window, as the sweeps took them in (each sweep takes every P's in
+	// turn), in a ring whose next slot is endedNext: the goroutine
 	// profiles taken as the window ends name those whose goroutines
 	// outlived them (Carry).
 	ended     roots
