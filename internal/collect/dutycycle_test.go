@@ -71,7 +71,7 @@ func TestCPUDutyCycle(t *testing.T) {
 				wantFrom := start.Add(min(tt.offset, period-tt.duration))
 				wantTo := wantFrom.Add(tt.duration)
 				if !tt.continuous {
-					// Called early, ChangeCPU does nothing.
+					// Called early, Change does nothing.
 					c.Change(start)
 					if wantFrom.After(start) && cpu.w != nil {
 						t.Fatalf("window %d: the CPU profile records before its offset", win)

@@ -136,7 +136,7 @@ func TestCPUParts(t *testing.T) {
 	c.Start(t0)
 	defer c.Abandon()
 	if at, ok := c.NextChange(); !ok || !at.Equal(t0.Add(cpuPartCheck)) {
-		t.Fatalf("next CPU change %v, %v; want %v", at, ok, t0.Add(cpuPartCheck))
+		t.Fatalf("next change %v, %v; want %v", at, ok, t0.Add(cpuPartCheck))
 	}
 	requestsEnded := func(from, to int) {
 		for n := from; n <= to; n++ {
