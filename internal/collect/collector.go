@@ -844,14 +844,10 @@ func (c *Collector) snapshot(now time.Time) {
 	defer func() {
 		c.snapshotAllowed = now.Add(max(minSnapshotGap, snapshotShare*time.Since(began)))
 	}()
-	source := c.source
-	if s, ok := c.sources[Goroutine]; ok {
-		source = s
-	}
 	c.snapshotBuf.Reset()
 	// A failure here is the window's own goroutine profile's too, and
 	// reported with it.
-	if source(Goroutine, &c.snapshotBuf) != nil {
+	if c.sourceOf(Goroutine)(Goroutine, &c.snapshotBuf) != nil {
 		return
 	}
 	if p, err := c.snapshotDecoder.Decode(c.snapshotBuf.Bytes()); err == nil {
@@ -935,11 +931,7 @@ func (w *cpuWriter) reset() {
 // the profile's reused memory.
 func (c *Collector) read(name string) (*pprofdecode.Profile, error) {
 	c.buf.Reset()
-	source := c.source
-	if s, ok := c.sources[name]; ok {
-		source = s
-	}
-	if err := source(name, &c.buf); err != nil {
+	if err := c.sourceOf(name)(name, &c.buf); err != nil {
 		return nil, err
 	}
 	r := c.reusable[name]
@@ -952,6 +944,14 @@ func (c *Collector) read(name string) (*pprofdecode.Profile, error) {
 		return nil, err
 	}
 	return &r.profile, nil
+}
+
+// sourceOf returns the Source the profile named name is read from.
+func (c *Collector) sourceOf(name string) Source {
+	if s, ok := c.sources[name]; ok {
+		return s
+	}
+	return c.source
 }
 
 // reusedProfile is a profile decoded into the same memory every window.

@@ -76,13 +76,8 @@ func labelIndex(ls []pprofdecode.Label, key string) int {
 func snapshotRoots(w *Window) []string {
 	var ids []string
 	for _, p := range w.Profiles {
-		if p.Data == nil || !isSnapshot(p.Name) {
-			continue
-		}
-		for i := range p.Data.Samples {
-			if j := labelIndex(p.Data.Samples[i].Labels, labelkey.LocalRootSpanID); j >= 0 {
-				ids = append(ids, p.Data.Samples[i].Labels[j].Str)
-			}
+		if p.Data != nil && isSnapshot(p.Name) {
+			ids = append(ids, sampledRoots(p.Data)...)
 		}
 	}
 	slices.Sort(ids)

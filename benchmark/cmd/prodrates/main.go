@@ -116,8 +116,8 @@ func main() {
 	}
 }
 
-// profileTypes returns the profiles the run records: CPU, and off-CPU
-// with -offcpu.
+// profileTypes returns the profiles the run records: CPU, off-CPU with
+// -offcpu, and the goroutine profile with -outlive.
 func profileTypes() []profiler.ProfileType {
 	types := []profiler.ProfileType{profiler.CPUProfile}
 	if withOffCPU {

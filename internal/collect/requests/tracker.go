@@ -786,7 +786,15 @@ type Requests struct {
 // ended.
 func (q *Requests) Route(rootID string) (string, bool) {
 	k, ok := rootKey(rootID)
-	if !ok || q.w == nil {
+	if !ok {
+		return "", false
+	}
+	return q.routeOf(k)
+}
+
+// routeOf is Route for the span id k.
+func (q *Requests) routeOf(k uint64) (string, bool) {
+	if q.w == nil {
 		return "", false
 	}
 	if r, ok := q.live[k]; ok {
@@ -802,21 +810,26 @@ func (q *Requests) Route(rootID string) (string, bool) {
 	return "", false
 }
 
-// SnapshotRoute is Route for a sample of a goroutine profile taken as
-// the window ends, whose goroutine may have outlived its request: it
-// knows the last renamed roots that ended in the window as well.
-func (q *Requests) SnapshotRoute(rootID string) (string, bool) {
-	if e, ok := q.Route(rootID); ok {
+// snapshotRouteOf is SnapshotRoute for the span id k.
+func (q *Requests) snapshotRouteOf(k uint64) (string, bool) {
+	if e, ok := q.routeOf(k); ok {
 		return e, true
-	}
-	k, ok := rootKey(rootID)
-	if !ok || q.w == nil {
-		return "", false
 	}
 	if i, ok := q.ended.routeOf(k); ok {
 		return q.w.names[i], true
 	}
 	return "", false
+}
+
+// SnapshotRoute is Route for a sample of a goroutine profile taken as
+// the window ends, whose goroutine may have outlived its request: it
+// knows the last renamed roots that ended in the window as well.
+func (q *Requests) SnapshotRoute(rootID string) (string, bool) {
+	k, ok := rootKey(rootID)
+	if !ok {
+		return "", false
+	}
+	return q.snapshotRouteOf(k)
 }
 
 // SnapshotDue reports whether, at the last sweep, the window's last
@@ -874,7 +887,7 @@ func (t *Tracker) Carry(q *Requests, rootIDs []string) (fresh int) {
 		if _, seen := slices.BinarySearch(t.outlived, k); !seen {
 			fresh++
 		}
-		e, ok := q.SnapshotRoute(id)
+		e, ok := q.snapshotRouteOf(k)
 		switch {
 		case !ok:
 		case w.held() >= t.cfg.MaxRoots:
